@@ -1,0 +1,137 @@
+# draengine - build, test and run.
+#
+#   make            build build/draengine and the Lua module build/lua/draengine/core.so
+#   make run        the main job on its built-in default
+#   make test       the busted specs (ends with "N passed, N failed")
+#   make test-asan  the same specs under AddressSanitizer + UBSan + LeakSanitizer
+#   make fuzz-cel   libFuzzer target for the CEL parser and evaluator (clang)
+#   make deps       check the Debian packages the build needs (installs them as root)
+#
+# Design: one static library (engine/ + drivers/) linked into the command and
+# into the Lua module, so specs drive exactly the code the command runs.
+
+DEBIAN_PACKAGES := gcc make pkg-config liblua5.4-dev lua5.4 lua-busted libjansson-dev \
+                   libcurl4-openssl-dev libyaml-dev libpcre2-dev python3 openssl
+
+PKGS    := lua5.4 jansson libcurl yaml-0.1 libpcre2-8
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE -g $(OPT) -Wall -Wextra -Werror -fPIC \
+               -Wno-missing-field-initializers -Wshadow -Wstrict-prototypes \
+               -fno-strict-aliasing -pthread
+SANITIZE ?=
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS  = $(CFLAGS_BASE) $(SANITIZE) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS  = $(PKG_LIBS) -lm -pthread
+
+LIB_SRC := $(sort $(wildcard engine/base/*.c engine/model/*.c engine/cel/*.c engine/alloc/*.c \
+            engine/policy/*.c engine/sched/*.c drivers/*/*.c))
+CLI_SRC := $(sort $(wildcard engine/cli/*.c bench/*.c))
+LUA_SRC := $(sort $(wildcard lua/*.c))
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+LUA_OBJ := $(LUA_SRC:%.c=$(BUILD)/obj/%.o)
+DEPFILES := $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(LUA_OBJ:.o=.d)
+
+BIN    := $(BUILD)/draengine
+LIBA   := $(BUILD)/libdraengine.a
+LUAMOD := $(BUILD)/lua/draengine/core.so
+STAMP  := $(BUILD)/.deps-ok
+
+.PHONY: all deps run test test-asan fuzz-cel bench clean conformance
+all: $(BIN) $(LUAMOD)
+
+# ---- Debian packages ------------------------------------------------------
+# Installs missing packages with apt-get when run as root; otherwise stops and
+# prints the exact command. The stamp keeps this off the incremental path.
+$(STAMP):
+	@missing=""; for p in $(DEBIAN_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing) >/dev/null || \
+	      { echo "apt-get install failed for:$$missing" >&2; exit 1; }; \
+	  else \
+	    echo "missing Debian packages; run:" >&2; \
+	    echo "  sudo apt-get install -y$$missing" >&2; exit 1; \
+	  fi; \
+	fi
+	@mkdir -p $(BUILD) && touch $@
+
+deps: $(STAMP)
+
+# ---- build -----------------------------------------------------------------
+Q := $(if $(V),,@)
+$(BUILD)/obj/%.o: %.c | $(STAMP)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  CC $<")
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBA): $(LIB_OBJ)
+	@rm -f $@
+	$(Q)ar rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIBA)
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(CFLAGS) -rdynamic -o $@ $(CLI_OBJ) $(LIBA) $(LDLIBS)
+
+$(LUAMOD): $(LUA_OBJ) $(LIBA)
+	@mkdir -p $(dir $@)
+	@$(if $(V),,echo "  LD $@")
+	$(Q)$(CC) $(CFLAGS) -shared -o $@ $(LUA_OBJ) -Wl,--whole-archive $(LIBA) -Wl,--no-whole-archive \
+	  $(filter-out -llua5.4,$(LDLIBS))
+
+-include $(DEPFILES)
+
+# ---- run -------------------------------------------------------------------
+run: all
+	./$(BIN) run
+
+# ---- tests -----------------------------------------------------------------
+# busted runs under lua5.4 with the module path pointing at this build; the
+# summary handler prints the final "N passed, N failed" line.
+BUSTED = DRAENGINE_BIN=$(abspath $(BIN)) DRAENGINE_ROOT=$(CURDIR) \
+         LUA_CPATH="$(abspath $(BUILD))/lua/?.so;;" LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/spec/?.lua;;" \
+         lua5.4 /usr/bin/busted --lua=lua5.4 -o spec/support/summary.lua $(BUSTED_ARGS) spec
+
+test: all
+	@$(BUSTED)
+
+ASAN_BUILD := build-asan
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1:exitcode=86 \
+            LSAN_OPTIONS=suppressions=$(CURDIR)/spec/support/lsan.supp:print_suppressions=0 \
+            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+            LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)"
+
+test-asan: | $(STAMP)
+	@$(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) OPT=-O1 SANITIZE="$(ASAN_FLAGS)" all
+	@$(ASAN_ENV) DRAENGINE_ASAN=1 $(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) test-run-only
+
+test-run-only:
+	@$(BUSTED)
+
+# ---- fuzzing ---------------------------------------------------------------
+FUZZ_SECONDS ?= 600
+fuzz-cel: | $(STAMP)
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang OPT=-O1 \
+	  SANITIZE="-fsanitize=fuzzer-no-link,address,undefined" $(BUILD:%=build-fuzz)/libdraengine.a
+	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) \
+	  -o build-fuzz/fuzz-cel spec/fuzz/fuzz_cel.c build-fuzz/libdraengine.a $(LDLIBS)
+	@mkdir -p build-fuzz/corpus-cel
+	python3 spec/fuzz/seed_cel.py ../shared/conformance/cel build-fuzz/corpus-cel spec/fuzz/corpus-cel
+	./build-fuzz/fuzz-cel -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+	  -rss_limit_mb=2048 build-fuzz/corpus-cel
+
+# ---- conformance -----------------------------------------------------------
+conformance: all
+	python3 ../shared/conformance/check-cel --bin $(BIN) ../shared/conformance/cel | tail -1
+	python3 ../shared/conformance/check-alloc --bin $(BIN) ../shared/conformance/alloc | tail -1
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,51 @@
+/*
+ * arena.h - bump allocation with a hard cap, freed in one go.
+ *
+ * One arena per scheduling cycle (and one per compiled CEL program, per
+ * decoded document, ...): everything allocated while deciding one pod is
+ * dropped together with de_arena_reset(), so the hot path never calls free()
+ * and a bug cannot leak across cycles.  Every arena has a byte cap chosen by
+ * its owner; an allocation past the cap returns NULL (callers turn that into
+ * DE_ENOMEM) instead of growing without bound.
+ */
+#ifndef DE_ARENA_H
+#define DE_ARENA_H
+
+#include "de.h"
+
+typedef struct de_arena de_arena;
+
+/* A position in an arena, for rewinding scratch allocations (backtracking). */
+typedef struct de_arena_mark {
+    void *chunk;
+    size_t used;
+    size_t total;
+} de_arena_mark;
+
+/* cap = maximum bytes handed out over the arena's life between resets
+ * (0 means the default cap of 1 GiB). */
+de_arena *de_arena_new(size_t cap);
+/* Same, with the size of the first chunk (default 64 KiB). Small arenas that
+ * live long (one per decoded object) use a small first chunk. */
+de_arena *de_arena_new_sized(size_t cap, size_t first_chunk);
+void de_arena_free(de_arena *a);
+
+/* Drop every allocation but keep the first chunk for reuse. */
+void de_arena_reset(de_arena *a);
+
+/* 16-byte aligned; NULL when the cap is reached. */
+void *de_arena_alloc(de_arena *a, size_t n);
+void *de_arena_zalloc(de_arena *a, size_t n);
+char *de_arena_strndup(de_arena *a, const char *s, size_t n);
+char *de_arena_strdup(de_arena *a, const char *s);
+char *de_arena_printf(de_arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+de_arena_mark de_arena_save(const de_arena *a);
+void de_arena_rewind(de_arena *a, de_arena_mark m);
+
+/* Bytes handed out since the last reset, and bytes reserved from malloc. */
+size_t de_arena_used(const de_arena *a);
+size_t de_arena_reserved(const de_arena *a);
+
+#endif

@@ -1,0 +1,129 @@
+/*
+ * map.c - linear probing with tombstones; grows at 70 % load.
+ */
+#include "map.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void de_map_init(de_map *m)
+{
+    memset(m, 0, sizeof *m);
+}
+
+void de_map_destroy(de_map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    free(m->used);
+    memset(m, 0, sizeof *m);
+}
+
+void de_map_clear(de_map *m)
+{
+    if (m->cap)
+        memset(m->used, 0, m->cap);
+    m->n = m->tomb = 0;
+}
+
+static size_t find(const de_map *m, uint64_t key, bool *found)
+{
+    size_t mask = m->cap - 1, i = de_hash_u64(key) & mask, first_tomb = SIZE_MAX;
+    for (;;) {
+        if (m->used[i] == 0) {
+            *found = false;
+            return first_tomb != SIZE_MAX ? first_tomb : i;
+        }
+        if (m->used[i] == 1 && m->keys[i] == key) {
+            *found = true;
+            return i;
+        }
+        if (m->used[i] == 2 && first_tomb == SIZE_MAX)
+            first_tomb = i;
+        i = (i + 1) & mask;
+    }
+}
+
+static void grow(de_map *m)
+{
+    size_t ncap = m->cap ? m->cap : 16;
+    if ((m->n + 1) * 10 > ncap * 7)
+        ncap *= 2;
+    uint64_t *ok = m->keys, *ov = m->vals;
+    uint8_t *ou = m->used;
+    size_t ocap = m->cap;
+    m->keys = de_xmalloc(ncap * sizeof *m->keys);
+    m->vals = de_xmalloc(ncap * sizeof *m->vals);
+    m->used = de_xcalloc(ncap, 1);
+    m->cap = ncap;
+    m->n = m->tomb = 0;
+    for (size_t i = 0; i < ocap; i++)
+        if (ou[i] == 1)
+            de_map_put(m, ok[i], ov[i]);
+    free(ok);
+    free(ov);
+    free(ou);
+}
+
+bool de_map_get(const de_map *m, uint64_t key, uint64_t *val)
+{
+    if (!m->n)
+        return false;
+    bool found;
+    size_t i = find(m, key, &found);
+    if (found && val)
+        *val = m->vals[i];
+    return found;
+}
+
+uint64_t *de_map_slot(de_map *m, uint64_t key, uint64_t dflt)
+{
+    if (!m->cap || (m->n + m->tomb + 1) * 10 > m->cap * 7)
+        grow(m);
+    bool found;
+    size_t i = find(m, key, &found);
+    if (!found) {
+        if (m->used[i] == 2)
+            m->tomb--;
+        m->used[i] = 1;
+        m->keys[i] = key;
+        m->vals[i] = dflt;
+        m->n++;
+    }
+    return &m->vals[i];
+}
+
+void de_map_put(de_map *m, uint64_t key, uint64_t val)
+{
+    *de_map_slot(m, key, val) = val;
+}
+
+bool de_map_del(de_map *m, uint64_t key)
+{
+    if (!m->n)
+        return false;
+    bool found;
+    size_t i = find(m, key, &found);
+    if (!found)
+        return false;
+    m->used[i] = 2;
+    m->n--;
+    m->tomb++;
+    return true;
+}
+
+bool de_map_next(const de_map *m, size_t *iter, uint64_t *key, uint64_t *val)
+{
+    for (size_t i = *iter; i < m->cap; i++) {
+        if (m->used[i] == 1) {
+            if (key)
+                *key = m->keys[i];
+            if (val)
+                *val = m->vals[i];
+            *iter = i + 1;
+            return true;
+        }
+    }
+    *iter = m->cap;
+    return false;
+}

@@ -1,0 +1,43 @@
+/*
+ * map.h - open-addressing hash map from uint64 keys to uint64 values.
+ *
+ * The engine's only general-purpose map: composite keys (driver id, pool id),
+ * (expression id, device id) and so on are packed or hashed into 64 bits by
+ * the caller.  Iteration order is slot order and therefore depends on the
+ * insertion history: never let it reach an output or a decision (sort first).
+ */
+#ifndef DE_MAP_H
+#define DE_MAP_H
+
+#include "de.h"
+
+typedef struct de_map {
+    uint64_t *keys;
+    uint64_t *vals;
+    uint8_t *used; /* 0 empty, 1 full, 2 deleted */
+    size_t cap;    /* power of two, or 0 */
+    size_t n;      /* live entries */
+    size_t tomb;   /* deleted slots */
+} de_map;
+
+void de_map_init(de_map *m);
+void de_map_destroy(de_map *m);
+void de_map_clear(de_map *m);
+
+/* Returns true and sets *val when the key is present. */
+bool de_map_get(const de_map *m, uint64_t key, uint64_t *val);
+void de_map_put(de_map *m, uint64_t key, uint64_t val);
+bool de_map_del(de_map *m, uint64_t key);
+/* Pointer to the value slot, inserting `dflt` first if absent. The pointer is
+ * valid until the next insertion. */
+uint64_t *de_map_slot(de_map *m, uint64_t key, uint64_t dflt);
+
+/* Iterate: for (size_t i = 0; de_map_next(m, &i, &k, &v); ) */
+bool de_map_next(const de_map *m, size_t *iter, uint64_t *key, uint64_t *val);
+
+static inline uint64_t de_pack2(uint32_t a, uint32_t b)
+{
+    return ((uint64_t)a << 32) | b;
+}
+
+#endif

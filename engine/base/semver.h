@@ -1,0 +1,41 @@
+/*
+ * semver.h - semantic versions 2.0.0 as Kubernetes uses them: strict parsing
+ * for `version` attributes and CEL semver(), an optional normalising parse
+ * (CEL semver(s, true): strip a leading "v", pad "1" / "1.2" to three parts,
+ * drop leading zeros), and precedence comparison (build metadata ignored).
+ *
+ * A de_semver does not own text: pre and build point into the string that
+ * was parsed (or into the caller's buffer for a normalised string), which
+ * must outlive it.  In the device graph that string is interned.
+ */
+#ifndef DE_SEMVER_H
+#define DE_SEMVER_H
+
+#include "de.h"
+
+typedef struct de_semver {
+    uint64_t major, minor, patch;
+    const char *pre;   /* prerelease identifiers, dot-separated; NULL if none */
+    uint32_t pre_len;
+    const char *build; /* build metadata; NULL if none */
+    uint32_t build_len;
+} de_semver;
+
+/* Strict semver 2.0.0 (blang/semver Parse).  Error texts follow blang's
+ * ("No Major.Minor.Patch elements found", "Invalid character(s) found in
+ * major number \"01\"", ...). */
+de_rc de_semver_parse(const char *s, size_t len, de_semver *out, de_err *e);
+
+/* Normalise the way Kubernetes' semver(s, true) does, writing the normalised
+ * text into buf (cap bytes; len + 8 always suffices).  Returns the length,
+ * or SIZE_MAX when the text cannot be normalised (the caller then reports
+ * the strict parse error). Parse the result with de_semver_parse. */
+size_t de_semver_normalize(const char *s, size_t len, char *buf, size_t cap);
+
+/* Precedence: -1, 0, 1.  Build metadata is ignored (1.0.0+a == 1.0.0+b). */
+int de_semver_cmp(const de_semver *a, const de_semver *b);
+
+/* Text form MAJOR.MINOR.PATCH[-pre][+build]; returns length written. */
+size_t de_semver_format(const de_semver *v, char *buf, size_t cap);
+
+#endif

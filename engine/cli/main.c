@@ -1,0 +1,107 @@
+/*
+ * main.c - draengine entry point: dispatch to subcommands.
+ */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *const cli_version_string = "draengine 0.1.0 (Kubernetes resource.k8s.io/v1, 1.37 semantics)";
+
+static const cli_cmd commands[] = {
+    {"inspect", "load manifests and print a per-node summary of devices", cli_cmd_inspect},
+    {"allocate", "allocate pending ResourceClaims offline from manifests", cli_cmd_allocate},
+    {"cel", "evaluate a CEL device selector (or --batch JSON lines)", cli_cmd_cel},
+    {"run", "the main job: a simulated cluster filled by a stream of claims", cli_cmd_run},
+    {"sim", "write the manifests of a simulated cluster of real hardware shapes", cli_cmd_sim},
+    {"sysfs", "print a ResourceSlice for this machine's PCI devices", cli_cmd_sysfs},
+    {"serve", "run as a Kubernetes scheduler against an API server", cli_cmd_serve},
+    {"policy", "policy tooling: test, lint, diff, bench", cli_cmd_policy},
+    {"bench", "run named benchmarks (BENCH <figure> <value> <unit>)", cli_cmd_bench},
+    {"version", "print the version", cli_cmd_version},
+    {"help", "show help for draengine or a subcommand", cli_cmd_help},
+};
+
+void cli_errorf(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "draengine %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int cli_exit_for(de_rc rc)
+{
+    switch (rc) {
+    case DE_OK:
+        return CLI_EXIT_OK;
+    case DE_EUNSAT:
+        return CLI_EXIT_UNSAT;
+    case DE_EINTERNAL:
+    case DE_ENOMEM:
+        return CLI_EXIT_INTERNAL;
+    default:
+        return CLI_EXIT_INVALID;
+    }
+}
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: draengine <command> [flags]\n\n"
+                 "draengine is a Kubernetes Dynamic Resource Allocation engine: a device graph,\n"
+                 "a Kubernetes-exact allocator and Lua policies.\n\ncommands:\n");
+    for (size_t i = 0; i < DE_ARRAY_LEN(commands); i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\nRun 'draengine <command> --help' for the flags of a command.\n");
+}
+
+int cli_cmd_version(int argc, char **argv)
+{
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: draengine version\n\nPrint the draengine version.\n");
+        return 0;
+    }
+    printf("%s\n", cli_version_string);
+    return 0;
+}
+
+int cli_cmd_help(int argc, char **argv)
+{
+    if (argc > 1) {
+        for (size_t i = 0; i < DE_ARRAY_LEN(commands); i++) {
+            if (!strcmp(argv[1], commands[i].name)) {
+                char *args[] = {argv[1], "--help", NULL};
+                return commands[i].fn(2, args);
+            }
+        }
+        fprintf(stderr, "draengine help: unknown command \"%s\"\n", argv[1]);
+        usage(stderr);
+        return CLI_EXIT_INVALID;
+    }
+    usage(stdout);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_INVALID;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version"))
+        return cli_cmd_version(1, argv + 1);
+    for (size_t i = 0; i < DE_ARRAY_LEN(commands); i++)
+        if (!strcmp(cmd, commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "draengine: unknown command \"%s\"\n\n", cmd);
+    usage(stderr);
+    return CLI_EXIT_INVALID;
+}

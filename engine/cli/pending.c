@@ -1,0 +1,27 @@
+/*
+ * pending.c - TEMPORARY scaffolding while the foundation lands: weak
+ * definitions of the subcommands whose modules are still being written.
+ * Each module's strong definition replaces its entry here at link time.
+ * This file is deleted once every subcommand exists.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+
+#define PENDING(fn, name)                                                              \
+    __attribute__((weak)) int fn(int argc, char **argv)                                \
+    {                                                                                  \
+        (void)argc;                                                                    \
+        (void)argv;                                                                    \
+        fprintf(stderr, "draengine %s: not available in this build yet\n", name);     \
+        return CLI_EXIT_INTERNAL;                                                      \
+    }
+
+PENDING(cli_cmd_inspect, "inspect")
+PENDING(cli_cmd_cel, "cel")
+PENDING(cli_cmd_allocate, "allocate")
+PENDING(cli_cmd_sim, "sim")
+PENDING(cli_cmd_sysfs, "sysfs")
+PENDING(cli_cmd_run, "run")
+PENDING(cli_cmd_serve, "serve")
+PENDING(cli_cmd_policy, "policy")

@@ -1,0 +1,235 @@
+/*
+ * dg.h - the device graph: every object draengine knows about, decoded and
+ * validated, with the indexes the allocator and the scheduler need.
+ *
+ * Ownership and identity
+ *  - The graph owns an interner (or shares the one passed in) and every
+ *    decoded object.  Each object lives in its own small arena and is
+ *    replaced as a whole; pointers returned by accessors stay valid until
+ *    that object is replaced or deleted (or the graph is freed).
+ *  - Objects are keyed by (kind, namespace, name).  Slices, devices, pools
+ *    and claims also get dense numeric ids that are never reused while the
+ *    graph lives, so caches keyed by id cannot confuse an old device with a
+ *    new one.  Iterating ids in increasing order is input order.
+ *  - Generations: the graph, every device, pool, class and claim carry a
+ *    generation that is bumped when they change.  Caches (CEL memo, policy
+ *    facts, candidate bitsets) compare generations instead of being flushed.
+ *
+ * Incremental updates: dg_apply() decodes, validates and upserts one object;
+ * dg_remove() deletes one.  Only what changed is touched: replacing one
+ * slice re-indexes that slice's devices and its pool; DeviceTaintRules are
+ * re-applied only to the devices they select.  Nothing is rebuilt.
+ *
+ * Validation follows the API server (dra-model.md section 1.1).  An invalid
+ * object is refused with an error naming the origin, the object and the
+ * JSON path, e.g.
+ *   x.yaml: document 2: ResourceSlice "gpu-node-1": spec.devices[3].attributes["memory"]:
+ *   must set exactly one of int, bool, string, version
+ * and the graph is left unchanged.
+ */
+#ifndef DG_H
+#define DG_H
+
+#include "../base/attr.h"
+#include "../base/de.h"
+#include "../base/doc.h"
+#include "../base/intern.h"
+#include "dg_types.h"
+
+#include <jansson.h>
+
+typedef struct dg_graph dg_graph;
+
+#define DG_NONE UINT32_MAX
+
+/* Validation / decoding options. */
+typedef struct dg_opts {
+    bool keep_slice_json; /* keep the raw JSON of slices (off for big snapshots) */
+    bool skip_validation; /* decode only (trusted input, e.g. our own simulator) */
+} dg_opts;
+
+dg_graph *dg_new(de_interner *in, const dg_opts *opts); /* in may be NULL: own interner */
+void dg_free(dg_graph *g);
+de_interner *dg_intern(const dg_graph *g);
+uint64_t dg_generation(const dg_graph *g);
+
+/* ---- loading -------------------------------------------------------------- */
+
+/* Decode, validate and upsert one object. Kinds draengine does not model are
+ * accepted and ignored (*kind_out = DG_KIND_OTHER). */
+de_rc dg_apply(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e);
+de_rc dg_remove(dg_graph *g, dg_kind kind, const char *ns, const char *name, de_err *e);
+
+/* Load every object from a file or directory (de_doc_each + dg_apply). Stops
+ * at the first invalid object. */
+de_rc dg_load_path(dg_graph *g, const char *path, de_err *e);
+
+/* Decode and validate without touching the graph (for `validate`-style use
+ * and for specs): returns the kind. */
+de_rc dg_check(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e);
+
+const char *dg_kind_name(dg_kind k);
+
+/* ---- objects -------------------------------------------------------------- */
+
+/* Counts are of live objects; ids range over [0, dg_X_id_limit) with NULL
+ * for deleted ones. */
+uint32_t dg_slice_id_limit(const dg_graph *g);
+const dg_slice *dg_slice_get(const dg_graph *g, uint32_t sid);
+uint32_t dg_slice_find(const dg_graph *g, const char *name);
+
+uint32_t dg_class_id_limit(const dg_graph *g);
+const dg_class *dg_class_get(const dg_graph *g, uint32_t cid);
+uint32_t dg_class_find(const dg_graph *g, uint32_t name);
+/* The class serving an extended resource name (explicit extendedResourceName,
+ * newest creation wins, ties by name; or the implicit
+ * deviceclass.resource.kubernetes.io/<class>), DG_NONE if none. */
+uint32_t dg_class_for_extended_resource(const dg_graph *g, uint32_t resource_name);
+
+uint32_t dg_claim_id_limit(const dg_graph *g);
+const dg_claim *dg_claim_get(const dg_graph *g, uint32_t clid);
+uint32_t dg_claim_find(const dg_graph *g, uint32_t ns, uint32_t name);
+/* The claim as JSON (original object with status as the graph knows it);
+ * borrowed reference. */
+json_t *dg_claim_json(const dg_graph *g, uint32_t clid);
+uint64_t dg_claim_generation(const dg_graph *g, uint32_t clid);
+
+uint32_t dg_template_id_limit(const dg_graph *g);
+const dg_claim_template *dg_template_get(const dg_graph *g, uint32_t tid);
+uint32_t dg_template_find(const dg_graph *g, uint32_t ns, uint32_t name);
+json_t *dg_template_json(const dg_graph *g, uint32_t tid);
+
+uint32_t dg_taint_rule_id_limit(const dg_graph *g);
+const dg_taint_rule *dg_taint_rule_get(const dg_graph *g, uint32_t rid);
+
+uint32_t dg_node_id_limit(const dg_graph *g);
+const dg_node *dg_node_get(const dg_graph *g, uint32_t nid);
+uint32_t dg_node_find(const dg_graph *g, uint32_t name);
+
+uint32_t dg_pod_id_limit(const dg_graph *g);
+const dg_pod *dg_pod_get(const dg_graph *g, uint32_t pid);
+uint32_t dg_pod_find(const dg_graph *g, uint32_t ns, uint32_t name);
+json_t *dg_pod_json(const dg_graph *g, uint32_t pid);
+
+uint32_t dg_namespace_find(const dg_graph *g, uint32_t name);
+const dg_namespace *dg_namespace_get(const dg_graph *g, uint32_t nsid);
+
+uint32_t dg_pool_status_request_id_limit(const dg_graph *g);
+const dg_pool_status_request *dg_pool_status_request_get(const dg_graph *g, uint32_t id);
+
+/* ---- devices ---------------------------------------------------------------- */
+
+typedef struct dg_devref {
+    uint32_t slice;  /* slice id */
+    uint32_t index;  /* index in slice->devices */
+    uint32_t pool;   /* pool id */
+    uint32_t gen;    /* device generation */
+} dg_devref;
+
+uint32_t dg_device_id_limit(const dg_graph *g);
+uint32_t dg_device_count(const dg_graph *g);
+/* false for a deleted id */
+bool dg_device_ref(const dg_graph *g, uint32_t devid, dg_devref *out);
+uint32_t dg_device_id(const dg_graph *g, uint32_t sid, uint32_t index);
+const dg_device *dg_device_get(const dg_graph *g, uint32_t devid);
+/* Find by (driver, pool, device name) among the newest generation's slices. */
+uint32_t dg_device_find(const dg_graph *g, uint32_t driver, uint32_t pool, uint32_t name);
+/* The view CEL and policies see (derived attributes included). */
+void dg_device_view(const dg_graph *g, uint32_t devid, de_devview *out);
+/* Published taints followed by DeviceTaintRule taints (dra-model 1.7). */
+void dg_device_taints(const dg_graph *g, uint32_t devid, const dg_taint **out, uint32_t *n);
+
+/* Derived attributes written by the policy host (the graph stores them so
+ * the view includes them).  The array is copied; the device's generation is
+ * bumped only when the set actually changes. */
+void dg_device_set_derived(dg_graph *g, uint32_t devid, const de_attr *attrs, uint32_t n);
+
+/* ---- pools and indexes --------------------------------------------------- */
+
+typedef struct dg_pool {
+    uint32_t driver, name;
+    int64_t max_generation;  /* highest generation among its slices */
+    uint32_t nslices_at_max; /* slices present at max_generation */
+    int64_t slice_count;     /* resourceSliceCount declared at max_generation */
+    uint64_t gen;            /* bumped when any slice of the pool changes */
+    const uint32_t *slices;  /* slice ids of every generation, sorted by slice name */
+    uint32_t nslices;
+} dg_pool;
+
+uint32_t dg_pool_id_limit(const dg_graph *g);
+bool dg_pool_get(const dg_graph *g, uint32_t pid, dg_pool *out);
+uint32_t dg_pool_find(const dg_graph *g, uint32_t driver, uint32_t name);
+/* complete = every slice of the newest generation is present */
+bool dg_pool_complete(const dg_graph *g, uint32_t pid);
+
+/* Slices whose spec.nodeName is `node` (any generation), and the slices that
+ * are not node-local (nodeSelector, allNodes, perDeviceNodeSelection, none).
+ * Arrays are owned by the graph, valid until the next change. */
+void dg_slices_on_node(const dg_graph *g, uint32_t node, const uint32_t **sids, uint32_t *n);
+void dg_slices_shared(const dg_graph *g, const uint32_t **sids, uint32_t *n);
+/* Slices of one driver (any generation). */
+void dg_slices_of_driver(const dg_graph *g, uint32_t driver, const uint32_t **sids, uint32_t *n);
+
+/* Node matching (core v1 NodeSelector semantics, dra-model section 9): terms
+ * ORed, requirements ANDed, empty term matches nothing. An unparsable
+ * requirement (bad Gt/Lt value, unknown operator) is an error. */
+de_rc dg_nodesel_match(const dg_graph *g, const dg_nodesel *sel, uint32_t node_name,
+                       const dg_kv *labels, uint32_t nlabels, bool *match, de_err *e);
+
+/* ---- allocated state -------------------------------------------------------- */
+
+/* Usage of one device derived from every allocated claim in the graph:
+ * results with adminAccess do not count; a result with a shareID is shared
+ * use adding its consumedCapacity; any other result is exclusive use. */
+typedef struct dg_usage {
+    uint32_t exclusive;  /* number of claims holding it exclusively */
+    uint32_t shared;     /* number of shared allocations */
+    const dg_consumed *consumed; /* summed consumedCapacity, by key */
+    uint32_t nconsumed;
+} dg_usage;
+
+/* Usage by (driver, pool, device) names, also for devices not (or no longer)
+ * published. Returns false when the device is not in use at all. */
+bool dg_usage_get(const dg_graph *g, uint32_t driver, uint32_t pool, uint32_t device, dg_usage *out);
+/* Iterate all used devices deterministically (sorted by driver, pool, device). */
+typedef void (*dg_usage_cb)(void *ctx, uint32_t driver, uint32_t pool, uint32_t device,
+                            const dg_usage *u);
+void dg_usage_each(const dg_graph *g, dg_usage_cb cb, void *ctx);
+uint64_t dg_usage_generation(const dg_graph *g);
+
+/* Record an allocation made by draengine (the "assume" step): deep-copies
+ * `a` into the claim and updates usage.  Fails if the claim is already
+ * allocated. dg_claim_deallocate clears it. */
+de_rc dg_claim_set_allocation(dg_graph *g, uint32_t clid, const dg_allocation *a, de_err *e);
+de_rc dg_claim_deallocate(dg_graph *g, uint32_t clid, de_err *e);
+de_rc dg_claim_add_reservation(dg_graph *g, uint32_t clid, const dg_consumer *c, de_err *e);
+
+/* Create a claim in the graph from a template for a pod, named the way the
+ * claim controller names it (<pod>-<claim ref name>-<5 char suffix>; the
+ * suffix is derived from the pod UID so the result is deterministic). */
+de_rc dg_claim_from_template(dg_graph *g, uint32_t podid, uint32_t ref_index, uint32_t *clid,
+                             de_err *e);
+
+/* ---- encoding ----------------------------------------------------------- */
+
+json_t *dg_encode_allocation(const dg_graph *g, const dg_allocation *a);
+json_t *dg_encode_nodesel(const dg_graph *g, const dg_nodesel *s);
+
+/* ---- change notification ------------------------------------------------ */
+
+typedef enum dg_op { DG_OP_ADD, DG_OP_UPDATE, DG_OP_DELETE } dg_op;
+
+/* Called after every change, with the object's id in its kind's id space. */
+typedef void (*dg_listener)(void *ctx, dg_kind kind, dg_op op, uint32_t id);
+void dg_add_listener(dg_graph *g, dg_listener fn, void *ctx);
+
+/* ---- statistics ------------------------------------------------------------ */
+
+typedef struct dg_stats {
+    uint32_t slices, devices, pools, classes, claims, templates, taint_rules, nodes, pods;
+    size_t bytes; /* memory held by decoded objects and indexes */
+} dg_stats;
+
+void dg_get_stats(const dg_graph *g, dg_stats *out);
+
+#endif

@@ -1,0 +1,35 @@
+/*
+ * core.c - luaopen_draengine_core: builds the module table from the area
+ * openers that are linked into this build.
+ */
+#include "lb.h"
+
+/* Areas land one by one; an opener that is not linked in is a NULL weak
+ * reference and is skipped, so the module always loads. */
+#pragma weak lb_open_graph
+#pragma weak lb_open_cel
+#pragma weak lb_open_alloc
+#pragma weak lb_open_policy
+#pragma weak lb_open_sim
+#pragma weak lb_open_sched
+#pragma weak lb_open_kube
+
+int lb_raise(lua_State *L, const de_err *e)
+{
+    return luaL_error(L, "%s", e && e->msg[0] ? e->msg : de_rc_str(e ? e->rc : DE_EINTERNAL));
+}
+
+int luaopen_draengine_core(lua_State *L);
+
+int luaopen_draengine_core(lua_State *L)
+{
+    void (*const openers[])(lua_State *) = {
+        lb_open_base, lb_open_graph, lb_open_cel,   lb_open_alloc,
+        lb_open_policy, lb_open_sim, lb_open_sched, lb_open_kube,
+    };
+    lua_newtable(L);
+    for (size_t i = 0; i < sizeof openers / sizeof openers[0]; i++)
+        if (openers[i])
+            openers[i](L);
+    return 1;
+}

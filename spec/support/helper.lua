@@ -1,0 +1,58 @@
+-- helper.lua - shared spec utilities: paths, running the draengine binary,
+-- temporary files.  Specs `require "support.helper"`.
+local M = {}
+
+M.root = os.getenv("DRAENGINE_ROOT") or "."
+M.bin = os.getenv("DRAENGINE_BIN") or (M.root .. "/build/draengine")
+M.asan = os.getenv("DRAENGINE_ASAN") == "1"
+
+-- Where the shared conformance vectors and corpus live: ../shared next to
+-- the checkout, or the copy vendored under spec/fixtures/shared.
+function M.shared_dir()
+  for _, d in ipairs({ M.root .. "/../shared", M.root .. "/spec/fixtures/shared" }) do
+    local f = io.open(d .. "/conformance/README.md", "r")
+    if f then f:close(); return d end
+  end
+  return nil
+end
+
+local function shell_quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+M.shell_quote = shell_quote
+
+-- Run the binary with arguments (a list); returns exit code, stdout, stderr.
+-- `stdin` (optional) is written to a temp file and redirected.
+function M.run(args, stdin)
+  local parts = { shell_quote(M.bin) }
+  for _, a in ipairs(args) do parts[#parts + 1] = shell_quote(a) end
+  local out, err = os.tmpname(), os.tmpname()
+  local cmd = table.concat(parts, " ") .. " >" .. out .. " 2>" .. err
+  local inf
+  if stdin then
+    inf = os.tmpname()
+    local f = assert(io.open(inf, "wb")); f:write(stdin); f:close()
+    cmd = cmd .. " <" .. inf
+  end
+  local ok, how, code = os.execute(cmd)
+  local function slurp(p)
+    local f = io.open(p, "rb"); local s = f and f:read("a") or ""; if f then f:close() end
+    os.remove(p); return s
+  end
+  if inf then os.remove(inf) end
+  local rc = (how == "exit") and code or 128 + (code or 0)
+  if ok == true then rc = 0 end
+  return rc, slurp(out), slurp(err)
+end
+
+function M.write_temp(content, suffix)
+  local p = os.tmpname() .. (suffix or "")
+  local f = assert(io.open(p, "wb")); f:write(content); f:close()
+  return p
+end
+
+function M.read_file(p)
+  local f = assert(io.open(p, "rb")); local s = f:read("a"); f:close(); return s
+end
+
+return M
