@@ -134,6 +134,8 @@ typedef struct al_outcome {
     int64_t k8s_score;      /* firstAvailable score on this node */
     uint64_t steps;         /* search steps used */
     al_why why;             /* DE_EUNSAT: the reason */
+    bool invalid_pools;     /* the error is upstream's "invalid resource pools were
+                             * encountered": fatal for this node only */
 } al_outcome;
 
 /*
