@@ -13,11 +13,17 @@
 
 #include <stdio.h>
 
-/* klog.KObj: "ns/name", or "name" without a namespace */
-static const char *kobj(al_call *c, const dg_claim *cl)
+/* klog.KObj: "ns/name", or "name" for an object written without a
+ * namespace (upstream sees the object as given; the graph files it under
+ * "default") */
+const char *al_kobj(al_call *c, const al_claimc *cc)
 {
     al_allocator *a = c->a;
-    if (cl->meta.ns)
+    const dg_claim *cl = cc->c;
+    json_t *j = dg_claim_json(a->g, cc->id);
+    json_t *m = j ? json_object_get(j, "metadata") : NULL;
+    bool written = !j || (m && json_is_string(json_object_get(m, "namespace")));
+    if (cl->meta.ns && written)
         return de_arena_printf(c->ar, "%s/%s", al_str(a, cl->meta.ns), al_str(a, cl->meta.name));
     return al_str(a, cl->meta.name);
 }
@@ -27,7 +33,7 @@ static de_rc raise_poison(al_call *c, al_rq *rq, uint32_t dev, de_err *e)
     const al_cset *cs = rq->cs;
     const char *m = cs->poison_msg ? cs->poison_msg[dev] : "selector evaluation failed";
     if (cs->poison_kind && cs->poison_kind[dev])
-        return de_errf(e, DE_EINVAL, "claim %s: %s", kobj(c, c->claims[rq->claim].c), m);
+        return de_errf(e, DE_EINVAL, "claim %s: %s", al_kobj(c, &c->claims[rq->claim]), m);
     return de_errf(e, DE_EINVAL, "%s", m);
 }
 
@@ -45,7 +51,7 @@ static de_rc validate_rq(al_call *c, al_claimc *cc, al_rq *rq, de_err *e)
 {
     al_allocator *a = c->a;
     const dg_exact *x = rq->x;
-    const char *cn = kobj(c, cc->c);
+#define cn al_kobj(c, cc)
     const char *rn = al_str(a, rq->is_sub ? rq->sub_name : rq->base_name);
     for (uint32_t i = 0; i < x->nselectors; i++)
         if (!x->selectors[i].has_cel)
@@ -125,6 +131,7 @@ static de_rc validate_rq(al_call *c, al_claimc *cc, al_rq *rq, de_err *e)
     }
     rq->need = rq->nall;
     return DE_OK;
+#undef cn
 }
 
 static uint32_t split_domain(al_allocator *a, uint32_t fqn, uint32_t *id)
@@ -151,7 +158,7 @@ de_rc al_call_compile(al_call *c, const uint32_t *claims, uint32_t nclaims, de_e
         if (!cc->c)
             return de_errf(e, DE_ENOTFOUND, "claim #%u does not exist", claims[ci]);
         const dg_claim_spec *sp = &cc->c->spec;
-        const char *cn = kobj(c, cc->c);
+#define cn al_kobj(c, cc)
         cc->nreq = sp->nrequests;
         cc->req = AL_NEW(c->ar, al_req, sp->nrequests ? sp->nrequests : 1);
         cc->mine = AL_NEW(c->ar, uint64_t, c->nwords);
@@ -235,6 +242,7 @@ de_rc al_call_compile(al_call *c, const uint32_t *claims, uint32_t nclaims, de_e
                     if (al_cons_applies(&cc->cons[k], rq))
                         rq->cons[rq->ncons++] = k;
             }
+#undef cn
     }
     return DE_OK;
 }

@@ -76,10 +76,11 @@ const de_attr *al_lookup_attr(const al_call *c, uint32_t dev, uint32_t domain, u
 /* The value a constraint sees for `dev` chosen by `rq`: *found false when the
  * device lacks it. */
 static de_rc lookup(al_call *c, const al_cons *k, al_rq *rq, uint32_t dev, de_attrval *out,
-                    bool *found)
+                    bool *found, bool *derived)
 {
     al_allocator *a = c->a;
     *found = false;
+    *derived = false;
     for (uint32_t i = 0; i < rq->nderived; i++) {
         al_derived *d = &rq->derived[i];
         if (d->domain != k->domain || d->id != k->id)
@@ -87,7 +88,7 @@ static de_rc lookup(al_call *c, const al_cons *k, al_rq *rq, uint32_t dev, de_at
         size_t slot = (size_t)dev * rq->nderived + i;
         if (rq->dstate[slot] == 0) {
             const al_dev *dv = &c->t->devs[dev];
-            const char *cn = al_str(a, c->claims[rq->claim].c->meta.name);
+            const char *cn = al_kobj(c, &c->claims[rq->claim]);
             if (!d->prog)
                 return de_errf(c->e, DE_EINVAL, "claim %s, request %s: derived attribute %s: CEL compile error: %s",
                                cn, al_str(a, rq->full_name), al_str(a, k->name), d->compile_err);
@@ -104,6 +105,7 @@ static de_rc lookup(al_call *c, const al_cons *k, al_rq *rq, uint32_t dev, de_at
         }
         *out = rq->dval[slot];
         *found = true;
+        *derived = true;
         return DE_OK;
     }
     de_devview view;
@@ -157,6 +159,25 @@ static void as_set(de_arena *ar, const de_attrval *v, al_vset *s)
     s->n = m;
 }
 
+/* the device's value as a set: cached per (constraint, device) unless it
+ * came from a request's derived attribute */
+static const al_vset *set_of(al_call *c, al_cons *k, uint32_t dev, const de_attrval *v, bool derived)
+{
+    if (derived) {
+        al_vset *s = AL_NEW(c->ar, al_vset, 1);
+        as_set(c->ar, v, s);
+        return s;
+    }
+    if (!k->dset)
+        k->dset = AL_NEW(c->ar, al_vset *, c->t->ndev ? c->t->ndev : 1);
+    if (!k->dset[dev]) {
+        al_vset *s = AL_NEW(c->ar, al_vset, 1);
+        as_set(c->ar, v, s);
+        k->dset[dev] = s;
+    }
+    return k->dset[dev];
+}
+
 static bool intersects(const al_vset *x, const al_vset *y)
 {
     if (!x->kind || x->kind != y->kind)
@@ -203,7 +224,7 @@ static bool scalar_equal(const de_attrval *x, const de_attrval *y)
 
 /* ---- add / remove ------------------------------------------------------------------ */
 
-static de_rc match_add(al_call *c, al_cons *k, const de_attrval *v, bool *ok)
+static de_rc match_add(al_call *c, al_cons *k, const de_attrval *v, const al_vset *sp, bool *ok)
 {
     if (!c->a->f_list) {
         if (k->ndev == 0) {
@@ -217,8 +238,7 @@ static de_rc match_add(al_call *c, al_cons *k, const de_attrval *v, bool *ok)
             k->ndev++;
         return DE_OK;
     }
-    al_vset s = {0};
-    as_set(c->ar, v, &s);
+    const al_vset s = *sp;
     if (!s.kind) {
         *ok = false;
         return DE_OK;
@@ -245,18 +265,16 @@ static de_rc match_add(al_call *c, al_cons *k, const de_attrval *v, bool *ok)
     return DE_OK;
 }
 
-static bool distinct_ok(al_call *c, al_cons *k, const de_attrval *v)
+static bool distinct_ok(al_call *c, al_cons *k, const de_attrval *v, const al_vset *s)
 {
     if (c->a->f_list) {
-        al_vset s = {0}, t = {0};
-        as_set(c->ar, v, &s);
-        if (!s.kind)
+        if (!s->kind)
             return false;
         for (uint32_t i = 0; i < k->nmap; i++) {
-            as_set(c->ar, &k->map[i].v, &t);
-            if (!t.kind)
+            const al_vset *t = k->map[i].set;
+            if (!t->kind)
                 continue;
-            if (intersects(&s, &t))
+            if (intersects(s, t))
                 return false;
         }
         return true;
@@ -278,11 +296,12 @@ static bool distinct_ok(al_call *c, al_cons *k, const de_attrval *v)
     return true;
 }
 
-static void map_set(al_call *c, al_cons *k, uint32_t req, const de_attrval *v)
+static void map_set(al_call *c, al_cons *k, uint32_t req, const de_attrval *v, const al_vset *set)
 {
     for (uint32_t i = 0; i < k->nmap; i++)
         if (k->map[i].req == req) {
             k->map[i].v = *v;
+            k->map[i].set = set;
             return;
         }
     if (k->nmap == k->capmap) {
@@ -295,6 +314,7 @@ static void map_set(al_call *c, al_cons *k, uint32_t req, const de_attrval *v)
     }
     k->map[k->nmap].req = req;
     k->map[k->nmap].v = *v;
+    k->map[k->nmap].set = set;
     k->nmap++;
 }
 
@@ -310,16 +330,17 @@ static void map_del(al_cons *k, uint32_t req)
 de_rc al_cons_add(al_call *c, al_cons *k, al_rq *rq, uint32_t dev, bool *ok)
 {
     de_attrval v;
-    bool found;
-    DE_TRY(lookup(c, k, rq, dev, &v, &found));
+    bool found, derived;
+    DE_TRY(lookup(c, k, rq, dev, &v, &found, &derived));
     if (!found) {
         *ok = false;
         return DE_OK;
     }
+    const al_vset *set = c->a->f_list ? set_of(c, k, dev, &v, derived) : NULL;
     if (k->kind == AL_CK_MATCH)
-        return match_add(c, k, &v, ok);
-    if (k->ndev == 0 || distinct_ok(c, k, &v)) {
-        map_set(c, k, rq->base_name, &v);
+        return match_add(c, k, &v, set, ok);
+    if (k->ndev == 0 || distinct_ok(c, k, &v, set)) {
+        map_set(c, k, rq->base_name, &v, set);
         k->ndev++;
         *ok = true;
     } else {

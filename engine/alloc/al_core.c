@@ -82,6 +82,7 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
     de_map_init(&a->ntab_by_name);
     de_map_init(&a->selset_by_key);
     de_map_init(&a->node_rank);
+    de_map_init(&a->local_first);
     a->scratch = de_arena_new(64u << 20);
     a->s_metadata_name = al_intern(a, "metadata.name");
     a->s_in = al_intern(a, "In");
@@ -124,6 +125,10 @@ void al_free(al_allocator *a)
     de_map_destroy(&a->selset_by_key);
     de_map_destroy(&a->node_rank);
     free(a->all_slices);
+    free(a->shared_slices);
+    free(a->local_slices);
+    free(a->local_next);
+    de_map_destroy(&a->local_first);
     free(a->node_order);
     cel_memo_free(a->memo);
     if (a->own_cel)
@@ -212,7 +217,7 @@ al_ntab *al_ntab_get(al_allocator *a, uint32_t node_name, de_err *e)
 void al_ntab_usage(al_allocator *a, al_ntab *t)
 {
     if (!t->usage_ar)
-        t->usage_ar = de_arena_new(0);
+        t->usage_ar = de_arena_new_sized(0, 1024);
     else
         de_arena_reset(t->usage_ar);
     t->inuse = AL_NEW(t->usage_ar, uint64_t, t->nwords);

@@ -123,9 +123,9 @@ static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, c
     de_devview view;
     bool have_view = false;
     const char *bad_attr = NULL;
-    char idbuf[512];
-    snprintf(idbuf, sizeof idbuf, "%s/%s/%s", al_str(a, dv->s->driver), al_str(a, dv->s->pool),
-             al_str(a, dv->name));
+    /* the device id, only formatted for messages */
+#define idbuf de_arena_printf(t->ar, "%s/%s/%s", al_str(a, dv->s->driver), al_str(a, dv->s->pool), \
+                              al_str(a, dv->name))
     for (uint32_t k = 0; k < n; k++) {
         bool is_class = k < ss->nclass;
         uint32_t idx = is_class ? k : k - ss->nclass;
@@ -187,6 +187,7 @@ static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, c
         return dv->node_ok;
     }
     return 1;
+#undef idbuf
 }
 
 al_cset *al_cset_get(al_allocator *a, al_ntab *t, al_selset *ss)

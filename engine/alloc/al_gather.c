@@ -28,11 +28,38 @@ void al_cluster_index(al_allocator *a)
         return;
     uint32_t lim = dg_slice_id_limit(a->g);
     free(a->all_slices);
+    free(a->shared_slices);
+    free(a->local_slices);
+    free(a->local_next);
     a->all_slices = de_xmalloc((lim ? lim : 1) * sizeof(uint32_t));
-    a->nall = 0;
-    for (uint32_t i = 0; i < lim; i++)
-        if (dg_slice_get(a->g, i))
-            a->all_slices[a->nall++] = i;
+    a->shared_slices = de_xmalloc((lim ? lim : 1) * sizeof(uint32_t));
+    a->local_slices = de_xmalloc((lim ? lim : 1) * sizeof(uint32_t));
+    a->local_next = de_xcalloc(lim ? lim : 1, sizeof(uint32_t));
+    a->nall = a->nshared = 0;
+    de_map_clear(&a->local_first);
+    de_map last;
+    de_map_init(&last);
+    uint32_t nlocal = 0;
+    for (uint32_t i = 0; i < lim; i++) {
+        const dg_slice *s = dg_slice_get(a->g, i);
+        if (!s)
+            continue;
+        a->all_slices[a->nall++] = i;
+        if (s->ns_mode == DG_NS_NODE_NAME && !s->ncountersets) {
+            uint32_t k = nlocal++;
+            a->local_slices[k] = i;
+            uint64_t *prev = de_map_slot(&last, s->node_name, 0);
+            if (*prev)
+                a->local_next[*prev - 1] = k + 1;
+            else
+                de_map_put(&a->local_first, s->node_name, k + 1);
+            prev = de_map_slot(&last, s->node_name, 0);
+            *prev = k + 1;
+        } else {
+            a->shared_slices[a->nshared++] = i;
+        }
+    }
+    de_map_destroy(&last);
     a->index_epoch = a->epoch;
 }
 
@@ -318,7 +345,7 @@ static void fill_device(gctx *g, al_dev *dv, uint32_t sid, uint32_t idx, uint32_
 de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
 {
     if (!t->ar)
-        t->ar = de_arena_new(0);
+        t->ar = de_arena_new_sized(0, 4096);
     else
         de_arena_reset(t->ar);
     t->npools = t->ndev = t->nwords = 0;
@@ -340,13 +367,12 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
     /* candidate order: node-local slices without counters, then the rest */
     uint32_t *cand = de_xmalloc((a->nall ? a->nall : 1) * sizeof *cand);
     uint32_t ncand = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (uint32_t i = 0; i < a->nall; i++) {
-            const dg_slice *s = dg_slice_get(a->g, a->all_slices[i]);
-            bool local = s->ns_mode == DG_NS_NODE_NAME && !s->ncountersets;
-            if (pass == 0 ? (local && s->node_name == t->node_name) : !local)
-                cand[ncand++] = a->all_slices[i];
-        }
+    uint64_t head;
+    if (de_map_get(&a->local_first, t->node_name, &head))
+        for (uint32_t k = (uint32_t)head; k; k = a->local_next[k - 1])
+            cand[ncand++] = a->local_slices[k - 1];
+    memcpy(cand + ncand, a->shared_slices, a->nshared * sizeof *cand);
+    ncand += a->nshared;
     de_map idx;
     de_map_init(&idx);
     pb *pbs = NULL;

@@ -160,6 +160,11 @@ struct al_allocator {
     uint64_t index_epoch;
     uint32_t *all_slices;    /* live slice ids, input (id) order */
     uint32_t nall;
+    uint32_t *shared_slices; /* not node-local, or carrying counter sets (id order) */
+    uint32_t nshared;
+    de_map local_first;      /* node name -> first index + 1 into local_slices */
+    uint32_t *local_slices;  /* node-local slices without counters, grouped by node */
+    uint32_t *local_next;    /* chain: next index + 1 for the same node (id order) */
     /* canonical node order (al_place.c) */
     uint64_t nodes_epoch;
     uint32_t *node_order;    /* graph node ids sorted by name */
@@ -248,6 +253,7 @@ typedef struct al_vset {
 typedef struct al_dentry {
     uint32_t req;            /* base request name */
     de_attrval v;
+    const al_vset *set;      /* list mode: v as a set */
 } al_dentry;
 
 typedef struct al_cons {
@@ -259,6 +265,7 @@ typedef struct al_cons {
     de_attrval first;        /* match, scalar mode */
     al_vset inter;           /* match, list mode: running intersection */
     al_dentry *map;          /* distinct: map keyed by base request name */
+    al_vset **dset;          /* list mode: per device, its value as a set (lazy) */
     uint8_t *ks;             /* pruning cache: per device 0 unknown, 1 value, 2 absent */
     de_attrval *kv;
     uint32_t nmap, capmap;
@@ -353,6 +360,7 @@ typedef struct al_undo {
 } al_undo;
 
 /* al_compile.c */
+const char *al_kobj(al_call *c, const al_claimc *cc);
 de_rc al_call_compile(al_call *c, const uint32_t *claims, uint32_t nclaims, de_err *e);
 
 /* al_search.c */

@@ -52,14 +52,6 @@ bool al_dev_in_use(const al_call *c, uint32_t dev)
     return de_bit_get(c->t->inuse, dev) || c->busy_cnt[dev] > 0;
 }
 
-static const char *kobj(al_call *c, const dg_claim *cl)
-{
-    al_allocator *a = c->a;
-    if (cl->meta.ns)
-        return de_arena_printf(c->ar, "%s/%s", al_str(a, cl->meta.ns), al_str(a, cl->meta.name));
-    return al_str(a, cl->meta.name);
-}
-
 /* resourceclaim.ToleratesTaint */
 static bool tolerates(const dg_toleration *t, const dg_taint *x)
 {
@@ -159,7 +151,7 @@ static int allocate_device(al_call *c, al_rq *rq, uint32_t dev, bool must, place
         if (must) {
             de_errf(c->e, DE_EINVAL,
                     "claim %s, request %s: cannot add device %s/%s/%s because a claim constraint would not be satisfied",
-                    kobj(c, cc->c), al_str(a, rq->is_sub ? rq->sub_name : rq->base_name),
+                    al_kobj(c, cc), al_str(a, rq->is_sub ? rq->sub_name : rq->base_name),
                     al_str(a, dv->s->driver), al_str(a, dv->s->pool), al_str(a, dv->name));
             return AL_S_ERR;
         }

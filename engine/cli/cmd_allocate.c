@@ -30,9 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* YAML output comes from the base library (weak until it is linked in). */
-de_rc de_yaml_emit(const json_t *v, de_buf *out, de_err *e) __attribute__((weak));
-
 /* The policy host plugs in here (engine/policy); weak until it lands. */
 typedef struct pol_host pol_host;
 de_rc pol_host_for_allocate(dg_graph *g, const char *dir, const de_gates *gates, al_hooks *hooks,
@@ -40,20 +37,6 @@ de_rc pol_host_for_allocate(dg_graph *g, const char *dir, const de_gates *gates,
 void pol_host_free_for_allocate(pol_host *h) __attribute__((weak));
 
 enum { OUT_JSON, OUT_YAML, OUT_TABLE };
-
-typedef struct ref {
-    uint32_t ns, name;
-} ref;
-
-typedef struct load_ctx {
-    dg_graph *g;
-    de_interner *in;
-    de_map seen;      /* (kind, ns, name) hash -> 1 */
-    ref *pending;     /* claims without status.allocation, input order */
-    uint32_t npending, cappending;
-    ref *pods;
-    uint32_t npods, cappods;
-} load_ctx;
 
 static void usage(FILE *o)
 {
@@ -70,58 +53,13 @@ static void usage(FILE *o)
             "  --feature-gates SPEC  Kubernetes feature gates (1.37 defaults), e.g.\n"
             "                        DRAListTypeAttributes=true,DRAConsumableCapacity=false\n"
             "  --policies DIR        load Lua policies (derived attributes, groups, scores)\n"
+            "  --validate MODE       warn (default): report objects the API server would refuse\n"
+            "                        and allocate anyway, as the scheduler works on what it gets;\n"
+            "                        strict: refuse them (exit 2); none: no checks\n"
             "  --max-search-steps N  per-node search budget (default %u)\n"
             "  --seed N              seed for generated shareIDs (default 0)\n"
             "  -o, --output FORMAT   json (default), yaml, or table\n",
             AL_DEFAULT_MAX_STEPS);
-}
-
-static void push_ref(ref **v, uint32_t *n, uint32_t *cap, ref r)
-{
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 16;
-        *v = de_xrealloc(*v, *cap * sizeof **v);
-    }
-    (*v)[(*n)++] = r;
-}
-
-static const char *jstr(json_t *o, const char *k)
-{
-    json_t *v = o ? json_object_get(o, k) : NULL;
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-static de_rc on_object(void *vctx, json_t *obj, const de_origin *o, de_err *e)
-{
-    load_ctx *c = vctx;
-    const char *kind = jstr(obj, "kind");
-    json_t *meta = json_object_get(obj, "metadata");
-    const char *name = jstr(meta, "name"), *ns = jstr(meta, "namespace");
-    if (kind && name) {
-        char key[1024];
-        int n = snprintf(key, sizeof key, "%s\x1f%s\x1f%s", kind, ns ? ns : "", name);
-        uint64_t h = de_hash_bytes(key, (size_t)(n > 0 ? n : 0)), v;
-        if (de_map_get(&c->seen, h, &v)) {
-            char where[512];
-            de_origin_format(o, where, sizeof where);
-            return de_errf(e, DE_EINVAL, "%s: duplicate %s %s%s%s: object names must be unique", where,
-                           kind, ns ? ns : "", ns ? "/" : "", name);
-        }
-        de_map_put(&c->seen, h, 1);
-    }
-    dg_kind k = DG_KIND_NONE;
-    DE_TRY(dg_apply(c->g, obj, o, &k, e));
-    if (k == DG_KIND_RESOURCE_CLAIM) {
-        json_t *st = json_object_get(obj, "status");
-        json_t *al = st ? json_object_get(st, "allocation") : NULL;
-        if (!al || json_is_null(al))
-            push_ref(&c->pending, &c->npending, &c->cappending,
-                     (ref){ns ? de_intern_cstr(c->in, ns) : 0, de_intern_cstr(c->in, name ? name : "")});
-    } else if (k == DG_KIND_POD) {
-        push_ref(&c->pods, &c->npods, &c->cappods,
-                 (ref){ns ? de_intern_cstr(c->in, ns) : 0, de_intern_cstr(c->in, name ? name : "")});
-    }
-    return DE_OK;
 }
 
 /* ---- output ---------------------------------------------------------------------- */
@@ -144,10 +82,6 @@ static json_t *claim_with_allocation(dg_graph *g, uint32_t clid, const dg_alloca
 static int print_doc(json_t *doc, int fmt)
 {
     if (fmt == OUT_YAML) {
-        if (!de_yaml_emit) {
-            cli_errorf("allocate", "YAML output is not available in this build; use -o json");
-            return CLI_EXIT_INTERNAL;
-        }
         de_buf b;
         de_buf_init(&b, (size_t)1 << 31);
         de_err e;
@@ -360,6 +294,13 @@ static void table_rows(table *t, dg_graph *g, const char *pod, uint32_t clid, co
     }
 }
 
+static void warn_object(void *ctx, const de_err *e)
+{
+    (void)ctx;
+    fprintf(stderr, "draengine allocate: warning: %s (an API server would refuse this object; allocating anyway)\n",
+            e->msg);
+}
+
 /* ---- modes ---------------------------------------------------------------------- */
 
 static int report_unsat(const char *node, const al_outcome *o)
@@ -371,12 +312,12 @@ static int report_unsat(const char *node, const al_outcome *o)
     return CLI_EXIT_UNSAT;
 }
 
-static int run_node(al_allocator *al, dg_graph *g, load_ctx *lc, const char *node, int fmt)
+static int run_node(al_allocator *al, dg_graph *g, al_input *lc, const char *node, int fmt)
 {
     de_interner *in = dg_intern(g);
     uint32_t *ids = de_xmalloc((lc->npending ? lc->npending : 1) * sizeof *ids);
     for (uint32_t i = 0; i < lc->npending; i++)
-        ids[i] = dg_claim_find(g, lc->pending[i].ns, lc->pending[i].name);
+        ids[i] = al_input_claim(g, lc, i);
     de_arena *ar = de_arena_new(0);
     al_outcome o;
     de_err e;
@@ -407,7 +348,7 @@ static int run_node(al_allocator *al, dg_graph *g, load_ctx *lc, const char *nod
     return ret;
 }
 
-static int run_pods(al_allocator *al, dg_graph *g, load_ctx *lc, int fmt)
+static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, int fmt)
 {
     de_interner *in = dg_intern(g);
     de_arena *ar = de_arena_new(0);
@@ -416,7 +357,7 @@ static int run_pods(al_allocator *al, dg_graph *g, load_ctx *lc, int fmt)
     int ret = 0;
     uint32_t scheduled = 0, unsched = 0, considered = 0;
     for (uint32_t i = 0; i < lc->npods; i++) {
-        uint32_t pid = dg_pod_find(g, lc->pods[i].ns, lc->pods[i].name);
+        uint32_t pid = al_input_pod(g, lc, i);
         const dg_pod *pod = pid == DG_NONE ? NULL : dg_pod_get(g, pid);
         if (!pod || !pod->nclaims)
             continue;
@@ -479,7 +420,7 @@ int cli_cmd_allocate(int argc, char **argv)
 {
     const char **files = de_xcalloc((size_t)argc + 1, sizeof *files);
     int nfiles = 0, fmt = OUT_JSON;
-    const char *node = NULL, *policies = NULL;
+    const char *node = NULL, *policies = NULL, *validate = "warn";
     al_opts opts;
     memset(&opts, 0, sizeof opts);
     de_gates_default(&opts.gates);
@@ -518,6 +459,13 @@ int cli_cmd_allocate(int argc, char **argv)
                 cli_errorf("allocate", "--feature-gates: %s", e.msg);
                 goto done;
             }
+        } else if (FLAG("--validate")) {
+            VALUE();
+            if (strcmp(val, "warn") && strcmp(val, "strict") && strcmp(val, "none")) {
+                cli_errorf("allocate", "--validate: want warn, strict or none, got \"%s\"", val);
+                goto done;
+            }
+            validate = val;
         } else if (FLAG("--policies")) {
             VALUE();
             policies = val;
@@ -564,16 +512,26 @@ int cli_cmd_allocate(int argc, char **argv)
         goto done;
     }
     dg_opts gopts = {0};
+    gopts.gates = &opts.gates;
+    gopts.skip_validation = strcmp(validate, "strict") != 0;
     dg_graph *g = dg_new(NULL, &gopts);
-    load_ctx lc;
-    memset(&lc, 0, sizeof lc);
-    lc.g = g;
-    lc.in = dg_intern(g);
-    de_map_init(&lc.seen);
+    dg_graph *checker = NULL;
+    al_input lc;
+    al_input_init(&lc);
+    if (!strcmp(validate, "none"))
+        lc.keep_duplicates = true;
+    if (!strcmp(validate, "warn")) {
+        dg_opts copts = {0};
+        copts.gates = &opts.gates;
+        checker = dg_new(dg_intern(g), &copts);
+        lc.checker = checker;
+        lc.warn = warn_object;
+        lc.keep_duplicates = true;
+    }
     pol_host *host = NULL;
     al_allocator *alc = NULL;
     for (int i = 0; i < nfiles; i++)
-        if (de_doc_each(files[i], on_object, &lc, &e) != DE_OK) {
+        if (al_input_load(g, &lc, files[i], &e) != DE_OK) {
             cli_errorf("allocate", "%s", e.msg);
             goto out;
         }
@@ -603,9 +561,8 @@ out:
     if (host && pol_host_free_for_allocate)
         pol_host_free_for_allocate(host);
     dg_free(g);
-    de_map_destroy(&lc.seen);
-    free(lc.pending);
-    free(lc.pods);
+    al_input_free(&lc);
+    dg_free(checker);
 done:
     free(files);
     return ret;
