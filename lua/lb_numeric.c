@@ -6,11 +6,12 @@
  * Where a method takes another quantity it also accepts a quantity text, and
  * add/sub accept a Lua integer the way CEL's q.add(int) does
  * (NewQuantity(n, DecimalExponent)).  Parse errors raise the engine's exact
- * message.
+ * message.  lb_open_numeric also opens lb_json.c's functions.
  */
 #include "../engine/base/quantity.h"
 #include "../engine/base/semver.h"
 #include "lb.h"
+#include "lb_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -362,4 +363,7 @@ void lb_open_numeric(lua_State *L)
     lua_pop(L, 1);
 
     luaL_setfuncs(L, fns, 0);
+
+    /* JSON/YAML functions ride on this opener (lb_base.c calls only this one). */
+    lb_open_json(L);
 }
