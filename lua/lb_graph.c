@@ -109,6 +109,9 @@ static int l_graph(lua_State *L)
         opts.keep_slice_json = lua_toboolean(L, -1);
         lua_getfield(L, 1, "skip_validation");
         opts.skip_validation = lua_toboolean(L, -1);
+        lua_getfield(L, 1, "keep_going");
+        opts.keep_going = lua_toboolean(L, -1);
+        lua_pop(L, 1);
         lua_getfield(L, 1, "gates");
         if (lua_isstring(L, -1)) {
             de_err e;

@@ -554,7 +554,7 @@ static void generated_name(const char *pod, const char *ref, const char *seed, c
         h /= sizeof alphabet - 1;
     }
     suffix[5] = 0;
-    snprintf(out, cap, "%s%s", base, suffix);
+    snprintf(out, cap, "%.250s%s", base, suffix);
 }
 
 static void pod_add_claim_status(dg_graph *g, uint32_t pid, uint32_t ref, uint32_t claim)

@@ -195,7 +195,8 @@ static bool dev_taints_recompute(dg_graph *g, uint32_t devid)
     }
     uint32_t n = dev->ntaints + nrule;
     dg_taint *t = de_xmalloc(n * sizeof *t);
-    memcpy(t, dev->taints, dev->ntaints * sizeof *t);
+    if (dev->ntaints)
+        memcpy(t, dev->taints, dev->ntaints * sizeof *t);
     uint32_t k = dev->ntaints;
     for (uint32_t i = 0; i < g->rules_sorted.n; i++) {
         const dg_taint_rule *r = g->rules.e[g->rules_sorted.v[i]].o;
