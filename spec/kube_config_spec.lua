@@ -33,6 +33,40 @@ describe("kube config", function()
     assert.are.equal("team-a", c:namespace())
   end)
 
+  it("reads YAML kubeconfigs as kubectl writes them", function()
+    write(d .. "/y", [[
+apiVersion: v1
+kind: Config
+current-context: prod
+clusters:
+- name: prod-cluster
+  cluster:
+    server: https://prod.example:6443
+    insecure-skip-tls-verify: true
+users:
+- name: admin
+  user:
+    token: yaml-token-0123456789
+contexts:
+- name: prod
+  context:
+    cluster: prod-cluster
+    user: admin
+]])
+    local c = kube.config{ kubeconfig = d .. "/y" }
+    assert.are.equal("https://prod.example:6443", c:server())
+    assert.are.equal("default", c:namespace())
+    assert.truthy(c:describe():find("insecure-skip-tls-verify=true", 1, true))
+    assert.falsy(c:describe():find("yaml-token", 1, true))
+  end)
+
+  it("names the file when a kubeconfig is not valid YAML", function()
+    write(d .. "/bad", "clusters: [unclosed\n")
+    local ok, err = pcall(kube.config, { kubeconfig = d .. "/bad" })
+    assert.is_false(ok)
+    assert.truthy(err:find(d .. "/bad", 1, true))
+  end)
+
   it("merges the KUBECONFIG list: the first file that sets a value wins", function()
     -- file 1 sets no current-context but defines cluster c1; file 2 sets
     -- current-context and also defines c1 (ignored: file 1 came first).
