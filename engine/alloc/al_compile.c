@@ -85,7 +85,7 @@ static de_rc validate_rq(al_call *c, al_claimc *cc, al_rq *rq, de_err *e)
             d->expr = x->derived[i].expr;
             de_err ce;
             de_err_clear(&ce);
-            if (cel_compile(a->cel, al_str(a, d->expr), de_intern_len(a->in, d->expr), &d->prog, &ce) !=
+            if (cel_compile_derived(a->cel, al_str(a, d->expr), de_intern_len(a->in, d->expr), &d->prog, &ce) !=
                 DE_OK) {
                 d->prog = NULL;
                 d->compile_err = de_arena_strdup(c->ar, ce.msg);

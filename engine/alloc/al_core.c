@@ -130,6 +130,8 @@ void al_free(al_allocator *a)
     free(a->local_next);
     de_map_destroy(&a->local_first);
     free(a->node_order);
+    free(a->node_names);
+    free(a->node_stub);
     cel_memo_free(a->memo);
     if (a->own_cel)
         cel_env_free(a->cel);

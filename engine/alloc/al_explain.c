@@ -44,7 +44,9 @@ static const char *cons_list(al_call *c, const al_claimc *cc)
 static bool describe_rq(al_call *c, al_rq *rq, de_buf *b)
 {
     al_ntab *t = c->t;
-    uint32_t match = 0, inuse = 0, tainted = 0, cap = 0, counters = 0, usable = 0;
+    uint32_t match = 0, inuse = 0, tainted = 0, cap = 0, counters = 0, groups = 0, noattr = 0,
+             usable = 0;
+    const al_claimc *cc = &c->claims[rq->claim];
     for (size_t d = de_bits_next(rq->cs->cand, t->ndev, 0); d < t->ndev;
          d = de_bits_next(rq->cs->cand, t->ndev, d + 1)) {
         const al_dev *dv = &t->devs[d];
@@ -65,6 +67,24 @@ static bool describe_rq(al_call *c, al_rq *rq, de_buf *b)
             counters++;
             continue;
         }
+        if ((dv->flags & AL_DF_COUNTERS) && !c->a->f_cgroups && al_cgroups_skip_disabled(c, (uint32_t)d)) {
+            groups++;
+            continue;
+        }
+        /* matchAttribute / distinctAttribute need the attribute */
+        bool has_all = true;
+        if (!rq->nderived) {
+            de_devview view;
+            dg_device_view(c->a->g, dv->devid, &view);
+            for (uint32_t k = 0; k < rq->ncons && has_all; k++) {
+                const al_cons *x = &cc->cons[rq->cons[k]];
+                has_all = al_lookup_attr(c, (uint32_t)d, x->domain, x->id, &view) != NULL;
+            }
+        }
+        if (!has_all) {
+            noattr++;
+            continue;
+        }
         usable++;
     }
     const char *name = al_str(c->a, rq->full_name);
@@ -81,6 +101,14 @@ static bool describe_rq(al_call *c, al_rq *rq, de_buf *b)
         de_buf_printf(b, ", %u without enough free capacity", cap);
     if (counters)
         de_buf_printf(b, ", %u partitionable (DRAPartitionableDevices is off)", counters);
+    if (groups)
+        de_buf_printf(b, ", %u declare compatibilityGroups (DRADeviceCompatibilityGroups is off)", groups);
+    if (noattr) {
+        de_buf_printf(b, ", %u lack the attribute of a constraint (", noattr);
+        for (uint32_t k = 0; k < rq->ncons; k++)
+            de_buf_printf(b, "%s%s", k ? ", " : "", al_str(c->a, cc->cons[rq->cons[k]].name));
+        de_buf_puts(b, ")");
+    }
     bool short_ = rq->all ? (match == 0 || usable < match) : (int64_t)usable < rq->need;
     de_buf_printf(b, " -> %u usable%s", usable, short_ ? "" : " (enough on its own)");
     return short_;

@@ -167,7 +167,10 @@ struct al_allocator {
     uint32_t *local_next;    /* chain: next index + 1 for the same node (id order) */
     /* canonical node order (al_place.c) */
     uint64_t nodes_epoch;
-    uint32_t *node_order;    /* graph node ids sorted by name */
+    uint32_t *node_order;    /* graph node ids sorted by name (DG_NONE: see below) */
+    uint32_t *node_names;    /* their names; without Node objects in the graph, the
+                              * node names the slices mention stand in for nodes */
+    dg_node *node_stub;      /* label-less stand-ins for those */
     uint32_t nnodes;
     de_map node_rank;        /* node id -> rank */
     /* frequently used interned strings */

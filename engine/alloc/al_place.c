@@ -32,30 +32,76 @@
 
 /* ---- canonical node order --------------------------------------------------------- */
 
-static int cmp_nodes(const void *x, const void *y, void *ctx)
+static int cmp_names(const void *x, const void *y, void *ctx)
 {
     al_allocator *a = ctx;
-    const dg_node *p = dg_node_get(a->g, *(const uint32_t *)x);
-    const dg_node *q = dg_node_get(a->g, *(const uint32_t *)y);
-    return de_intern_cmp(a->in, p->meta.name, q->meta.name);
+    return de_intern_cmp(a->in, *(const uint32_t *)x, *(const uint32_t *)y);
 }
 
+/* Nodes in canonical (name) order.  Offline inputs often carry no Node
+ * objects; then the node names the slices mention (spec.nodeName and
+ * per-device nodeName) stand in for label-less nodes, so pods can still be
+ * placed. */
 static void node_order(al_allocator *a)
 {
     if (a->nodes_epoch == a->epoch && a->node_order)
         return;
     uint32_t lim = dg_node_id_limit(a->g);
+    de_map seen;
+    de_map_init(&seen);
+    uint32_t cap = lim ? lim : 1, n = 0;
+    uint32_t *names = de_xmalloc(cap * sizeof *names);
+    for (uint32_t i = 0; i < lim; i++) {
+        const dg_node *nd = dg_node_get(a->g, i);
+        if (nd && !de_map_get(&seen, nd->meta.name, NULL)) {
+            de_map_put(&seen, nd->meta.name, i);
+            names[n++] = nd->meta.name;
+        }
+    }
+    bool stubs = n == 0;
+    if (stubs) {
+        al_cluster_index(a);
+        for (uint32_t k = 0; k < a->nall; k++) {
+            const dg_slice *s = dg_slice_get(a->g, a->all_slices[k]);
+            for (uint32_t d = 0; d <= s->ndevices; d++) {
+                uint32_t nn = d == 0 ? (s->ns_mode == DG_NS_NODE_NAME ? s->node_name : 0)
+                                     : (s->devices[d - 1].ns_mode == DG_NS_NODE_NAME ? s->devices[d - 1].node_name : 0);
+                if (!nn || de_map_get(&seen, nn, NULL))
+                    continue;
+                de_map_put(&seen, nn, DG_NONE);
+                if (n == cap) {
+                    cap *= 2;
+                    names = de_xrealloc(names, cap * sizeof *names);
+                }
+                names[n++] = nn;
+            }
+        }
+    }
+    qsort_r(names, n, sizeof *names, cmp_names, a);
     free(a->node_order);
-    a->node_order = de_xmalloc((lim ? lim : 1) * sizeof *a->node_order);
-    a->nnodes = 0;
-    for (uint32_t i = 0; i < lim; i++)
-        if (dg_node_get(a->g, i))
-            a->node_order[a->nnodes++] = i;
-    qsort_r(a->node_order, a->nnodes, sizeof *a->node_order, cmp_nodes, a);
+    free(a->node_names);
+    free(a->node_stub);
+    a->node_names = names;
+    a->node_order = de_xmalloc((n ? n : 1) * sizeof *a->node_order);
+    a->node_stub = stubs ? de_xcalloc(n ? n : 1, sizeof *a->node_stub) : NULL;
+    a->nnodes = n;
     de_map_clear(&a->node_rank);
-    for (uint32_t i = 0; i < a->nnodes; i++)
-        de_map_put(&a->node_rank, a->node_order[i], i);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t id = DG_NONE;
+        de_map_get(&seen, names[i], &id);
+        a->node_order[i] = stubs ? DG_NONE : (uint32_t)id;
+        if (stubs)
+            a->node_stub[i].meta.name = names[i];
+        else
+            de_map_put(&a->node_rank, a->node_order[i], i);
+    }
+    de_map_destroy(&seen);
     a->nodes_epoch = a->epoch;
+}
+
+static const dg_node *node_at(al_allocator *a, uint32_t rank)
+{
+    return a->node_stub ? &a->node_stub[rank] : dg_node_get(a->g, a->node_order[rank]);
 }
 
 static uint64_t *maybe_free(al_allocator *a, al_selset *s)
@@ -399,7 +445,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     memset(&best, 0, sizeof best);
     de_rc result = DE_OK;
     for (size_t r = de_bits_next(cand, a->nnodes, 0); r < a->nnodes; r = de_bits_next(cand, a->nnodes, r + 1)) {
-        const dg_node *node = dg_node_get(a->g, a->node_order[r]);
+        const dg_node *node = node_at(a, (uint32_t)r);
         const char *f = pod_filter(a, pod, node);
         if (!f && !node_matches_allocated(a, out->claims, out->nclaims, node))
             f = "node(s) didn't match the node selector of an allocated claim";
@@ -479,7 +525,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         /* nodes the index skipped count as "no free device" in the summary */
         for (uint32_t r = 0; r < a->nnodes; r++)
             if (!de_bit_get(cand, r)) {
-                const dg_node *node = dg_node_get(a->g, a->node_order[r]);
+                const dg_node *node = node_at(a, (uint32_t)r);
                 const char *f = pod_filter(a, pod, node);
                 reason_add(&rs, f ? f : "no free device matching a request");
             }
@@ -489,7 +535,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     }
     reasons_free(&rs);
     uint32_t nid = a->node_order[best_rank];
-    const dg_node *node = dg_node_get(a->g, nid);
+    const dg_node *node = node_at(a, best_rank);
     out->node = nid;
     out->node_name = node->meta.name;
     out->k8s_score = best_k8s;

@@ -24,6 +24,7 @@
 #include "../base/doc.h"
 #include "../base/gates.h"
 #include "../base/map.h"
+#include "../base/quantity.h"
 #include "../model/dg.h"
 
 #include <stdio.h>
@@ -284,6 +285,11 @@ static void table_rows(table *t, dg_graph *g, const char *pod, uint32_t clid, co
                 de_buf_printf(&b, "%s%s=", b.len ? " " : "", at->bare ? de_intern_str(in, id) : full);
                 fmt_attr(in, &at->v, &b);
             }
+        }
+        for (uint32_t k = 0; k < x->nconsumed; k++) {
+            char q[DE_QTY_TEXT_MAX];
+            de_qty_format(x->consumed[k].value, q, sizeof q);
+            de_buf_printf(&b, "%sconsumed:%s=%s", b.len ? " " : "", de_intern_str(in, x->consumed[k].key), q);
         }
         if (x->share_id)
             de_buf_printf(&b, "%sshareID=%s", b.len ? " " : "", de_intern_str(in, x->share_id));
