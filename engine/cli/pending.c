@@ -18,7 +18,6 @@
     }
 
 PENDING(cli_cmd_inspect, "inspect")
-PENDING(cli_cmd_cel, "cel")
 PENDING(cli_cmd_allocate, "allocate")
 PENDING(cli_cmd_run, "run")
 PENDING(cli_cmd_serve, "serve")
