@@ -59,12 +59,9 @@ static de_qty to_qty(lua_State *L, int idx, bool int_as_exp)
                 return de_qty_from_int((int64_t)n, DE_QFMT_DECIMAL_EXP);
             snprintf(num, sizeof num, "%lld", (long long)n);
         } else {
-            double d = lua_tonumber(L, idx);
-            for (int prec = 1; prec <= 17; prec++) {
-                snprintf(num, sizeof num, "%.*g", prec, d);
-                if (strtod(num, NULL) == d)
-                    break;
-            }
+            if (de_qty_from_double(lua_tonumber(L, idx), &q, &e) != DE_OK)
+                raise_err(L, &e);
+            return q;
         }
         if (de_qty_parse_cstr(num, &q, &e) != DE_OK)
             raise_err(L, &e);
