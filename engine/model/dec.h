@@ -158,6 +158,13 @@ void dec_claim_spec(dec *d, json_t *spec, dg_claim_spec *out);
 void dec_claim_status(dec *d, json_t *status, dg_claim *c);
 void dec_allocation(dec *d, json_t *v, dg_allocation *out);
 
+typedef struct dec_dev_stats {
+    bool taints, consumes, lists; /* any device has them: 64-device cap */
+} dec_dev_stats;
+void dec_device(dec *d, json_t *dv, dg_device *dev, uint32_t driver, bool per_device, dec_dev_stats *st);
+/* `counters` map of a counter set or a consumption (1..32, DNS-label keys). */
+dg_counter *dec_counters(dec *d, json_t *obj, uint32_t *n);
+
 /* ---- per-kind decoders (dec_slice.c, dec_claim.c, dec_core.c) ------------- */
 dg_slice *dec_slice(dec *d, json_t *obj);
 dg_class *dec_class(dec *d, json_t *obj);

@@ -164,6 +164,12 @@ struct dg_graph {
 };
 
 /* graph.c */
+uint32_t obj_table_find(const obj_table *t, uint32_t ns, uint32_t name);
+uint32_t obj_table_put(dg_graph *g, obj_table *t, uint32_t ns, uint32_t name, void *o, de_arena *a, json_t *json,
+                       bool *replaced);
+void obj_table_del(dg_graph *g, obj_table *t, uint32_t id);
+void dg_ext_recompute(dg_graph *g, uint32_t ern);
+void dg_check_admin(const dg_graph *g, dec *d, const dg_claim_spec *s, uint32_t ns, const char *prefix);
 void dg_notify(dg_graph *g, dg_kind kind, dg_op op, uint32_t id);
 uint64_t dg_bump(dg_graph *g);
 uint32_t obj_table_add(obj_table *t, uint32_t ns, uint32_t name);
