@@ -52,7 +52,9 @@ static int l_graph(lua_State *L)
         opts.skip_validation = lua_toboolean(L, -1);
         lua_getfield(L, 1, "keep_going");
         opts.keep_going = lua_toboolean(L, -1);
-        lua_pop(L, 1);
+        lua_getfield(L, 1, "no_fast_path");
+        opts.no_fast_path = lua_toboolean(L, -1);
+        lua_pop(L, 2);
         lua_getfield(L, 1, "gates");
         if (lua_isstring(L, -1)) {
             de_err e;
@@ -641,6 +643,7 @@ static int l_stats(lua_State *L)
     set_int(L, "nodes", st.nodes);
     set_int(L, "pods", st.pods);
     set_int(L, "bytes", (lua_Integer)st.bytes);
+    set_int(L, "fast_path_slices", st.fast_path_slices);
     return 1;
 }
 

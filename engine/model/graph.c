@@ -184,7 +184,7 @@ void dg_free(dg_graph *g)
     de_map_destroy(&g->ext_best);
     u32vec_free(&g->rules_sorted);
     free(g->listeners);
-    free(g->tmp);
+    de_arena_free(g->scratch);
     if (g->own_in)
         de_intern_free(g->in);
     free(g);
@@ -368,6 +368,7 @@ void dg_get_stats(const dg_graph *g, dg_stats *out)
     out->taint_rules = g->rules.live;
     out->nodes = g->nodes.live;
     out->pods = g->live_pods;
+    out->fast_path_slices = g->fast_path_slices;
     size_t b = de_intern_bytes(g->in);
     for (uint32_t i = 0; i < g->nslices; i++)
         if (g->slices[i].a)

@@ -160,8 +160,15 @@ struct dg_graph {
     uint32_t nlisteners;
 
     uint32_t id_admin_label, id_true, id_pod_claim_name_ann, id_metadata_name;
-    uint32_t *tmp; /* scratch for callers of the slice lists */
+    uint32_t fast_path_slices;
+    de_arena *scratch; /* slices are decoded here, then copied (dg_scratch) */
 };
+
+/* graph_load.c */
+de_arena *dg_scratch(dg_graph *g); /* reset and return the scratch arena */
+de_rc dg_commit_slice(dg_graph *g, const dg_slice *tmp, json_t *json, de_err *e);
+void dg_object_label(json_t *obj, char *buf, size_t cap);
+bool dg_is_list(json_t *obj);
 
 /* graph.c */
 uint32_t obj_table_find(const obj_table *t, uint32_t ns, uint32_t name);

@@ -35,7 +35,7 @@ static size_t estimate_bytes(json_t *v)
     }
 }
 
-static void object_label(json_t *obj, char *buf, size_t cap)
+void dg_object_label(json_t *obj, char *buf, size_t cap)
 {
     json_t *md = json_object_get(obj, "metadata");
     const char *kind = json_string_value(json_object_get(obj, "kind"));
@@ -60,7 +60,7 @@ static de_rc fail(dec *d, json_t *obj, const de_origin *o, de_err *e)
     char where[512] = "", label[320];
     if (o)
         de_origin_format(o, where, sizeof where);
-    object_label(obj, label, sizeof label);
+    dg_object_label(obj, label, sizeof label);
     char more[64] = "";
     if (d->nerr > DEC_MAX_ERRORS)
         snprintf(more, sizeof more, " (and %u more errors)", d->nerr - DEC_MAX_ERRORS);
@@ -72,6 +72,31 @@ static de_rc fail(dec *d, json_t *obj, const de_origin *o, de_err *e)
 }
 
 static de_rc apply_one(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e, bool commit);
+
+de_arena *dg_scratch(dg_graph *g)
+{
+    if (!g->scratch)
+        g->scratch = de_arena_new_sized((size_t)256 << 20, (size_t)1 << 20);
+    de_arena_reset(g->scratch);
+    return g->scratch;
+}
+
+/* Copy a slice decoded in the scratch arena into its own exact-size arena
+ * and put it into the graph. */
+de_rc dg_commit_slice(dg_graph *g, const dg_slice *tmp, json_t *json, de_err *e)
+{
+    size_t used = de_arena_used(g->scratch);
+    de_arena *a = de_arena_new_sized((size_t)256 << 20, used ? used : 64);
+    dg_slice *s = dg_slice_copy(tmp, a);
+    if (!s) {
+        de_arena_free(a);
+        if (json)
+            json_decref(json);
+        return de_errf(e, DE_EINTERNAL, "ResourceSlice copy did not fit its arena");
+    }
+    uint32_t id;
+    return dg_slice_upsert(g, s, a, json, &id);
+}
 
 static de_rc apply_list(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e, bool commit)
 {
@@ -86,7 +111,7 @@ static de_rc apply_list(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *k
     return DE_OK;
 }
 
-static bool is_list(json_t *obj)
+bool dg_is_list(json_t *obj)
 {
     const char *kind = json_string_value(json_object_get(obj, "kind"));
     size_t n = kind ? strlen(kind) : 0;
@@ -104,13 +129,20 @@ static de_rc apply_one(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *ki
         return de_errf(e, DE_EINVAL, "%s%snot an object (%s)", where, where[0] ? ": " : "",
                        obj ? dec_json_type(obj) : "nothing");
     }
-    if (is_list(obj))
+    if (dg_is_list(obj))
         return apply_list(g, obj, o, kind_out, e, commit);
-    size_t est = estimate_bytes(obj);
-    de_arena *a = de_arena_new_sized((size_t)256 << 20, est < 512 ? 512 : est);
     dec d;
-    dec_init(&d, g->in, a, &g->gates, !g->opts.skip_validation);
+    dec_init(&d, g->in, NULL, &g->gates, !g->opts.skip_validation);
     dg_kind kind = dec_classify(&d, obj, &d.version);
+    de_arena *a;
+    if (kind == DG_KIND_RESOURCE_SLICE) {
+        /* decoded in scratch, then copied into an arena of the exact size */
+        a = dg_scratch(g);
+    } else {
+        size_t est = estimate_bytes(obj);
+        a = de_arena_new_sized((size_t)256 << 20, est < 512 ? 512 : est);
+    }
+    d.a = a;
     void *decoded = NULL;
     switch (kind) {
     case DG_KIND_RESOURCE_SLICE: decoded = dec_slice(&d, obj); break;
@@ -139,14 +171,16 @@ static de_rc apply_one(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *ki
     if (d.nerr || (kind != DG_KIND_OTHER && kind != DG_KIND_NONE && !decoded)) {
         de_rc rc = fail(&d, obj, o, e);
         dec_fini(&d);
-        de_arena_free(a);
+        if (a != g->scratch)
+            de_arena_free(a);
         return rc;
     }
     dec_fini(&d);
     if (kind_out)
         *kind_out = kind;
     if (kind == DG_KIND_OTHER || !commit) {
-        de_arena_free(a);
+        if (a != g->scratch)
+            de_arena_free(a);
         return DE_OK;
     }
     json_t *keep = NULL;
@@ -154,7 +188,7 @@ static de_rc apply_one(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *ki
     uint32_t id;
     switch (kind) {
     case DG_KIND_RESOURCE_SLICE:
-        return dg_slice_upsert(g, decoded, a, g->opts.keep_slice_json ? json_incref(obj) : NULL, &id);
+        return dg_commit_slice(g, decoded, g->opts.keep_slice_json ? json_incref(obj) : NULL, e);
     case DG_KIND_RESOURCE_CLAIM:
         dg_claim_upsert(g, decoded, a, json_incref(obj), &id);
         return DE_OK;
@@ -214,225 +248,6 @@ de_rc dg_apply(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, 
 de_rc dg_check(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e)
 {
     return apply_one(g, obj, o, kind_out, e, false);
-}
-
-/* Loading a path: objects defined twice (same kind, namespace and name) in
- * one load are refused - the API server would answer AlreadyExists, and
- * "last one wins" would hide a copy-paste mistake.  With keep_going every
- * object is tried and all errors are reported together. */
-typedef struct seen_ent {
-    uint8_t kind;
-    uint32_t ns, name;
-    uint64_t content;
-    char where[200];
-} seen_ent;
-
-/* Structural hash of a JSON value; object members are combined without
- * regard to order, so the same object written with other key order or
- * formatting hashes the same. */
-static uint64_t json_hash(json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: {
-        uint64_t h = 0x9e3779b97f4a7c15ULL;
-        const char *k;
-        json_t *x;
-        json_object_foreach(v, k, x) h += de_hash_u64(de_hash_bytes(k, strlen(k)) ^ json_hash(x));
-        return de_hash_u64(h ^ 1);
-    }
-    case JSON_ARRAY: {
-        uint64_t h = 0x51ed270b27f1a3c5ULL;
-        for (size_t i = 0; i < json_array_size(v); i++)
-            h = de_hash_u64(h ^ json_hash(json_array_get(v, i)));
-        return de_hash_u64(h ^ 2);
-    }
-    case JSON_STRING: return de_hash_bytes(json_string_value(v), json_string_length(v)) ^ 3;
-    case JSON_INTEGER: return de_hash_u64((uint64_t)json_integer_value(v) ^ 4);
-    case JSON_REAL: {
-        double d = json_real_value(v);
-        uint64_t b;
-        memcpy(&b, &d, sizeof b);
-        return de_hash_u64(b ^ 5);
-    }
-    case JSON_TRUE: return 6;
-    case JSON_FALSE: return 7;
-    default: return 8;
-    }
-}
-
-typedef struct load_ctx {
-    dg_graph *g;
-    de_map seen;
-    seen_ent *ents;
-    uint32_t n, cap;
-    de_buf errs;
-    uint32_t nerr;
-    de_err first;
-} load_ctx;
-
-static bool namespaced(dg_kind k)
-{
-    return k == DG_KIND_RESOURCE_CLAIM || k == DG_KIND_RESOURCE_CLAIM_TEMPLATE || k == DG_KIND_POD;
-}
-
-/* The kind, from apiVersion/kind alone (no decoding): DG_KIND_OTHER for
- * anything the graph does not store. */
-static dg_kind quick_kind(json_t *obj)
-{
-    const char *av = json_string_value(json_object_get(obj, "apiVersion"));
-    const char *k = json_string_value(json_object_get(obj, "kind"));
-    if (!av || !k)
-        return DG_KIND_OTHER;
-    bool res = !strncmp(av, "resource.k8s.io/", 16), core = !strcmp(av, "v1");
-    for (int i = DG_KIND_RESOURCE_SLICE; i < DG_KIND_OTHER; i++) {
-        if (strcmp(k, dg_kind_name((dg_kind)i)))
-            continue;
-        bool is_core = i == DG_KIND_NODE || i == DG_KIND_POD || i == DG_KIND_NAMESPACE;
-        return (is_core ? core : res) ? (dg_kind)i : DG_KIND_OTHER;
-    }
-    return DG_KIND_OTHER;
-}
-
-/* Duplicate detection within one load: 0 = new (key filled), 1 = identical
- * redefinition, 2 = different redefinition (*prev set). */
-typedef struct dupkey {
-    bool tracked;
-    uint8_t kind;
-    uint32_t ns, name;
-    uint64_t key, content;
-} dupkey;
-
-static int check_dup(load_ctx *c, json_t *obj, dupkey *k, const seen_ent **prev)
-{
-    memset(k, 0, sizeof *k);
-    dg_kind kind = quick_kind(obj);
-    if (kind == DG_KIND_OTHER)
-        return 0;
-    json_t *md = json_object_get(obj, "metadata");
-    const char *name = json_string_value(json_object_get(md, "name"));
-    const char *ns = json_string_value(json_object_get(md, "namespace"));
-    if (!name)
-        return 0;
-    k->tracked = true;
-    k->kind = (uint8_t)kind;
-    k->ns = namespaced(kind) ? de_intern_cstr(c->g->in, ns && *ns ? ns : "default") : 0;
-    k->name = de_intern_cstr(c->g->in, name);
-    k->key = de_hash_u64(de_pack2(k->ns, k->name) ^ ((uint64_t)kind << 58));
-    k->content = json_hash(obj);
-    uint64_t v;
-    if (!de_map_get(&c->seen, k->key, &v))
-        return 0;
-    const seen_ent *s = &c->ents[v];
-    if (s->kind != kind || s->ns != k->ns || s->name != k->name)
-        return 0;
-    *prev = s;
-    return s->content == k->content ? 1 : 2;
-}
-
-static void remember(load_ctx *c, const dupkey *k, const de_origin *o)
-{
-    if (c->n == c->cap) {
-        c->cap = c->cap ? c->cap * 2 : 64;
-        c->ents = de_xrealloc(c->ents, c->cap * sizeof *c->ents);
-    }
-    seen_ent *s = &c->ents[c->n];
-    s->kind = k->kind;
-    s->ns = k->ns;
-    s->name = k->name;
-    s->content = k->content;
-    s->where[0] = 0;
-    if (o)
-        de_origin_format(o, s->where, sizeof s->where);
-    de_map_put(&c->seen, k->key, c->n++);
-}
-
-static de_rc load_cb(void *ctx, json_t *obj, const de_origin *o, de_err *e)
-{
-    load_ctx *c = ctx;
-    de_err local;
-    de_err_clear(&local);
-    dupkey k;
-    const seen_ent *prev = NULL;
-    int dup = check_dup(c, obj, &k, &prev);
-    if (dup == 1)
-        return DE_OK;
-    de_rc rc;
-    if (dup == 2) {
-        /* report a validation error first; do not replace the first definition */
-        rc = dg_check(c->g, obj, o, NULL, &local);
-        if (rc == DE_OK) {
-            char where[512] = "", label[320];
-            if (o)
-                de_origin_format(o, where, sizeof where);
-            object_label(obj, label, sizeof label);
-            rc = de_errf(&local, DE_EINVAL, "%s: %s: AlreadyExists: defined differently in %s", where, label,
-                         prev->where);
-        }
-    } else {
-        rc = dg_apply(c->g, obj, o, NULL, &local);
-        if (rc == DE_OK && k.tracked)
-            remember(c, &k, o);
-    }
-    if (rc == DE_OK)
-        return DE_OK;
-    if (!c->g->opts.keep_going && !c->g->opts.on_error) {
-        if (e)
-            *e = local;
-        return rc;
-    }
-    if (c->nerr++ == 0)
-        c->first = local;
-    if (c->g->opts.on_error) {
-        c->g->opts.on_error(c->g->opts.on_error_ctx, &local);
-        return DE_OK;
-    }
-    if (c->nerr > 1)
-        de_buf_putc(&c->errs, '\n');
-    de_buf_puts(&c->errs, local.msg);
-    return DE_OK;
-}
-
-static de_rc load_finish(load_ctx *c, de_rc rc, de_err *e)
-{
-    if (rc == DE_OK && c->nerr) {
-        rc = DE_EINVAL;
-        if (e) {
-            *e = c->first;
-            if (c->g->opts.on_error)
-                snprintf(e->msg, sizeof e->msg, "%u invalid object%s", c->nerr, c->nerr == 1 ? "" : "s");
-            else if (!c->errs.overflow)
-                snprintf(e->msg, sizeof e->msg, "%s", de_buf_str(&c->errs));
-            else
-                snprintf(e->msg, sizeof e->msg, "%.*s\n... (%u invalid objects in all)",
-                         (int)(sizeof e->msg - 64), de_buf_str(&c->errs), c->nerr);
-        }
-    }
-    de_map_destroy(&c->seen);
-    free(c->ents);
-    de_buf_free(&c->errs);
-    return rc;
-}
-
-static void load_init(load_ctx *c, dg_graph *g)
-{
-    memset(c, 0, sizeof *c);
-    c->g = g;
-    de_map_init(&c->seen);
-    de_buf_init(&c->errs, DE_ERR_MSG_MAX - 1);
-}
-
-de_rc dg_load_path(dg_graph *g, const char *path, de_err *e)
-{
-    load_ctx c;
-    load_init(&c, g);
-    return load_finish(&c, de_doc_each(path, load_cb, &c, e), e);
-}
-
-de_rc dg_load_text(dg_graph *g, const char *name, const char *text, size_t len, de_err *e)
-{
-    load_ctx c;
-    load_init(&c, g);
-    return load_finish(&c, de_doc_each_text(name, text, len, load_cb, &c, e), e);
 }
 
 de_rc dg_remove(dg_graph *g, dg_kind kind, const char *ns, const char *name, de_err *e)
