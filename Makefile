@@ -90,7 +90,7 @@ $(LUAMOD): $(LUA_OBJ) $(LIBA)
 
 # ---- run -------------------------------------------------------------------
 run: all
-	./$(BIN) run
+	./$(BIN) inspect -f examples/cluster
 
 # ---- tests -----------------------------------------------------------------
 # busted runs under lua5.4 with the module path pointing at this build; the
