@@ -17,5 +17,4 @@
         return CLI_EXIT_INTERNAL;                                                      \
     }
 
-PENDING(cli_cmd_run, "run")
 PENDING(cli_cmd_policy, "policy")
