@@ -125,6 +125,33 @@ describe("draengine serve", function()
     assert_clean(srv, 6)
   end)
 
+  it("deallocates a claim pinned to a node that is gone, unless someone else holds it", function()
+    local function pinned(name, reserved)
+      local c = K.claim("default", name, "gpu", 1)
+      c.status = { allocation = { devices = { results = { { request = "gpu", driver = "gpu.example.com",
+        pool = "gone", device = "gpu-0" } } }, nodeSelector = { nodeSelectorTerms = { { matchFields = {
+        { key = "metadata.name", operator = "In", values = { "gone" } } } } } } }, reservedFor = reserved }
+      return c
+    end
+    local objs = S.cluster(1, 2)
+    objs[#objs + 1] = pinned("stale", nil)
+    objs[#objs + 1] = pinned("held", { { resource = "pods", name = "someone", uid = "someone-uid" } })
+    srv:load(objs)
+    serve()
+    srv:load{ K.pod("default", "a", { claims = { { name = "gpu", resourceClaimName = "stale" } } }),
+      K.pod("default", "b", { claims = { { name = "gpu", resourceClaimName = "held" } } }) }
+    K.wait_for(function() return bound_count(srv) == 1 end, 10 * SLOW, 0.1)
+    K.sleep(0.5)
+    local a = srv:get("/api/v1/namespaces/default/pods/a")
+    local b = srv:get("/api/v1/namespaces/default/pods/b")
+    assert.are.equal("node-001", a.spec.nodeName)
+    assert.is_nil(b.spec.nodeName)
+    local stale = srv:get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/stale")
+    assert.are.equal("node-001", stale.status.allocation.devices.results[1].pool)
+    local held = srv:get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/held")
+    assert.are.equal("gone", held.status.allocation.devices.results[1].pool)
+  end)
+
   it("respects node selectors, taints and cpu", function()
     local full = K.node("full", nil, nil)
     full.status.allocatable.cpu = "100m"

@@ -697,6 +697,26 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         sch_hist_observe(&s->attempt_lat, (double)(de_now_ns() - t0) / 1e9);
         return;
     }
+    if (nf == 0 && (reason_bits & SCH_FIT_CLAIM_NODE) && s->cl) {
+        /* PostFilter: free a claim whose allocation pins the pod to nodes it
+         * cannot use, then try again at once. */
+        for (uint32_t i = 0; i < nall; i++) {
+            const dg_claim *c = claims[i] == DG_NONE ? NULL : dg_claim_get(s->g, claims[i]);
+            if (!c || !c->allocated || group[i])
+                continue;
+            de_err de;
+            de_err_clear(&de);
+            uint32_t cname_id = c->meta.name; /* c is replaced by the write */
+            if (sch_deallocate(s, claims[i], p->meta.uid, &de) == DE_OK) {
+                DE_INFO(1, "deallocated claim %s/%s: its node does not fit pod %s/%s", pns,
+                        de_intern_str(s->in, cname_id), pns, de_intern_str(s->in, p->meta.name));
+                DROP_EXT();
+                sch_activate(s, idx);
+                sch_hist_observe(&s->attempt_lat, (double)(de_now_ns() - t0) / 1e9);
+                return;
+            }
+        }
+    }
     if (nf == 0) {
         DROP_EXT();
         /* "0/N nodes are available: 3 Insufficient cpu, 2 cannot allocate all claims." */

@@ -252,6 +252,44 @@ static de_rc write_ext_claim(sch_sched *s, const dg_pod *p, const sch_choice *c,
     return rc;
 }
 
+/* PostFilter: a claim allocated for a node this pod cannot use, reserved
+ * by nobody else, is deallocated so the next attempt can allocate it
+ * anew (upstream picks one such claim; draengine takes the first in pod
+ * order, for reproducibility). */
+de_rc sch_deallocate(sch_sched *s, uint32_t clid, uint32_t pod_uid, de_err *e)
+{
+    const dg_claim *c = dg_claim_get(s->g, clid);
+    if (!c || !c->allocated || !s->cl)
+        return DE_ENOTFOUND;
+    for (uint32_t i = 0; i < c->nreserved_for; i++)
+        if (c->reserved_for[i].uid != pod_uid)
+            return DE_ENOTFOUND;
+    json_t *cur = dg_claim_json(s->g, clid);
+    if (!cur)
+        return DE_ENOTFOUND;
+    json_t *obj = json_deep_copy(cur);
+    json_t *st = json_object_get(obj, "status");
+    if (json_is_object(st)) {
+        json_object_del(st, "allocation");
+        json_object_del(st, "reservedFor");
+        json_object_del(st, "devices");
+    }
+    json_t *resp = NULL;
+    de_rc rc = kc_claim_update_status(s->cl, obj, &resp, e);
+    json_decref(obj);
+    if (rc == DE_OK && resp) {
+        de_err ae;
+        de_err_clear(&ae);
+        remember_written(s, resp);
+        if (dg_apply(s->g, resp, &API_ORIGIN, NULL, &ae) != DE_OK)
+            DE_WARN("claim deallocated but not re-read: %s", ae.msg);
+    } else if (rc != DE_OK) {
+        refresh_claim(s, clid);
+    }
+    json_decref(resp);
+    return rc;
+}
+
 de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, de_err *e)
 {
     spod *sp = sch_pod(s, idx);

@@ -169,6 +169,7 @@ typedef struct sch_choice {
 } sch_choice;
 /* DE_OK bound; DE_ECONFLICT retry at once; other: back off. */
 de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pod, const sch_choice *c, de_err *e);
+de_rc sch_deallocate(sch_sched *s, uint32_t clid, uint32_t pod_uid, de_err *e);
 void sch_event(sch_sched *s, json_t *regarding, const char *type, const char *reason,
                const char *action, const char *note);
 bool sch_claim_event_is_stale(sch_sched *s, json_t *obj);
