@@ -20,8 +20,6 @@
 PENDING(cli_cmd_inspect, "inspect")
 PENDING(cli_cmd_cel, "cel")
 PENDING(cli_cmd_allocate, "allocate")
-PENDING(cli_cmd_sim, "sim")
-PENDING(cli_cmd_sysfs, "sysfs")
 PENDING(cli_cmd_run, "run")
 PENDING(cli_cmd_serve, "serve")
 PENDING(cli_cmd_policy, "policy")

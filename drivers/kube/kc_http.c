@@ -1,0 +1,389 @@
+/*
+ * kc_http.c - synchronous requests to the API server: authentication, the
+ * write rate limiter, retries (429 Retry-After, 5xx, transport errors, 401
+ * token re-read), Status decoding and the counters behind /metrics.
+ *
+ * Requests reuse one easy handle so its kept-alive connection carries every
+ * write.  A request that has to wait keeps the watches flowing through the
+ * informer set with kc_client_set_pump(): a slow write never makes the
+ * watches fall behind far enough to expire.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kc_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_RESPONSE ((size_t)256 << 20)
+#define MAX_RETRY_AFTER_S 60
+
+struct kc_client {
+    kc_config *cfg;
+    CURL *h;
+    kc_client_opts o;
+    char *ua;
+    char *extra_header;
+    kc_informer *pump;
+    double tokens;
+    uint64_t last_refill;
+    kc_stats st;
+    kc_backoff bo;
+};
+
+static bool curl_ready;
+
+kc_client *kc_client_new(kc_config *cfg, const kc_client_opts *o)
+{
+    if (!curl_ready) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        curl_ready = true;
+    }
+    kc_client *cl = de_xcalloc(1, sizeof *cl);
+    cl->cfg = cfg;
+    if (o)
+        cl->o = *o;
+    if (cl->o.qps <= 0)
+        cl->o.qps = 50;
+    if (cl->o.burst <= 0)
+        cl->o.burst = 100;
+    if (cl->o.max_retries <= 0)
+        cl->o.max_retries = 5;
+    if (cl->o.timeout_ms <= 0)
+        cl->o.timeout_ms = 30000;
+    cl->ua = de_xstrdup(cl->o.user_agent ? cl->o.user_agent : "draengine/0.1.0");
+    cl->o.user_agent = cl->ua;
+    cl->tokens = cl->o.burst;
+    cl->last_refill = de_now_ns();
+    cl->h = curl_easy_init();
+    kc_backoff_init(&cl->bo, 100000000ull, 5000000000ull, 0x5eed);
+    return cl;
+}
+
+void kc_client_free(kc_client *cl)
+{
+    if (!cl)
+        return;
+    if (cl->h)
+        curl_easy_cleanup(cl->h);
+    free(cl->ua);
+    free(cl->extra_header);
+    free(cl);
+}
+
+kc_config *kc_client_config(kc_client *cl) { return cl->cfg; }
+
+void kc_client_set_header(kc_client *cl, const char *header)
+{
+    free(cl->extra_header);
+    cl->extra_header = header ? de_xstrdup(header) : NULL;
+}
+void kc_client_set_pump(kc_client *cl, kc_informer *inf) { cl->pump = inf; }
+void kc_client_stats(const kc_client *cl, kc_stats *out) { *out = cl->st; }
+kc_stats *kc_client_stats_mut(kc_client *cl) { return &cl->st; }
+const char *kc_client_user_agent(const kc_client *cl) { return cl->ua; }
+
+void kc_client_count(kc_client *cl, long status)
+{
+    cl->st.requests++;
+    int cls = status >= 100 && status < 600 ? (int)(status / 100) : 0;
+    cl->st.by_code[cls]++;
+    if (status == 409)
+        cl->st.conflicts++;
+    else if (status == 429)
+        cl->st.throttled++;
+    else if (status == 401)
+        cl->st.unauthorized++;
+}
+
+/* ---- backoff ------------------------------------------------------------ */
+
+uint64_t kc_rand_next(uint64_t *s)
+{
+    uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ull;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545f4914f6cdd1dull;
+}
+
+void kc_backoff_init(kc_backoff *b, uint64_t initial_ns, uint64_t max_ns, uint64_t seed)
+{
+    b->initial_ns = initial_ns;
+    b->max_ns = max_ns;
+    b->cur_ns = 0;
+    b->rng = seed ? seed : 0x9e3779b97f4a7c15ull;
+}
+
+uint64_t kc_backoff_next(kc_backoff *b)
+{
+    b->cur_ns = b->cur_ns ? DE_MIN(b->cur_ns * 2, b->max_ns) : b->initial_ns;
+    /* factor in [1, 2): client-go's jitter 1.0 */
+    uint64_t r = kc_rand_next(&b->rng) >> 11; /* 53 bits */
+    double f = 1.0 + (double)r / (double)(1ull << 53);
+    return (uint64_t)((double)b->cur_ns * f);
+}
+
+void kc_backoff_reset(kc_backoff *b) { b->cur_ns = 0; }
+
+/* ---- waiting --------------------------------------------------------------- */
+
+static void wait_ns(kc_client *cl, uint64_t ns)
+{
+    if (cl->pump) {
+        kc_informer_pump_for(cl->pump, ns);
+        return;
+    }
+    struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+    nanosleep(&ts, NULL);
+}
+
+/* Token bucket: `burst` tokens, refilled at `qps` per second. */
+static void take_token(kc_client *cl)
+{
+    for (;;) {
+        uint64_t now = de_now_ns();
+        double add = (double)(now - cl->last_refill) / 1e9 * cl->o.qps;
+        cl->last_refill = now;
+        cl->tokens = DE_MIN(cl->tokens + add, (double)cl->o.burst);
+        if (cl->tokens >= 1.0) {
+            cl->tokens -= 1.0;
+            return;
+        }
+        uint64_t need = (uint64_t)((1.0 - cl->tokens) / cl->o.qps * 1e9) + 1;
+        cl->st.rate_limited_ns += need;
+        wait_ns(cl, need);
+    }
+}
+
+/* ---- easy handle setup ------------------------------------------------------ */
+
+void kc_client_setup_easy(kc_client *cl, CURL *h)
+{
+    const kc_blob *ca = kc_config_ca(cl->cfg), *cert = kc_config_cert(cl->cfg),
+                  *key = kc_config_key(cl->cfg);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, cl->ua);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    if (ca) {
+        struct curl_blob b = {ca->p, ca->len, CURL_BLOB_NOCOPY};
+        curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &b);
+    }
+    if (cert && key) {
+        struct curl_blob cb = {cert->p, cert->len, CURL_BLOB_NOCOPY};
+        struct curl_blob kb = {key->p, key->len, CURL_BLOB_NOCOPY};
+        curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cb);
+        curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &kb);
+        curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    if (kc_config_insecure(cl->cfg)) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+}
+
+struct curl_slist *kc_client_headers(kc_client *cl, bool force, const char *content_type)
+{
+    struct curl_slist *hl = NULL;
+    const char *tok = kc_config_token(cl->cfg, force);
+    if (tok && *tok) {
+        size_t n = strlen(tok) + 32;
+        char *hdr = de_xmalloc(n);
+        snprintf(hdr, n, "Authorization: Bearer %s", tok);
+        hl = curl_slist_append(hl, hdr);
+        memset(hdr, 0, n);
+        free(hdr);
+    }
+    hl = curl_slist_append(hl, "Accept: application/json");
+    if (cl->extra_header)
+        hl = curl_slist_append(hl, cl->extra_header);
+    if (content_type) {
+        char ct[256];
+        snprintf(ct, sizeof ct, "Content-Type: %s", content_type);
+        hl = curl_slist_append(hl, ct);
+    }
+    return hl;
+}
+
+/* ---- one request ------------------------------------------------------------ */
+
+typedef struct resp {
+    de_buf body;
+    long retry_after; /* seconds, -1 = none */
+} resp;
+
+static size_t on_body(char *p, size_t sz, size_t n, void *ud)
+{
+    resp *r = ud;
+    if (de_buf_add(&r->body, p, sz * n) != DE_OK)
+        return 0; /* over the cap: abort the transfer */
+    return sz * n;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+    resp *r = ud;
+    size_t len = sz * n;
+    if (len > 12 && !strncasecmp(p, "Retry-After:", 12)) {
+        char tmp[32];
+        size_t k = DE_MIN(len - 12, sizeof tmp - 1);
+        memcpy(tmp, p + 12, k);
+        tmp[k] = 0;
+        long v = strtol(tmp, NULL, 10);
+        r->retry_after = v < 0 ? 0 : v;
+    }
+    return len;
+}
+
+de_rc kc_status_error(kc_client *cl, de_err *e, const char *method, const char *path,
+                      long status, const char *body, size_t len)
+{
+    de_rc rc = status == 409   ? DE_ECONFLICT
+               : status == 404 ? DE_ENOTFOUND
+                               : DE_EAPI;
+    char msg[1024] = "";
+    json_t *st = body && len ? json_loadb(body, len, 0, NULL) : NULL;
+    const char *m = st ? json_string_value(json_object_get(st, "message")) : NULL;
+    const char *reason = st ? json_string_value(json_object_get(st, "reason")) : NULL;
+    if (m)
+        snprintf(msg, sizeof msg, "%s%s%s", reason ? reason : "", reason ? ": " : "", m);
+    else if (body && len)
+        snprintf(msg, sizeof msg, "%.*s", (int)DE_MIN(len, 300), body);
+    json_decref(st);
+    char full[DE_ERR_MSG_MAX];
+    snprintf(full, sizeof full, "%s %s: HTTP %ld%s%s", method, path, status, *msg ? ": " : "",
+             msg);
+    kc_redact(cl ? cl->cfg : NULL, full);
+    return de_errf(e, rc, "%s", full);
+}
+
+static bool has_rv(json_t *body)
+{
+    const char *rv = json_string_value(json_object_get(json_object_get(body, "metadata"),
+                                                       "resourceVersion"));
+    return rv && *rv;
+}
+
+de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *body,
+                 const char *content_type, long *status_out, json_t **out, de_err *e)
+{
+    if (out)
+        *out = NULL;
+    if (status_out)
+        *status_out = 0;
+    bool write = strcmp(method, "GET") != 0;
+    if (!strcmp(method, "PUT") && !has_rv(body))
+        return de_errf(e, DE_EINVAL,
+                       "PUT %s: refusing to write without metadata.resourceVersion", path);
+    bool idempotent = true;
+    if (!strcmp(method, "POST") && body &&
+        json_object_get(json_object_get(body, "metadata"), "generateName"))
+        idempotent = false; /* a retry could create a second object */
+
+    char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    char url[4096];
+    snprintf(url, sizeof url, "%s%s", kc_config_server(cl->cfg), path);
+    int attempt = 0, throttles = 0;
+    bool token_retry = false;
+    de_rc rc = DE_OK;
+    kc_backoff_reset(&cl->bo);
+    for (;;) {
+        if (write)
+            take_token(cl);
+        resp r;
+        de_buf_init(&r.body, MAX_RESPONSE);
+        r.retry_after = -1;
+        CURL *h = cl->h;
+        curl_easy_reset(h);
+        kc_client_setup_easy(cl, h);
+        struct curl_slist *hl = kc_client_headers(
+            cl, token_retry, payload ? (content_type ? content_type : "application/json") : NULL);
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, cl->o.timeout_ms);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
+        if (!strcmp(method, "GET")) {
+            curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        } else {
+            if (strcmp(method, "POST"))
+                curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+            else
+                curl_easy_setopt(h, CURLOPT_POST, 1L);
+            curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload ? payload : "");
+            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)(payload ? strlen(payload) : 0));
+        }
+        CURLcode cc = curl_easy_perform(h);
+        /* The header list holds the token: wipe before freeing. */
+        for (struct curl_slist *s = hl; s; s = s->next)
+            if (!strncmp(s->data, "Authorization:", 14))
+                memset(s->data, 0, strlen(s->data));
+        curl_slist_free_all(hl);
+        long status = 0;
+        if (cc == CURLE_OK)
+            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+        kc_client_count(cl, cc == CURLE_OK ? status : 0);
+        if (status_out)
+            *status_out = status;
+
+        if (cc != CURLE_OK) {
+            if (idempotent && attempt < cl->o.max_retries) {
+                attempt++;
+                cl->st.retries++;
+                de_buf_free(&r.body);
+                wait_ns(cl, kc_backoff_next(&cl->bo));
+                continue;
+            }
+            char m[512];
+            snprintf(m, sizeof m, "%s %s: %s", method, path, curl_easy_strerror(cc));
+            kc_redact(cl->cfg, m);
+            rc = de_errf(e, DE_EIO, "%s", m);
+            de_buf_free(&r.body);
+            break;
+        }
+        if (status == 401 && !token_retry) {
+            token_retry = true;
+            de_buf_free(&r.body);
+            continue;
+        }
+        if (status == 429 && throttles < 2 * cl->o.max_retries) {
+            throttles++;
+            cl->st.retries++;
+            long s = r.retry_after < 0 ? 1 : DE_MIN(r.retry_after, MAX_RETRY_AFTER_S);
+            de_buf_free(&r.body);
+            wait_ns(cl, (uint64_t)s * 1000000000ull);
+            continue;
+        }
+        if ((status == 500 || status == 502 || status == 503 || status == 504) && idempotent &&
+            attempt < cl->o.max_retries) {
+            attempt++;
+            cl->st.retries++;
+            uint64_t d = kc_backoff_next(&cl->bo);
+            if (r.retry_after >= 0)
+                d = (uint64_t)DE_MIN(r.retry_after, MAX_RETRY_AFTER_S) * 1000000000ull;
+            de_buf_free(&r.body);
+            wait_ns(cl, d);
+            continue;
+        }
+        if (status >= 200 && status < 300) {
+            if (out && r.body.len) {
+                *out = json_loadb(r.body.p, r.body.len, 0, NULL);
+            }
+            rc = DE_OK;
+        } else {
+            rc = kc_status_error(cl, e, method, path, status, r.body.p, r.body.len);
+        }
+        de_buf_free(&r.body);
+        break;
+    }
+    free(payload);
+    return rc;
+}

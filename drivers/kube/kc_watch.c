@@ -1,0 +1,699 @@
+/*
+ * kc_watch.c - list+watch reflectors for every resource draengine reads,
+ * all driven by one curl multi handle on the caller's thread.
+ *
+ * Per resource: list (paged with limit/continue) -> remember the list's
+ * resourceVersion -> watch from it with bookmarks -> on a clean end rewatch
+ * from the last version seen; on a dropped connection or a server error
+ * back off (exponential, jittered from a seeded generator) and rewatch; on
+ * 410 Gone (HTTP status or an ERROR event) relist, and deliver DELETED for
+ * every object the new list no longer has.
+ *
+ * Delivery is decoupled from transfer: curl callbacks only cut the stream
+ * into events and queue them; events reach the caller from
+ * kc_informer_poll() alone.  So a write that waits (and pumps the watches
+ * meanwhile) never sees the graph change under its feet, and callbacks may
+ * themselves make requests.
+ *
+ * The store is a map "namespace/name" -> resourceVersion: just enough to
+ * compute deletions after a relist; the objects themselves live in the
+ * caller's graph.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "kc_int.h"
+
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct resinfo {
+    const char *name, *kind, *api_version, *path;
+    bool namespaced;
+} resinfo;
+
+static const resinfo RES[KC_RES_COUNT] = {
+    {"resourceslices", "ResourceSlice", "resource.k8s.io/v1", "/apis/resource.k8s.io/v1/resourceslices", false},
+    {"deviceclasses", "DeviceClass", "resource.k8s.io/v1", "/apis/resource.k8s.io/v1/deviceclasses", false},
+    {"resourceclaims", "ResourceClaim", "resource.k8s.io/v1", "/apis/resource.k8s.io/v1/resourceclaims", true},
+    {"resourceclaimtemplates", "ResourceClaimTemplate", "resource.k8s.io/v1", "/apis/resource.k8s.io/v1/resourceclaimtemplates", true},
+    {"devicetaintrules", "DeviceTaintRule", "resource.k8s.io/v1", "/apis/resource.k8s.io/v1/devicetaintrules", false},
+    {"nodes", "Node", "v1", "/api/v1/nodes", false},
+    {"pods", "Pod", "v1", "/api/v1/pods", true},
+    {"namespaces", "Namespace", "v1", "/api/v1/namespaces", false},
+};
+
+const char *kc_res_name(kc_res r) { return r < KC_RES_COUNT ? RES[r].name : "?"; }
+const char *kc_res_kind(kc_res r) { return r < KC_RES_COUNT ? RES[r].kind : "?"; }
+const char *kc_res_path(kc_res r) { return r < KC_RES_COUNT ? RES[r].path : "/"; }
+
+void kc_object_path(kc_res r, const char *ns, const char *name, const char *sub, char *buf,
+                    size_t cap)
+{
+    const resinfo *ri = &RES[r];
+    const char *base = ri->path;
+    if (ri->namespaced) {
+        /* /apis/g/v/plural -> /apis/g/v/namespaces/<ns>/plural */
+        const char *pl = strrchr(base, '/');
+        snprintf(buf, cap, "%.*s/namespaces/%s%s/%s%s%s", (int)(pl - base), base, ns ? ns : "",
+                 pl, name, sub ? "/" : "", sub ? sub : "");
+    } else {
+        snprintf(buf, cap, "%s/%s%s%s", base, name, sub ? "/" : "", sub ? sub : "");
+    }
+}
+
+typedef enum rstate { RS_IDLE = 0, RS_LIST, RS_WATCH, RS_WAIT } rstate;
+
+typedef struct refl {
+    kc_informer *inf;
+    kc_res res;
+    rstate state;
+    CURL *h;
+    struct curl_slist *hl;
+    de_buf body; /* list page, or a watch's non-200 answer */
+    de_buf line; /* partial watch line */
+    char rv[256];
+    char *cont;
+    json_t *store; /* "ns/name" -> rv */
+    json_t *fresh; /* keys seen by the current relist */
+    bool relisting, synced, gone, overflow;
+    bool list_next; /* after the wait: list (true) or resume the watch */
+    uint64_t wait_until;
+    kc_backoff bo;
+    unsigned failures;
+    char err[600];
+} refl;
+
+typedef struct qev {
+    kc_res res;
+    kc_evtype type;
+    json_t *obj;
+} qev;
+
+struct kc_informer {
+    kc_client *cl;
+    kc_informer_opts o;
+    kc_event_fn fn;
+    void *ctx;
+    CURLM *m;
+    refl r[KC_RES_COUNT];
+    qev *q;
+    size_t qhead, qlen, qcap;
+    bool delivering;
+    char last_err[700];
+};
+
+/* ---- queue ----------------------------------------------------------------- */
+
+static void enqueue(kc_informer *inf, kc_res res, kc_evtype t, json_t *obj)
+{
+    if (inf->qlen == inf->qcap) {
+        if (inf->qhead > 0 && !inf->delivering) {
+            memmove(inf->q, inf->q + inf->qhead, (inf->qlen - inf->qhead) * sizeof *inf->q);
+            inf->qlen -= inf->qhead;
+            inf->qhead = 0;
+        }
+        if (inf->qlen == inf->qcap) {
+            inf->qcap = inf->qcap ? inf->qcap * 2 : 256;
+            inf->q = de_xrealloc(inf->q, inf->qcap * sizeof *inf->q);
+        }
+    }
+    json_incref(obj);
+    inf->q[inf->qlen++] = (qev){res, t, obj};
+}
+
+/* ---- object helpers ---------------------------------------------------------- */
+
+static void obj_key(json_t *obj, char *buf, size_t cap)
+{
+    json_t *md = json_object_get(obj, "metadata");
+    const char *ns = json_string_value(json_object_get(md, "namespace"));
+    const char *name = json_string_value(json_object_get(md, "name"));
+    snprintf(buf, cap, "%s/%s", ns ? ns : "", name ? name : "");
+}
+
+static const char *obj_rv(json_t *obj)
+{
+    const char *v =
+        json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    return v ? v : "";
+}
+
+/* List items carry no kind/apiVersion; the graph's decoder needs them. */
+static void set_kind(kc_res res, json_t *obj)
+{
+    if (!json_object_get(obj, "kind"))
+        json_object_set_new(obj, "kind", json_string(RES[res].kind));
+    if (!json_object_get(obj, "apiVersion"))
+        json_object_set_new(obj, "apiVersion", json_string(RES[res].api_version));
+}
+
+static void set_err(refl *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_err(refl *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char m[512];
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    kc_redact(kc_client_config(r->inf->cl), m);
+    snprintf(r->err, sizeof r->err, "%s: %s", RES[r->res].name, m);
+    snprintf(r->inf->last_err, sizeof r->inf->last_err, "%s", r->err);
+}
+
+/* ---- transfers ----------------------------------------------------------------- */
+
+static void stop_transfer(refl *r)
+{
+    if (r->h) {
+        curl_multi_remove_handle(r->inf->m, r->h);
+        curl_easy_cleanup(r->h);
+        r->h = NULL;
+    }
+    if (r->hl) {
+        for (struct curl_slist *s = r->hl; s; s = s->next)
+            if (!strncmp(s->data, "Authorization:", 14))
+                memset(s->data, 0, strlen(s->data));
+        curl_slist_free_all(r->hl);
+        r->hl = NULL;
+    }
+    de_buf_reset(&r->body);
+    de_buf_reset(&r->line);
+}
+
+static size_t on_list_body(char *p, size_t sz, size_t n, void *ud)
+{
+    refl *r = ud;
+    if (de_buf_add(&r->body, p, sz * n) != DE_OK) {
+        r->overflow = true;
+        return 0;
+    }
+    return sz * n;
+}
+
+static void handle_line(refl *r, const char *s, size_t len);
+
+static size_t on_watch_body(char *p, size_t sz, size_t n, void *ud)
+{
+    refl *r = ud;
+    size_t len = sz * n;
+    long status = 0;
+    curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200) { /* keep the error answer for the message */
+        de_buf_add(&r->body, p, DE_MIN(len, 4096 - DE_MIN(r->body.len, 4096)));
+        return len;
+    }
+    size_t start = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] != '\n')
+            continue;
+        if (r->line.len + (i - start) > r->inf->o.max_line) {
+            r->overflow = true;
+            return 0;
+        }
+        if (r->line.len) {
+            if (de_buf_add(&r->line, p + start, i - start) != DE_OK) {
+                r->overflow = true;
+                return 0;
+            }
+            handle_line(r, r->line.p, r->line.len);
+            de_buf_reset(&r->line);
+        } else if (i > start) {
+            handle_line(r, p + start, i - start);
+        }
+        start = i + 1;
+        if (r->gone)
+            return 0; /* stop reading: a relist follows */
+    }
+    if (start < len && de_buf_add(&r->line, p + start, len - start) != DE_OK) {
+        r->overflow = true;
+        return 0;
+    }
+    return len;
+}
+
+static void start(refl *r)
+{
+    kc_informer *inf = r->inf;
+    kc_config *cfg = kc_client_config(inf->cl);
+    char url[8192];
+    r->h = curl_easy_init();
+    kc_client_setup_easy(inf->cl, r->h);
+    r->hl = kc_client_headers(inf->cl, r->failures > 0 && strstr(r->err, "HTTP 401"), NULL);
+    r->overflow = r->gone = false;
+    if (r->state == RS_LIST) {
+        int n = snprintf(url, sizeof url, "%s%s?limit=%d", kc_config_server(cfg), RES[r->res].path,
+                         inf->o.page_limit);
+        if (r->cont) {
+            char *esc = curl_easy_escape(r->h, r->cont, 0);
+            snprintf(url + n, sizeof url - (size_t)n, "&continue=%s", esc);
+            curl_free(esc);
+        }
+        curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, on_list_body);
+        curl_easy_setopt(r->h, CURLOPT_TIMEOUT_MS, 120000L);
+    } else {
+        uint64_t rnd = kc_rand_next(&r->bo.rng);
+        int to = inf->o.watch_timeout_s + (int)(rnd % (uint64_t)(inf->o.watch_timeout_s + 1));
+        char *esc = curl_easy_escape(r->h, r->rv, 0);
+        snprintf(url, sizeof url,
+                 "%s%s?watch=1&resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%d",
+                 kc_config_server(cfg), RES[r->res].path, esc, to);
+        curl_free(esc);
+        curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, on_watch_body);
+        /* A silent server past timeoutSeconds + slack means a dead stream. */
+        curl_easy_setopt(r->h, CURLOPT_TIMEOUT_MS, (long)(to + 30) * 1000L);
+    }
+    curl_easy_setopt(r->h, CURLOPT_URL, url);
+    curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, r->hl);
+    curl_easy_setopt(r->h, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(r->h, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(r->h, CURLOPT_HTTPGET, 1L);
+    curl_multi_add_handle(inf->m, r->h);
+}
+
+static void begin_list(refl *r, bool relist)
+{
+    free(r->cont);
+    r->cont = NULL;
+    r->state = RS_LIST;
+    if (relist || r->synced) {
+        r->relisting = true;
+        json_decref(r->fresh);
+        r->fresh = json_object();
+    }
+}
+
+static void handle_line(refl *r, const char *s, size_t len)
+{
+    json_error_t je;
+    json_t *ev = json_loadb(s, len, 0, &je);
+    if (!json_is_object(ev)) {
+        json_decref(ev);
+        set_err(r, "watch: undecodable event: %s", je.text);
+        r->gone = true; /* we may have lost an event: relist */
+        return;
+    }
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    json_t *obj = json_object_get(ev, "object");
+    if (!type || !json_is_object(obj)) {
+        json_decref(ev);
+        set_err(r, "watch: event without type or object");
+        r->gone = true;
+        return;
+    }
+    if (!strcmp(type, "ERROR")) {
+        json_int_t code = json_integer_value(json_object_get(obj, "code"));
+        const char *msg = json_string_value(json_object_get(obj, "message"));
+        set_err(r, "watch: ERROR event %lld: %s", (long long)code, msg ? msg : "");
+        if (code == 410)
+            r->gone = true;
+        else
+            r->gone = true; /* unknown state: relisting is the safe choice */
+        json_decref(ev);
+        return;
+    }
+    const char *rv = obj_rv(obj);
+    if (!strcmp(type, "BOOKMARK")) {
+        if (*rv)
+            snprintf(r->rv, sizeof r->rv, "%s", rv);
+        json_decref(ev);
+        return;
+    }
+    kc_evtype t;
+    if (!strcmp(type, "ADDED"))
+        t = KC_EV_ADDED;
+    else if (!strcmp(type, "MODIFIED"))
+        t = KC_EV_MODIFIED;
+    else if (!strcmp(type, "DELETED"))
+        t = KC_EV_DELETED;
+    else {
+        json_decref(ev);
+        return; /* unknown event types are ignored, as client-go does */
+    }
+    set_kind(r->res, obj);
+    char key[600];
+    obj_key(obj, key, sizeof key);
+    if (t == KC_EV_DELETED)
+        json_object_del(r->store, key);
+    else
+        json_object_set_new(r->store, key, json_string(rv));
+    if (*rv)
+        snprintf(r->rv, sizeof r->rv, "%s", rv);
+    enqueue(r->inf, r->res, t, obj);
+    json_decref(ev);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* After the last page of a relist: objects we had that the list lacks. */
+static void finish_relist(refl *r)
+{
+    size_t n = 0, cap = json_object_size(r->store);
+    const char **gone = de_xmalloc((cap + 1) * sizeof *gone);
+    const char *k;
+    json_t *v;
+    json_object_foreach(r->store, k, v) {
+        if (!json_object_get(r->fresh, k))
+            gone[n++] = k;
+    }
+    qsort(gone, n, sizeof *gone, cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        const char *slash = strchr(gone[i], '/');
+        json_t *md = json_object();
+        if (slash && slash > gone[i])
+            json_object_set_new(md, "namespace", json_stringn(gone[i], (size_t)(slash - gone[i])));
+        json_object_set_new(md, "name", json_string(slash ? slash + 1 : gone[i]));
+        json_t *o = json_object();
+        json_object_set_new(o, "apiVersion", json_string(RES[r->res].api_version));
+        json_object_set_new(o, "kind", json_string(RES[r->res].kind));
+        json_object_set_new(o, "metadata", md);
+        enqueue(r->inf, r->res, KC_EV_DELETED, o);
+        json_decref(o);
+    }
+    for (size_t i = 0; i < n; i++)
+        json_object_del(r->store, gone[i]); /* keys freed here: after their last use */
+    free(gone);
+    json_decref(r->fresh);
+    r->fresh = NULL;
+    r->relisting = false;
+}
+
+static void list_done(refl *r, CURLcode cc, long status)
+{
+    kc_stats *st = kc_client_stats_mut(r->inf->cl);
+    if (cc != CURLE_OK || status != 200) {
+        if (cc != CURLE_OK)
+            set_err(r, "list: %s%s", curl_easy_strerror(cc), r->overflow ? " (page too large)" : "");
+        else {
+            de_err e;
+            de_err_clear(&e);
+            kc_status_error(r->inf->cl, &e, "GET", RES[r->res].path, status, r->body.p,
+                            r->body.len);
+            set_err(r, "list: %s", e.msg);
+        }
+        /* 410 on a continue token: the snapshot expired, start over. */
+        stop_transfer(r);
+        begin_list(r, r->synced || r->relisting);
+        r->state = RS_WAIT;
+        r->list_next = true;
+        r->failures++;
+        r->wait_until = de_now_ns() + kc_backoff_next(&r->bo);
+        return;
+    }
+    json_error_t je;
+    json_t *doc = json_loadb(r->body.p, r->body.len, 0, &je);
+    stop_transfer(r);
+    json_t *items = json_object_get(doc, "items");
+    json_t *md = json_object_get(doc, "metadata");
+    if (!json_is_object(doc) || (items && !json_is_null(items) && !json_is_array(items))) {
+        set_err(r, "list: undecodable answer: %s", je.text);
+        json_decref(doc);
+        begin_list(r, true);
+        r->state = RS_WAIT;
+        r->list_next = true;
+        r->failures++;
+        r->wait_until = de_now_ns() + kc_backoff_next(&r->bo);
+        return;
+    }
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it) {
+        if (!json_is_object(it))
+            continue;
+        set_kind(r->res, it);
+        char key[600];
+        obj_key(it, key, sizeof key);
+        const char *old = json_string_value(json_object_get(r->store, key));
+        const char *rv = obj_rv(it);
+        kc_evtype t = old ? KC_EV_MODIFIED : KC_EV_ADDED;
+        bool same = old && *rv && !strcmp(old, rv);
+        json_object_set_new(r->store, key, json_string(rv));
+        if (r->fresh)
+            json_object_set_new(r->fresh, key, json_true());
+        if (!same)
+            enqueue(r->inf, r->res, t, it);
+    }
+    const char *cont = json_string_value(json_object_get(md, "continue"));
+    const char *lrv = json_string_value(json_object_get(md, "resourceVersion"));
+    free(r->cont);
+    r->cont = cont && *cont ? de_xstrdup(cont) : NULL;
+    if (!r->cont && lrv)
+        snprintf(r->rv, sizeof r->rv, "%s", lrv);
+    json_decref(doc);
+    if (r->cont) {
+        r->state = RS_LIST;
+        start(r);
+        return;
+    }
+    if (r->relisting) {
+        finish_relist(r);
+        st->relists++;
+    }
+    r->synced = true;
+    r->failures = 0;
+    kc_backoff_reset(&r->bo);
+    r->state = RS_WATCH;
+    start(r);
+}
+
+static void watch_done(refl *r, CURLcode cc, long status)
+{
+    kc_stats *st = kc_client_stats_mut(r->inf->cl);
+    st->watch_restarts++;
+    bool gone = r->gone || r->overflow || status == 410;
+    if (status == 410 && !r->gone)
+        set_err(r, "watch: HTTP 410 Gone");
+    if (r->overflow && !r->gone)
+        set_err(r, "watch: event larger than %zu bytes", r->inf->o.max_line);
+    bool clean = cc == CURLE_OK && status == 200 && !gone;
+    if (!clean && !gone) {
+        if (cc != CURLE_OK && status == 200)
+            set_err(r, "watch: %s", curl_easy_strerror(cc));
+        else if (cc != CURLE_OK)
+            set_err(r, "watch: %s", curl_easy_strerror(cc));
+        else {
+            de_err e;
+            de_err_clear(&e);
+            kc_status_error(r->inf->cl, &e, "GET", RES[r->res].path, status, r->body.p,
+                            r->body.len);
+            set_err(r, "watch: %s", e.msg);
+        }
+    }
+    stop_transfer(r);
+    if (gone) {
+        /* The first relist after a 410 starts at once; repeated trouble backs off. */
+        begin_list(r, true);
+        if (r->failures++ > 0) {
+            r->state = RS_WAIT;
+            r->list_next = true;
+            r->wait_until = de_now_ns() + kc_backoff_next(&r->bo);
+        } else {
+            start(r);
+        }
+        return;
+    }
+    if (clean) {
+        r->failures = 0;
+        kc_backoff_reset(&r->bo);
+        r->state = RS_WATCH;
+        start(r);
+        return;
+    }
+    r->failures++;
+    r->state = RS_WAIT;
+    r->list_next = false; /* resume the watch after the wait */
+    r->wait_until = de_now_ns() + kc_backoff_next(&r->bo);
+}
+
+/* ---- driving ------------------------------------------------------------------- */
+
+kc_informer *kc_informer_new(kc_client *cl, const kc_informer_opts *o, kc_event_fn fn, void *ctx)
+{
+    kc_informer *inf = de_xcalloc(1, sizeof *inf);
+    inf->cl = cl;
+    inf->o = *o;
+    if (inf->o.page_limit <= 0)
+        inf->o.page_limit = 500;
+    if (!inf->o.backoff_initial_ns)
+        inf->o.backoff_initial_ns = 800000000ull;
+    if (!inf->o.backoff_max_ns)
+        inf->o.backoff_max_ns = 30000000000ull;
+    if (!inf->o.jitter_seed)
+        inf->o.jitter_seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull + 1;
+    if (inf->o.watch_timeout_s <= 0)
+        inf->o.watch_timeout_s = 300;
+    if (!inf->o.max_line)
+        inf->o.max_line = (size_t)16 << 20;
+    if (!inf->o.max_body)
+        inf->o.max_body = (size_t)256 << 20;
+    inf->fn = fn;
+    inf->ctx = ctx;
+    inf->m = curl_multi_init();
+    for (int i = 0; i < KC_RES_COUNT; i++) {
+        refl *r = &inf->r[i];
+        r->inf = inf;
+        r->res = (kc_res)i;
+        r->store = json_object();
+        de_buf_init(&r->body, inf->o.max_body);
+        de_buf_init(&r->line, inf->o.max_line);
+        kc_backoff_init(&r->bo, inf->o.backoff_initial_ns, inf->o.backoff_max_ns,
+                        inf->o.jitter_seed + (uint64_t)i * 0x100000001b3ull);
+        r->state = inf->o.want[i] ? RS_LIST : RS_IDLE;
+    }
+    kc_client_set_pump(cl, inf);
+    return inf;
+}
+
+void kc_informer_free(kc_informer *inf)
+{
+    if (!inf)
+        return;
+    kc_client_set_pump(inf->cl, NULL);
+    for (int i = 0; i < KC_RES_COUNT; i++) {
+        refl *r = &inf->r[i];
+        stop_transfer(r);
+        de_buf_free(&r->body);
+        de_buf_free(&r->line);
+        json_decref(r->store);
+        json_decref(r->fresh);
+        free(r->cont);
+    }
+    for (size_t i = inf->qhead; i < inf->qlen; i++)
+        json_decref(inf->q[i].obj);
+    free(inf->q);
+    curl_multi_cleanup(inf->m);
+    free(inf);
+}
+
+static void start_due(kc_informer *inf, uint64_t now, uint64_t *next_due)
+{
+    for (int i = 0; i < KC_RES_COUNT; i++) {
+        refl *r = &inf->r[i];
+        if (!inf->o.want[i] || r->h)
+            continue;
+        if (r->state == RS_WAIT) {
+            if (now < r->wait_until) {
+                *next_due = DE_MIN(*next_due, r->wait_until);
+                continue;
+            }
+            r->state = r->list_next ? RS_LIST : RS_WATCH;
+        }
+        if (r->state == RS_LIST || r->state == RS_WATCH)
+            start(r);
+    }
+}
+
+static void reap(kc_informer *inf)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(inf->m, &left)) != NULL) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        refl *r = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        if (!r)
+            continue;
+        CURLcode cc = msg->data.result;
+        long status = 0;
+        curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+        kc_client_count(inf->cl, status);
+        /* A write callback that stopped on purpose (410 event) reports
+         * CURLE_WRITE_ERROR; the flags say why. */
+        if (r->state == RS_LIST)
+            list_done(r, cc, status);
+        else
+            watch_done(r, cc, status);
+    }
+}
+
+static void drive(kc_informer *inf, int timeout_ms, kc_waitfd *extra, unsigned nextra)
+{
+    uint64_t now = de_now_ns(), next_due = UINT64_MAX;
+    start_due(inf, now, &next_due);
+    if (next_due != UINT64_MAX) {
+        uint64_t d = (next_due - now) / 1000000ull + 1;
+        if ((uint64_t)timeout_ms > d)
+            timeout_ms = (int)d;
+    }
+    struct curl_waitfd wf[16];
+    unsigned nw = DE_MIN(nextra, (unsigned)DE_ARRAY_LEN(wf));
+    for (unsigned i = 0; i < nw; i++) {
+        wf[i].fd = extra[i].fd;
+        wf[i].events = (short)((extra[i].events & POLLIN ? CURL_WAIT_POLLIN : 0) |
+                               (extra[i].events & POLLOUT ? CURL_WAIT_POLLOUT : 0));
+        wf[i].revents = 0;
+    }
+    int numfds = 0;
+    if (timeout_ms > 0)
+        curl_multi_poll(inf->m, wf, nw, timeout_ms, &numfds);
+    for (unsigned i = 0; i < nw; i++)
+        extra[i].revents = (short)((wf[i].revents & CURL_WAIT_POLLIN ? POLLIN : 0) |
+                                   (wf[i].revents & CURL_WAIT_POLLOUT ? POLLOUT : 0));
+    int running = 0;
+    curl_multi_perform(inf->m, &running);
+    reap(inf);
+}
+
+void kc_informer_pump_for(kc_informer *inf, uint64_t ns)
+{
+    uint64_t end = de_now_ns() + ns;
+    for (;;) {
+        uint64_t now = de_now_ns();
+        if (now >= end)
+            break;
+        uint64_t ms = (end - now) / 1000000ull;
+        drive(inf, (int)DE_MIN(ms + 1, 1000), NULL, 0);
+    }
+}
+
+int kc_informer_poll(kc_informer *inf, int timeout_ms, kc_waitfd *extra, unsigned nextra)
+{
+    drive(inf, inf->qhead < inf->qlen ? 0 : timeout_ms, extra, nextra);
+    int n = 0;
+    inf->delivering = true;
+    while (inf->qhead < inf->qlen) {
+        qev ev = inf->q[inf->qhead++];
+        inf->fn(inf->ctx, ev.res, ev.type, ev.obj);
+        json_decref(ev.obj);
+        n++;
+    }
+    inf->delivering = false;
+    inf->qhead = inf->qlen = 0;
+    return n;
+}
+
+bool kc_informer_res_synced(const kc_informer *inf, kc_res r)
+{
+    return !inf->o.want[r] || inf->r[r].synced;
+}
+
+bool kc_informer_synced(const kc_informer *inf)
+{
+    if (inf->qhead < inf->qlen)
+        return false; /* listed but not yet delivered */
+    for (int i = 0; i < KC_RES_COUNT; i++)
+        if (!kc_informer_res_synced(inf, (kc_res)i))
+            return false;
+    return true;
+}
+
+const char *kc_informer_rv(const kc_informer *inf, kc_res r) { return inf->r[r].rv; }
+const char *kc_informer_last_error(const kc_informer *inf) { return inf->last_err; }
+
+void kc_informer_describe(const kc_informer *inf, de_buf *out)
+{
+    static const char *const names[] = {"idle", "listing", "watching", "backing off"};
+    for (int i = 0; i < KC_RES_COUNT; i++) {
+        const refl *r = &inf->r[i];
+        if (!inf->o.want[i])
+            continue;
+        de_buf_printf(out, "%s: %s, %s, resourceVersion=%s, objects=%zu%s%s\n", RES[i].name,
+                      r->synced ? "synced" : "not synced", names[r->state], r->rv,
+                      json_object_size(r->store), r->err[0] ? ", last error: " : "", r->err);
+    }
+}

@@ -1,0 +1,194 @@
+/*
+ * al.h - the allocator: Kubernetes-exact structured DRA allocation (the
+ * kube-scheduler 1.37 "incubating"/"experimental" allocator, with the
+ * observable behaviour of k8s.io/dynamic-resource-allocation v0.36.2 that the
+ * conformance vectors pin), plus node choice for pods and the policy hooks.
+ *
+ * Two entry points:
+ *  - al_allocate(): upstream's Allocate(node, claims) - all claims together,
+ *    all-or-nothing, for one pod on one node.  Same devices, same order, same
+ *    errors as upstream: first-fit depth-first search in canonical order
+ *    (pools by driver/pool name with binding-condition pools last, slices by
+ *    name, devices in slice order), combinations within a request,
+ *    backtracking across requests, claims and firstAvailable subrequests.
+ *  - al_schedule_pod(): what kube-scheduler's DynamicResources plugin does
+ *    for one pod: resolve its claims (instantiating templates), filter the
+ *    nodes, score the feasible ones (firstAvailable: 8 - index per request,
+ *    plus policy scores), pick the best (ties: node name order), and commit
+ *    the allocation into the graph so the next pod sees it.
+ *
+ * Speed: per node, the gathered pools are flattened into one canonical device
+ * array; candidates per (class, selectors) are bitsets over it, evaluated once
+ * per device generation; free/used bits follow the graph's usage
+ * incrementally.  The search prunes only subtrees that provably cannot
+ * succeed AND whose exploration would leave no trace upstream (see
+ * al_search.c), so the first solution found is always upstream's.  Every
+ * search has a step budget (al_opts.max_steps).
+ *
+ * Thread-safety: an al_allocator is used by one thread at a time.
+ */
+#ifndef AL_H
+#define AL_H
+
+#include "../base/arena.h"
+#include "../base/de.h"
+#include "../base/gates.h"
+#include "../cel/cel.h"
+#include "../model/dg.h"
+
+typedef struct al_allocator al_allocator;
+
+/* Default per-node search budget: number of search steps (one step = one
+ * attempt to fill one device slot, upstream's allocateOne invocation). */
+#define AL_DEFAULT_MAX_STEPS 2000000u
+
+/* Upstream's per-claim result limit (AllocationResultsMaxSize). */
+#define AL_MAX_RESULTS 32
+
+typedef struct al_opts {
+    de_gates gates;     /* feature gates; use de_gates_default() for 1.37 */
+    uint64_t max_steps; /* per node and Allocate call; 0 = AL_DEFAULT_MAX_STEPS */
+    uint64_t seed;      /* seed of the shareID generator (byte-stable output) */
+    cel_env *cel;       /* optional shared CEL env (must match the gates); NULL = own */
+} al_opts;
+
+/* ---- policy hooks ---------------------------------------------------------
+ *
+ * The policy host plugs into the allocator through these callbacks.  With no
+ * hooks set (or every pointer NULL) results are exactly Kubernetes'.
+ *
+ * admit   once per claim before any search: DE_OK admits; DE_EPOLICY refuses
+ *         the claim with why->msg as the user-facing reason (the claim is then
+ *         unsatisfiable, not an error); any other code is a hard error.
+ * groups  a policy-defined generalisation of KEP-5963 compatibility groups:
+ *         the device's compatibility scope (interned id, 0 = none) and its
+ *         groups.  Devices of one scope allocated at the same time - already
+ *         allocated ones included - must share at least one group (running
+ *         intersection); a device with no groups only coexists with other
+ *         no-group devices of its scope.  The host caches answers per device
+ *         generation and revision; the arrays must stay valid until
+ *         `revision` changes.  The allocator calls it when it (re)builds its
+ *         per-node device table, never in the search loop.
+ * score   once per feasible node when choosing a node for a pod: a number
+ *         added to the Kubernetes score (firstAvailable 8 - index); the best
+ *         total wins, ties go to node name order.
+ * revision the policy revision; a change invalidates everything cached from
+ *         `groups`.  NULL = constant.
+ */
+typedef struct al_groups {
+    uint32_t scope;         /* interned scope id; 0 = the device is in no scope */
+    uint32_t ngroups;       /* 0 = "no groups" */
+    const uint32_t *groups; /* interned group ids (owned by the hook provider) */
+} al_groups;
+
+/* What `score` sees: one feasible placement of a pod's pending claims. */
+typedef struct al_placement {
+    uint32_t node;           /* node id in the graph, DG_NONE if not a graph node */
+    uint32_t node_name;      /* interned */
+    uint32_t pod;            /* pod id, DG_NONE for al_allocate callers */
+    uint32_t nclaims;
+    const uint32_t *claims;  /* claim ids (pending claims only) */
+    const dg_allocation *allocs; /* one per claim */
+    int64_t k8s_score;       /* sum over firstAvailable requests of 8 - chosen index */
+} al_placement;
+
+typedef struct al_hooks {
+    void *ctx;
+    de_rc (*admit)(void *ctx, const dg_graph *g, uint32_t claim, de_err *why);
+    void (*groups)(void *ctx, const dg_graph *g, uint32_t devid, al_groups *out);
+    de_rc (*score)(void *ctx, const dg_graph *g, const al_placement *p, double *score, de_err *e);
+    uint64_t (*revision)(void *ctx);
+} al_hooks;
+
+/* ---- lifecycle ------------------------------------------------------------ */
+
+/* The allocator keeps caches (per-node device tables, candidate bitsets,
+ * usage) keyed by graph generations; it registers a dg listener to learn
+ * about changes.  `g` must outlive the allocator. */
+al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e);
+void al_free(al_allocator *a);
+
+/* Install (or clear with NULL) the policy hooks; copies the struct. */
+void al_set_hooks(al_allocator *a, const al_hooks *h);
+
+const de_gates *al_gates(const al_allocator *a);
+
+/* ---- Allocate ---------------------------------------------------------------- */
+
+typedef struct al_claim_alloc {
+    uint32_t claim;        /* claim id */
+    dg_allocation alloc;   /* owned by the arena given to al_allocate */
+    int32_t *chosen_sub;   /* per request: chosen firstAvailable index, -1 = `exactly` */
+    uint32_t nrequests;
+} al_claim_alloc;
+
+/* Why a claim set could not be allocated on one node, for people. */
+typedef struct al_why {
+    const char *summary;   /* one line, e.g. "claim default/c1, request gpu: 0 of 8 devices free" */
+    const char *detail;    /* several lines, or NULL */
+} al_why;
+
+typedef struct al_outcome {
+    uint32_t nclaims;
+    al_claim_alloc *claims; /* DE_OK: one per claim, input order */
+    int64_t k8s_score;      /* firstAvailable score on this node */
+    uint64_t steps;         /* search steps used */
+    al_why why;             /* DE_EUNSAT: the reason */
+} al_outcome;
+
+/*
+ * Allocate all `claims` (pending claim ids, pod order) together on the node
+ * named `node_name` (interned; the Node object supplies labels when present in
+ * the graph).  Nothing is committed to the graph.
+ *  - DE_OK: out->claims filled (arena memory).
+ *  - DE_EUNSAT: cannot be satisfied on this node; out->why says why.
+ *  - DE_EBUDGET: the search exceeded max_steps (e->msg says so).
+ *  - other: a hard error as upstream reports it (bad claim/class, CEL error,
+ *    too many devices, All mode on an incomplete pool, ...); e->msg carries
+ *    upstream's wording.
+ */
+de_rc al_allocate(al_allocator *a, uint32_t node_name, const uint32_t *claims, uint32_t nclaims,
+                  de_arena *arena, al_outcome *out, de_err *e);
+
+/* ---- scheduling pods ---------------------------------------------------------- */
+
+typedef struct al_node_why {
+    uint32_t node_name;
+    al_why why;
+} al_node_why;
+
+typedef struct al_pod_outcome {
+    uint32_t pod;
+    uint32_t node;           /* chosen node id, DG_NONE when unschedulable */
+    uint32_t node_name;      /* interned, 0 when unschedulable */
+    uint32_t nclaims;        /* the pod's claims in pod.spec.resourceClaims order */
+    uint32_t *claims;        /* claim ids (DG_NONE for "no claim needed") */
+    bool *allocated_now;     /* per claim: allocated by this call */
+    al_claim_alloc *allocs;  /* per claim allocated now (nclaims entries, unused ones zeroed) */
+    int64_t k8s_score;
+    double policy_score;
+    uint32_t nodes_feasible, nodes_checked;
+    const char *why;         /* unschedulable: summary over nodes (top reasons) */
+} al_pod_outcome;
+
+/*
+ * Schedule one pod: resolve its claims (resourceClaimName, or
+ * resourceClaimTemplateName instantiated with dg_claim_from_template), choose
+ * a node among the graph's Nodes and allocate there, then commit
+ * (dg_claim_set_allocation + reservation for the pod) so later pods see it.
+ * DE_OK: scheduled; DE_EUNSAT: no node fits (out->why); other: hard error.
+ * Pods without claims are DE_OK with node DG_NONE and nclaims 0.
+ */
+de_rc al_schedule_pod(al_allocator *a, uint32_t pod, de_arena *arena, al_pod_outcome *out,
+                      de_err *e);
+
+/* ---- statistics ------------------------------------------------------------------ */
+
+typedef struct al_stats {
+    uint64_t allocate_calls, steps, node_tables_built, candidate_sets_built;
+    uint64_t cel_evals, pruned;
+} al_stats;
+
+void al_get_stats(const al_allocator *a, al_stats *out);
+
+#endif

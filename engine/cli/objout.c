@@ -1,0 +1,78 @@
+/*
+ * objout.c - see objout.h.
+ */
+#include "objout.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool cli_ofmt_parse(const char *s, cli_ofmt *out)
+{
+    if (!strcmp(s, "yaml")) {
+        *out = CLI_OFMT_YAML;
+        return true;
+    }
+    if (!strcmp(s, "json")) {
+        *out = CLI_OFMT_JSON;
+        return true;
+    }
+    return false;
+}
+
+void cli_objout_begin(cli_objout *o, FILE *f, cli_ofmt fmt)
+{
+    o->f = f;
+    o->fmt = fmt;
+    o->n = 0;
+    if (fmt == CLI_OFMT_JSON)
+        fputs("{\n  \"apiVersion\": \"v1\",\n  \"items\": [", f);
+}
+
+de_rc cli_objout_write(void *ctx, json_t *obj, de_err *e)
+{
+    cli_objout *o = ctx;
+    char *text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
+    if (!text)
+        return de_errf(e, DE_ENOMEM, "cannot serialize object");
+    if (o->fmt == CLI_OFMT_JSON) {
+        fputs(o->n ? ",\n    " : "\n    ", o->f);
+        for (const char *p = text; *p; p++) {
+            fputc(*p, o->f);
+            if (*p == '\n')
+                fputs("    ", o->f);
+        }
+    } else {
+        fputs("---\n", o->f);
+        fputs(text, o->f);
+        fputc('\n', o->f);
+    }
+    free(text);
+    o->n++;
+    if (ferror(o->f))
+        return de_errf(e, DE_EIO, "write failed");
+    return DE_OK;
+}
+
+de_rc cli_objout_end(cli_objout *o, de_err *e)
+{
+    if (o->fmt == CLI_OFMT_JSON)
+        fputs(o->n ? "\n  ],\n  \"kind\": \"List\"\n}\n" : "],\n  \"kind\": \"List\"\n}\n", o->f);
+    if (fflush(o->f) != 0 || ferror(o->f))
+        return de_errf(e, DE_EIO, "write failed");
+    return DE_OK;
+}
+
+int cli_parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!s || !*s || *s == '-')
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+

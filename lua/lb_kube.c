@@ -1,0 +1,689 @@
+/*
+ * lb_kube.c - the kube driver for specs and tools: core.kube.{config,
+ * client, backoff, json_encode, json_decode, parse_time, format_time, null}.
+ *
+ *   local cfg = core.kube.config{kubeconfig = path, context = "cert"}
+ *   local cl = core.kube.client(cfg, {qps = 1000, burst = 1000, header = "X-Test-Bypass: 1"})
+ *   local status, body, err = cl:request("GET", "/api/v1/pods")
+ *   local inf = cl:informer{resources = {"pods", "nodes"}, seed = 7}
+ *   for _, ev in ipairs(inf:poll(100)) do ... end   -- {type, resource, namespace, name, rv}
+ *   local lease = cl:lease{name = "x", identity = "a", lease_ms = 1500, ...}
+ *
+ * Tokens never cross into Lua: a Config offers describe() and redact().
+ */
+#include "../drivers/kube/kc.h"
+#include "lb.h"
+
+#include <string.h>
+
+#define MT_CONFIG "draengine.KubeConfig"
+#define MT_CLIENT "draengine.KubeClient"
+#define MT_INFORMER "draengine.KubeInformer"
+#define MT_LEASE "draengine.KubeLease"
+
+static int null_ref; /* registry key of the null sentinel (its address) */
+
+/* ---- JSON <-> Lua ------------------------------------------------------------ */
+
+static void push_json(lua_State *L, json_t *v)
+{
+    luaL_checkstack(L, 4, "json nesting");
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        lua_createtable(L, 0, (int)json_object_size(v));
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x) {
+            push_json(L, x);
+            lua_setfield(L, -2, k);
+        }
+        break;
+    }
+    case JSON_ARRAY: {
+        lua_createtable(L, (int)json_array_size(v), 0);
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) {
+            push_json(L, x);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        break;
+    }
+    case JSON_STRING:
+        lua_pushlstring(L, json_string_value(v), json_string_length(v));
+        break;
+    case JSON_INTEGER:
+        lua_pushinteger(L, (lua_Integer)json_integer_value(v));
+        break;
+    case JSON_REAL:
+        lua_pushnumber(L, json_real_value(v));
+        break;
+    case JSON_TRUE:
+        lua_pushboolean(L, 1);
+        break;
+    case JSON_FALSE:
+        lua_pushboolean(L, 0);
+        break;
+    default:
+        lua_rawgetp(L, LUA_REGISTRYINDEX, &null_ref);
+        break;
+    }
+}
+
+static json_t *to_json(lua_State *L, int idx, int depth)
+{
+    idx = lua_absindex(L, idx);
+    if (depth > 100)
+        luaL_error(L, "json_encode: nesting too deep");
+    switch (lua_type(L, idx)) {
+    case LUA_TNIL:
+        return json_null();
+    case LUA_TBOOLEAN:
+        return json_boolean(lua_toboolean(L, idx));
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx))
+            return json_integer((json_int_t)lua_tointeger(L, idx));
+        return json_real(lua_tonumber(L, idx));
+    case LUA_TSTRING: {
+        size_t n;
+        const char *s = lua_tolstring(L, idx, &n);
+        return json_stringn(s, n);
+    }
+    case LUA_TLIGHTUSERDATA:
+        return json_null();
+    case LUA_TTABLE: {
+        lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
+        if (n > 0) {
+            json_t *a = json_array();
+            for (lua_Integer i = 1; i <= n; i++) {
+                lua_rawgeti(L, idx, i);
+                json_array_append_new(a, to_json(L, -1, depth + 1));
+                lua_pop(L, 1);
+            }
+            return a;
+        }
+        json_t *o = json_object();
+        /* Sorted keys would be nicer for humans; jansson keeps insertion
+         * order only with JSON_PRESERVE_ORDER, and the server does not care. */
+        lua_pushnil(L);
+        while (lua_next(L, idx)) {
+            if (lua_type(L, -2) == LUA_TSTRING)
+                json_object_set_new(o, lua_tostring(L, -2), to_json(L, -1, depth + 1));
+            lua_pop(L, 1);
+        }
+        return o;
+    }
+    default:
+        luaL_error(L, "json_encode: cannot encode a %s", luaL_typename(L, idx));
+        return NULL;
+    }
+}
+
+static int l_json_decode(lua_State *L)
+{
+    size_t n;
+    const char *s = luaL_checklstring(L, 1, &n);
+    json_error_t je;
+    json_t *v = json_loadb(s, n, JSON_DECODE_ANY, &je);
+    if (!v)
+        return luaL_error(L, "json_decode: %s at line %d column %d", je.text, je.line, je.column);
+    push_json(L, v);
+    json_decref(v);
+    return 1;
+}
+
+static int l_json_encode(lua_State *L)
+{
+    json_t *v = to_json(L, 1, 0);
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS);
+    json_decref(v);
+    lua_pushstring(L, s ? s : "null");
+    free(s);
+    return 1;
+}
+
+/* ---- Config ------------------------------------------------------------------ */
+
+typedef struct lconfig {
+    kc_config *c;
+} lconfig;
+
+static const char *optfield(lua_State *L, int t, const char *k)
+{
+    lua_getfield(L, t, k);
+    const char *v = lua_isnil(L, -1) ? NULL : luaL_checkstring(L, -1);
+    lua_pop(L, 1);
+    return v; /* stays alive: owned by the table argument */
+}
+
+static int l_config(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    kc_config_opts o = {0};
+    o.kubeconfig = optfield(L, 1, "kubeconfig");
+    o.context = optfield(L, 1, "context");
+    o.master = optfield(L, 1, "master");
+    o.env_kubeconfig = optfield(L, 1, "env_kubeconfig");
+    o.home = optfield(L, 1, "home");
+    o.sa_dir = optfield(L, 1, "sa_dir");
+    o.env_host = optfield(L, 1, "env_host");
+    o.env_port = optfield(L, 1, "env_port");
+    lua_getfield(L, 1, "no_in_cluster");
+    o.no_in_cluster = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    lconfig *u = lua_newuserdatauv(L, sizeof *u, 0);
+    u->c = NULL;
+    luaL_setmetatable(L, MT_CONFIG);
+    de_err e;
+    de_err_clear(&e);
+    if (kc_config_load(&o, &u->c, &e) != DE_OK)
+        return lb_raise(L, &e);
+    lua_getfield(L, 1, "token_period_ms");
+    if (!lua_isnil(L, -1))
+        kc_config_set_token_period(u->c, (uint64_t)luaL_checkinteger(L, -1) * 1000000ull);
+    lua_pop(L, 1);
+    return 1;
+}
+
+static lconfig *chkcfg(lua_State *L, int i)
+{
+    lconfig *u = luaL_checkudata(L, i, MT_CONFIG);
+    if (!u->c)
+        luaL_error(L, "kube config is closed");
+    return u;
+}
+
+static int cfg_gc(lua_State *L)
+{
+    lconfig *u = luaL_checkudata(L, 1, MT_CONFIG);
+    kc_config_free(u->c);
+    u->c = NULL;
+    return 0;
+}
+
+static int cfg_server(lua_State *L) { lua_pushstring(L, kc_config_server(chkcfg(L, 1)->c)); return 1; }
+static int cfg_source(lua_State *L) { lua_pushstring(L, kc_config_source(chkcfg(L, 1)->c)); return 1; }
+static int cfg_context(lua_State *L) { lua_pushstring(L, kc_config_context(chkcfg(L, 1)->c)); return 1; }
+static int cfg_namespace(lua_State *L) { lua_pushstring(L, kc_config_namespace(chkcfg(L, 1)->c)); return 1; }
+
+static int cfg_describe(lua_State *L)
+{
+    de_buf b;
+    de_buf_init(&b, 16384);
+    kc_config_describe(chkcfg(L, 1)->c, &b);
+    lua_pushstring(L, de_buf_str(&b));
+    de_buf_free(&b);
+    return 1;
+}
+
+static int cfg_redact(lua_State *L)
+{
+    lconfig *u = chkcfg(L, 1);
+    size_t n;
+    const char *s = luaL_checklstring(L, 2, &n);
+    char *t = de_xstrndup(s, n);
+    kc_redact(u->c, t);
+    lua_pushstring(L, t);
+    free(t);
+    return 1;
+}
+
+/* Re-read a file token now (as after a 401); returns whether a token is set
+ * and its length, never the token. */
+static int cfg_reload_token(lua_State *L)
+{
+    const char *t = kc_config_token(chkcfg(L, 1)->c, true);
+    lua_pushinteger(L, (lua_Integer)strlen(t));
+    return 1;
+}
+
+static int cfg_tostring(lua_State *L)
+{
+    lua_pushfstring(L, "KubeConfig(%s)", kc_config_server(chkcfg(L, 1)->c));
+    return 1;
+}
+
+/* ---- Client ------------------------------------------------------------------- */
+
+typedef struct lclient {
+    kc_client *cl;
+} lclient;
+
+static lclient *chkcl(lua_State *L, int i)
+{
+    lclient *u = luaL_checkudata(L, i, MT_CLIENT);
+    if (!u->cl)
+        luaL_error(L, "kube client is closed");
+    return u;
+}
+
+static int l_client(lua_State *L)
+{
+    lconfig *c = chkcfg(L, 1);
+    kc_client_opts o = {0};
+    const char *hdr = NULL;
+    if (lua_istable(L, 2)) {
+        lua_getfield(L, 2, "qps");
+        o.qps = luaL_optnumber(L, -1, 0);
+        lua_getfield(L, 2, "burst");
+        o.burst = (int)luaL_optinteger(L, -1, 0);
+        lua_getfield(L, 2, "max_retries");
+        o.max_retries = (int)luaL_optinteger(L, -1, 0);
+        lua_getfield(L, 2, "timeout_ms");
+        o.timeout_ms = (long)luaL_optinteger(L, -1, 0);
+        lua_pop(L, 4);
+        hdr = optfield(L, 2, "header");
+    }
+    lclient *u = lua_newuserdatauv(L, sizeof *u, 1);
+    u->cl = kc_client_new(c->c, &o);
+    if (hdr)
+        kc_client_set_header(u->cl, hdr);
+    luaL_setmetatable(L, MT_CLIENT);
+    lua_pushvalue(L, 1); /* keep the config alive */
+    lua_setiuservalue(L, -2, 1);
+    return 1;
+}
+
+static int cl_gc(lua_State *L)
+{
+    lclient *u = luaL_checkudata(L, 1, MT_CLIENT);
+    kc_client_free(u->cl);
+    u->cl = NULL;
+    return 0;
+}
+
+/* request(method, path [, body (table or string)] [, content_type]) ->
+ *   status, decoded body or nil, error message or nil */
+static int cl_request(lua_State *L)
+{
+    lclient *u = chkcl(L, 1);
+    const char *method = luaL_checkstring(L, 2);
+    const char *path = luaL_checkstring(L, 3);
+    json_t *body = NULL;
+    if (lua_type(L, 4) == LUA_TSTRING) {
+        size_t n;
+        const char *s = lua_tolstring(L, 4, &n);
+        json_error_t je;
+        body = json_loadb(s, n, 0, &je);
+        if (!body)
+            return luaL_error(L, "request body: %s", je.text);
+    } else if (lua_istable(L, 4)) {
+        body = to_json(L, 4, 0);
+    }
+    const char *ct = luaL_optstring(L, 5, NULL);
+    long status = 0;
+    json_t *out = NULL;
+    de_err e;
+    de_err_clear(&e);
+    de_rc rc = kc_request(u->cl, method, path, body, ct, &status, &out, &e);
+    json_decref(body);
+    lua_pushinteger(L, status);
+    if (out)
+        push_json(L, out);
+    else
+        lua_pushnil(L);
+    json_decref(out);
+    if (rc != DE_OK)
+        lua_pushstring(L, e.msg);
+    else
+        lua_pushnil(L);
+    return 3;
+}
+
+static int cl_stats(lua_State *L)
+{
+    kc_stats s;
+    kc_client_stats(chkcl(L, 1)->cl, &s);
+    lua_newtable(L);
+#define F(name) (lua_pushinteger(L, (lua_Integer)s.name), lua_setfield(L, -2, #name))
+    F(requests);
+    F(conflicts);
+    F(throttled);
+    F(unauthorized);
+    F(retries);
+    F(watch_restarts);
+    F(relists);
+#undef F
+    lua_pushinteger(L, (lua_Integer)(s.rate_limited_ns / 1000000ull));
+    lua_setfield(L, -2, "rate_limited_ms");
+    lua_pushinteger(L, (lua_Integer)s.by_code[0]);
+    lua_setfield(L, -2, "transport_errors");
+    lua_pushinteger(L, (lua_Integer)s.by_code[5]);
+    lua_setfield(L, -2, "server_errors");
+    return 1;
+}
+
+static int cl_bind(lua_State *L)
+{
+    lclient *u = chkcl(L, 1);
+    de_err e;
+    de_err_clear(&e);
+    de_rc rc = kc_pod_bind(u->cl, luaL_checkstring(L, 2), luaL_checkstring(L, 3),
+                           luaL_optstring(L, 4, ""), luaL_checkstring(L, 5), &e);
+    lua_pushboolean(L, rc == DE_OK);
+    lua_pushstring(L, rc == DE_OK ? "" : e.msg);
+    return 2;
+}
+
+/* event{regarding = obj, type, reason, action, note} */
+static int cl_event(lua_State *L)
+{
+    lclient *u = chkcl(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_getfield(L, 2, "regarding");
+    json_t *reg = to_json(L, -1, 0);
+    lua_pop(L, 1);
+    kc_event ev = {reg, optfield(L, 2, "type"), optfield(L, 2, "reason"),
+                   optfield(L, 2, "action"), optfield(L, 2, "note"), NULL, NULL};
+    de_err e;
+    de_err_clear(&e);
+    de_rc rc = kc_event_create(u->cl, &ev, &e);
+    json_decref(reg);
+    lua_pushboolean(L, rc == DE_OK);
+    lua_pushstring(L, rc == DE_OK ? "" : e.msg);
+    return 2;
+}
+
+/* ---- Informer ------------------------------------------------------------------- */
+
+typedef struct linformer {
+    kc_informer *inf;
+    lua_State *L; /* set during poll: events are appended to the table on top */
+    int n;
+} linformer;
+
+static const char *const EVNAMES[] = {"ADDED", "MODIFIED", "DELETED"};
+
+static void on_event(void *ctx, kc_res res, kc_evtype type, json_t *obj)
+{
+    linformer *u = ctx;
+    lua_State *L = u->L;
+    if (!L)
+        return;
+    json_t *md = json_object_get(obj, "metadata");
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, EVNAMES[type]);
+    lua_setfield(L, -2, "type");
+    lua_pushstring(L, kc_res_name(res));
+    lua_setfield(L, -2, "resource");
+    const char *ns = json_string_value(json_object_get(md, "namespace"));
+    const char *name = json_string_value(json_object_get(md, "name"));
+    const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
+    lua_pushstring(L, ns ? ns : "");
+    lua_setfield(L, -2, "namespace");
+    lua_pushstring(L, name ? name : "");
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, rv ? rv : "");
+    lua_setfield(L, -2, "rv");
+    lua_rawseti(L, -2, ++u->n);
+}
+
+static kc_res res_by_name(lua_State *L, const char *s)
+{
+    for (int i = 0; i < KC_RES_COUNT; i++)
+        if (!strcmp(s, kc_res_name((kc_res)i)))
+            return (kc_res)i;
+    luaL_error(L, "unknown resource \"%s\"", s);
+    return KC_RES_COUNT;
+}
+
+static int cl_informer(lua_State *L)
+{
+    lclient *c = chkcl(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    kc_informer_opts o = {0};
+    lua_getfield(L, 2, "resources");
+    luaL_checktype(L, -1, LUA_TTABLE);
+    for (lua_Integer i = 1; i <= (lua_Integer)lua_rawlen(L, -1); i++) {
+        lua_rawgeti(L, -1, i);
+        o.want[res_by_name(L, luaL_checkstring(L, -1))] = true;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, 2, "seed");
+    o.jitter_seed = (uint64_t)luaL_optinteger(L, -1, 1);
+    lua_getfield(L, 2, "page_limit");
+    o.page_limit = (int)luaL_optinteger(L, -1, 0);
+    lua_getfield(L, 2, "backoff_ms");
+    o.backoff_initial_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
+    lua_getfield(L, 2, "backoff_max_ms");
+    o.backoff_max_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
+    lua_getfield(L, 2, "max_line");
+    o.max_line = (size_t)luaL_optinteger(L, -1, 0);
+    lua_getfield(L, 2, "watch_timeout_s");
+    o.watch_timeout_s = (int)luaL_optinteger(L, -1, 0);
+    lua_pop(L, 6);
+    linformer *u = lua_newuserdatauv(L, sizeof *u, 1);
+    u->L = NULL;
+    u->n = 0;
+    u->inf = kc_informer_new(c->cl, &o, on_event, u);
+    luaL_setmetatable(L, MT_INFORMER);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    return 1;
+}
+
+static linformer *chkinf(lua_State *L, int i)
+{
+    linformer *u = luaL_checkudata(L, i, MT_INFORMER);
+    if (!u->inf)
+        luaL_error(L, "informer is closed");
+    return u;
+}
+
+static int inf_gc(lua_State *L)
+{
+    linformer *u = luaL_checkudata(L, 1, MT_INFORMER);
+    kc_informer_free(u->inf);
+    u->inf = NULL;
+    return 0;
+}
+
+/* poll(ms) -> events; polls repeatedly until ms have passed */
+static int inf_poll(lua_State *L)
+{
+    linformer *u = chkinf(L, 1);
+    lua_Integer ms = luaL_optinteger(L, 2, 0);
+    lua_newtable(L);
+    u->L = L;
+    u->n = 0;
+    uint64_t end = de_now_ns() + (uint64_t)ms * 1000000ull;
+    do {
+        uint64_t now = de_now_ns();
+        int left = now < end ? (int)((end - now) / 1000000ull) + 1 : 0;
+        kc_informer_poll(u->inf, DE_MIN(left, 50), NULL, 0);
+    } while (de_now_ns() < end);
+    u->L = NULL;
+    return 1;
+}
+
+static int inf_synced(lua_State *L)
+{
+    linformer *u = chkinf(L, 1);
+    if (lua_isstring(L, 2))
+        lua_pushboolean(L, kc_informer_res_synced(u->inf, res_by_name(L, lua_tostring(L, 2))));
+    else
+        lua_pushboolean(L, kc_informer_synced(u->inf));
+    return 1;
+}
+
+static int inf_rv(lua_State *L)
+{
+    linformer *u = chkinf(L, 1);
+    lua_pushstring(L, kc_informer_rv(u->inf, res_by_name(L, luaL_checkstring(L, 2))));
+    return 1;
+}
+
+static int inf_describe(lua_State *L)
+{
+    de_buf b;
+    de_buf_init(&b, 65536);
+    kc_informer_describe(chkinf(L, 1)->inf, &b);
+    lua_pushstring(L, de_buf_str(&b));
+    de_buf_free(&b);
+    return 1;
+}
+
+static int inf_last_error(lua_State *L)
+{
+    lua_pushstring(L, kc_informer_last_error(chkinf(L, 1)->inf));
+    return 1;
+}
+
+/* ---- Lease ------------------------------------------------------------------------- */
+
+typedef struct llease {
+    kc_lease *l;
+} llease;
+
+static int cl_lease(lua_State *L)
+{
+    lclient *c = chkcl(L, 1);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    kc_lease_opts o = {0};
+    o.ns = optfield(L, 2, "namespace");
+    o.name = optfield(L, 2, "name");
+    o.identity = optfield(L, 2, "identity");
+    lua_getfield(L, 2, "lease_ms");
+    o.lease_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
+    lua_getfield(L, 2, "renew_ms");
+    o.renew_deadline_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
+    lua_getfield(L, 2, "retry_ms");
+    o.retry_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
+    lua_pop(L, 3);
+    llease *u = lua_newuserdatauv(L, sizeof *u, 1);
+    u->l = kc_lease_new(c->cl, &o);
+    luaL_setmetatable(L, MT_LEASE);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    return 1;
+}
+
+static llease *chklease(lua_State *L, int i)
+{
+    llease *u = luaL_checkudata(L, i, MT_LEASE);
+    if (!u->l)
+        luaL_error(L, "lease is closed");
+    return u;
+}
+
+static int lease_gc(lua_State *L)
+{
+    llease *u = luaL_checkudata(L, 1, MT_LEASE);
+    kc_lease_free(u->l);
+    u->l = NULL;
+    return 0;
+}
+
+static int lease_tick(lua_State *L)
+{
+    bool lost = false;
+    bool leader = kc_lease_tick(chklease(L, 1)->l, &lost);
+    lua_pushboolean(L, leader);
+    lua_pushboolean(L, lost);
+    return 2;
+}
+
+static int lease_release(lua_State *L)
+{
+    kc_lease_release(chklease(L, 1)->l);
+    return 0;
+}
+
+static int lease_holder(lua_State *L)
+{
+    lua_pushstring(L, kc_lease_holder(chklease(L, 1)->l));
+    return 1;
+}
+
+/* ---- misc ------------------------------------------------------------------------------ */
+
+/* backoff(initial_ms, max_ms, seed, n) -> n delays in ms */
+static int l_backoff(lua_State *L)
+{
+    kc_backoff b;
+    kc_backoff_init(&b, (uint64_t)luaL_checkinteger(L, 1) * 1000000ull,
+                    (uint64_t)luaL_checkinteger(L, 2) * 1000000ull,
+                    (uint64_t)luaL_checkinteger(L, 3));
+    lua_Integer n = luaL_checkinteger(L, 4);
+    lua_createtable(L, (int)n, 0);
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_pushnumber(L, (double)kc_backoff_next(&b) / 1e6);
+        lua_rawseti(L, -2, i);
+    }
+    return 1;
+}
+
+static int l_parse_time(lua_State *L)
+{
+    int64_t ns;
+    if (!kc_parse_time(luaL_checkstring(L, 1), &ns))
+        return 0;
+    lua_pushinteger(L, (lua_Integer)ns);
+    return 1;
+}
+
+static int l_format_time(lua_State *L)
+{
+    char buf[64];
+    kc_format_microtime((int64_t)luaL_checkinteger(L, 1), buf, sizeof buf);
+    lua_pushstring(L, buf);
+    return 1;
+}
+
+static void newclass(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc)
+{
+    luaL_newmetatable(L, name);
+    lua_newtable(L);
+    luaL_setfuncs(L, methods, 0);
+    lua_setfield(L, -2, "__index");
+    if (gc) {
+        lua_pushcfunction(L, gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pushstring(L, name);
+    lua_setfield(L, -2, "__name");
+    lua_pop(L, 1);
+}
+
+void lb_open_kube(lua_State *L)
+{
+    static const luaL_Reg cfgm[] = {
+        {"server", cfg_server},   {"source", cfg_source},   {"context", cfg_context},
+        {"namespace", cfg_namespace}, {"describe", cfg_describe}, {"redact", cfg_redact},
+        {"reload_token", cfg_reload_token}, {NULL, NULL}};
+    static const luaL_Reg clm[] = {{"request", cl_request}, {"stats", cl_stats},
+                                   {"bind", cl_bind},       {"event", cl_event},
+                                   {"informer", cl_informer}, {"lease", cl_lease},
+                                   {NULL, NULL}};
+    static const luaL_Reg infm[] = {{"poll", inf_poll},         {"synced", inf_synced},
+                                    {"rv", inf_rv},             {"describe", inf_describe},
+                                    {"last_error", inf_last_error}, {NULL, NULL}};
+    static const luaL_Reg leasem[] = {{"tick", lease_tick},
+                                      {"release", lease_release},
+                                      {"holder", lease_holder},
+                                      {NULL, NULL}};
+    newclass(L, MT_CONFIG, cfgm, cfg_gc);
+    luaL_getmetatable(L, MT_CONFIG);
+    lua_pushcfunction(L, cfg_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+    newclass(L, MT_CLIENT, clm, cl_gc);
+    newclass(L, MT_INFORMER, infm, inf_gc);
+    newclass(L, MT_LEASE, leasem, lease_gc);
+
+    lua_pushlightuserdata(L, &null_ref);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &null_ref);
+
+    static const luaL_Reg fns[] = {
+        {"config", l_config},           {"client", l_client},
+        {"backoff", l_backoff},         {"json_decode", l_json_decode},
+        {"json_encode", l_json_encode}, {"parse_time", l_parse_time},
+        {"format_time", l_format_time}, {NULL, NULL},
+    };
+    lua_newtable(L);
+    luaL_setfuncs(L, fns, 0);
+    lua_pushlightuserdata(L, &null_ref);
+    lua_setfield(L, -2, "null");
+    lua_setfield(L, -2, "kube");
+}
