@@ -273,14 +273,18 @@ static int q_to(lua_State *L)
         if (strcmp(u, units[i].unit))
             continue;
         __int128 d = units[i].nano;
-        if (q.nano % d == 0) {
-            __int128 v = q.nano / d;
-            if (v >= INT64_MIN && v <= INT64_MAX) {
-                lua_pushinteger(L, (lua_Integer)(int64_t)v);
-                return 1;
+        if (q.exp == -9) { /* the normal form: a count of nano-units */
+            if (q.mant % d == 0) {
+                __int128 v = q.mant / d;
+                if (v >= INT64_MIN && v <= INT64_MAX) {
+                    lua_pushinteger(L, (lua_Integer)(int64_t)v);
+                    return 1;
+                }
             }
+            lua_pushnumber(L, (double)q.mant / (double)d);
+            return 1;
         }
-        lua_pushnumber(L, (double)q.nano / (double)d);
+        lua_pushnumber(L, de_qty_approx_double(q) / ((double)d / 1e9));
         return 1;
     }
     return pol_raise(L, "unknown quantity unit \"%s\" (use one of n u m k M G T P E Ki Mi Gi Ti Pi Ei)", u);

@@ -56,7 +56,6 @@ typedef struct callctx {
     char reason[256];
 } callctx;
 
-void pol_push_attrval(lua_State *L, const de_attrval *a);
 
 static int result_error(lua_State *L, callctx *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int result_error(lua_State *L, callctx *c, const char *fmt, ...)
@@ -65,12 +64,12 @@ static int result_error(lua_State *L, callctx *c, const char *fmt, ...)
     vm->result_err = true;
     snprintf(vm->errfile, sizeof vm->errfile, "%s", c->p->file);
     vm->errline = c->fn_line;
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    lua_pushfstring(L, "%s:%d: %s returned ", c->p->file, c->fn_line, hook_name[c->hook]);
-    lua_pushvfstring(L, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    lua_concat(L, 2);
+    lua_pushfstring(L, "%s:%d: %s returned %s", c->p->file, c->fn_line, hook_name[c->hook], msg);
     return lua_error(L);
 }
 

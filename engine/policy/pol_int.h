@@ -114,6 +114,8 @@ int pol_raise(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 
 void pol_sandbox_install(lua_State *L, bool test);
 /* The sandbox's require (SDK modules only). */
 int pol_sandbox_require(lua_State *L);
+/* Push the globals table (for lint: which names exist). */
+void pol_sandbox_push_globals(lua_State *L);
 /* Push a new read-only _ENV for one chunk (undeclared reads raise). */
 void pol_sandbox_push_env(lua_State *L);
 /* Load text (never binary) as a chunk with its own read-only _ENV. */
@@ -144,6 +146,11 @@ void pol_push_device(lua_State *L, const de_devview *v, bool derived, bool persi
 void pol_push_node(lua_State *L, const pol_nodeinfo *n);
 void pol_push_claim(lua_State *L, const pol_claiminfo *c);
 void pol_view_open(lua_State *L); /* register metatables */
+const de_devview *pol_check_device(lua_State *L, int idx);
+void pol_push_attrval(lua_State *L, const de_attrval *a);
+
+/* ---- devbuild.c: a device view from a Lua table (tests, bindings) -------- */
+void pol_build_device(lua_State *L, int idx, de_interner *in, de_arena *a, uint32_t id, de_devview *out);
 
 /* ---- sdk.c: the embedded Lua SDK ------------------------------------------ */
 

@@ -52,7 +52,7 @@ static const allow base_allow[] = {
     {"tonumber", "conversion"},
     {"tostring", "replaced below: never prints addresses"},
     {"type", "type names"},
-    {"xpcall", "like pcall; the handler runs under the same budget"},
+    {"xpcall", "replaced below: the handler is skipped once the call is over budget"},
     {"_VERSION", "the Lua version string"},
 };
 /* Left out of the base library on purpose:
@@ -291,6 +291,36 @@ static int sb_pairs(lua_State *L)
         return 3;
     }
     return pol_ordered_pairs(L, 1);
+}
+
+/* An error raised by the budget hook reaches the message handler while Lua
+ * still has hooks disabled (it is unwinding out of the hook), so a looping
+ * handler would never be stopped.  The guard runs the policy's handler only
+ * for ordinary errors; after a trip it passes the error object through. */
+static int xp_guard(lua_State *L)
+{
+    if (pol_vm_of(L)->tripped != POL_R_NONE)
+        return 1;
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+static int sb_xpcall(lua_State *L)
+{
+    int n = lua_gettop(L);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, xp_guard, 1);
+    lua_replace(L, 2); /* stack: f, guard, args... */
+    lua_pushvalue(L, 1);
+    lua_rotate(L, 3, 1); /* f, guard, f, args... */
+    lua_remove(L, 1);    /* guard, f, args... */
+    int st = lua_pcall(L, n - 2, LUA_MULTRET, 1);
+    lua_pushboolean(L, st == LUA_OK);
+    lua_replace(L, 1); /* status, results... */
+    return lua_gettop(L);
 }
 
 static int sb_setmetatable(lua_State *L)
@@ -701,6 +731,11 @@ static int env_newindex(lua_State *L)
                         "local variable)", k);
 }
 
+void pol_sandbox_push_globals(lua_State *L)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &K_GLOBALS);
+}
+
 void pol_sandbox_push_env(lua_State *L)
 {
     lua_newtable(L);
@@ -760,6 +795,8 @@ void pol_sandbox_install(lua_State *L, bool test)
     lua_setfield(L, G, "pairs");
     lua_pushcfunction(L, sb_setmetatable);
     lua_setfield(L, G, "setmetatable");
+    lua_pushcfunction(L, sb_xpcall);
+    lua_setfield(L, G, "xpcall");
     lua_pushcfunction(L, sb_load);
     lua_setfield(L, G, "load");
     lua_pushcfunction(L, pol_sandbox_require);

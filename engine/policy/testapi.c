@@ -129,112 +129,22 @@ static int t_spec_chunk(lua_State *L)
 
 /* ---- devices ---------------------------------------------------------------- */
 
+static int t_device(lua_State *L)
+{
+    pol_vm *vm = pol_vm_of(L);
+    pol_testctx *c = ctx_of(L);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    de_devview v;
+    pol_build_device(L, 1, vm->in, vm->scratch, c->next_device++, &v);
+    pol_push_device(L, &v, true, true);
+    return 1;
+}
+
 static uint32_t intern_lua(lua_State *L, pol_vm *vm, int idx)
 {
     size_t n;
     const char *s = lua_tolstring(L, idx, &n);
     return de_intern(vm->in, s, n);
-}
-
-static void split_name(lua_State *L, pol_vm *vm, int idx, uint32_t driver, uint32_t *dom, uint32_t *name,
-                       uint8_t *bare)
-{
-    size_t n;
-    const char *k = lua_tolstring(L, idx, &n);
-    const char *slash = memchr(k, '/', n);
-    if (slash) {
-        *dom = de_intern(vm->in, k, (size_t)(slash - k));
-        *name = de_intern(vm->in, slash + 1, n - (size_t)(slash - k) - 1);
-        *bare = 0;
-    } else {
-        *dom = driver;
-        *name = de_intern(vm->in, k, n);
-        *bare = 1;
-    }
-}
-
-static int value_kind(lua_State *L, int idx)
-{
-    const char *t;
-    size_t n;
-    switch (lua_type(L, idx)) {
-    case LUA_TNUMBER:
-        return lua_isinteger(L, idx) ? DE_V_INT : DE_V_NONE;
-    case LUA_TBOOLEAN:
-        return DE_V_BOOL;
-    case LUA_TSTRING:
-        return DE_V_STRING;
-    case LUA_TUSERDATA:
-        return pol_is_version(L, idx, &t, &n) ? DE_V_VERSION : DE_V_NONE;
-    default:
-        return DE_V_NONE;
-    }
-}
-
-static uint64_t scalar(lua_State *L, pol_vm *vm, int idx, int kind)
-{
-    const char *t;
-    size_t n;
-    switch (kind) {
-    case DE_V_INT:
-        return (uint64_t)lua_tointeger(L, idx);
-    case DE_V_BOOL:
-        return lua_toboolean(L, idx);
-    case DE_V_STRING:
-        return intern_lua(L, vm, idx);
-    default:
-        pol_is_version(L, idx, &t, &n);
-        return de_intern(vm->in, t, n);
-    }
-}
-
-static void test_value(lua_State *L, pol_vm *vm, int idx, de_attrval *v, const char *attr)
-{
-    idx = lua_absindex(L, idx);
-    int k = value_kind(L, idx);
-    v->n = 1;
-    if (k != DE_V_NONE) {
-        v->kind = (uint8_t)k;
-        uint64_t raw = scalar(L, vm, idx, k);
-        if (k == DE_V_INT)
-            v->u.i = (int64_t)raw;
-        else if (k == DE_V_BOOL)
-            v->u.b = raw;
-        else
-            v->u.s = (uint32_t)raw;
-        return;
-    }
-    if (!lua_istable(L, idx))
-        pol_raise(L, "dra.test.device: attribute \"%s\": a %s is not an attribute value", attr,
-                  luaL_typename(L, idx));
-    size_t n = lua_rawlen(L, idx);
-    if (n == 0) {
-        v->kind = DE_V_STRINGS;
-        v->n = 0;
-        return;
-    }
-    lua_rawgeti(L, idx, 1);
-    int first = value_kind(L, -1);
-    lua_pop(L, 1);
-    if (first == DE_V_NONE)
-        pol_raise(L, "dra.test.device: attribute \"%s\": list of unsupported values", attr);
-    void *mem = de_arena_alloc(vm->scratch, n * 8);
-    for (size_t i = 0; i < n; i++) {
-        lua_rawgeti(L, idx, (lua_Integer)i + 1);
-        if (value_kind(L, -1) != first)
-            pol_raise(L, "dra.test.device: attribute \"%s\": list mixes value types", attr);
-        uint64_t raw = scalar(L, vm, -1, first);
-        if (first == DE_V_INT)
-            ((int64_t *)mem)[i] = (int64_t)raw;
-        else if (first == DE_V_BOOL)
-            ((bool *)mem)[i] = raw;
-        else
-            ((uint32_t *)mem)[i] = (uint32_t)raw;
-        lua_pop(L, 1);
-    }
-    v->kind = (uint8_t)(first + 4);
-    v->n = (uint32_t)n;
-    v->u.ints = mem;
 }
 
 static uint32_t count_keys(lua_State *L, int idx)
@@ -246,111 +156,6 @@ static uint32_t count_keys(lua_State *L, int idx)
         n++;
     }
     return n;
-}
-
-static int t_device(lua_State *L)
-{
-    pol_vm *vm = pol_vm_of(L);
-    pol_testctx *c = ctx_of(L);
-    luaL_checktype(L, 1, LUA_TTABLE);
-    de_devview v;
-    memset(&v, 0, sizeof v);
-    v.id = c->next_device++;
-    v.gen = 1;
-    v.allow_multi = -1;
-    if (lua_getfield(L, 1, "driver") != LUA_TSTRING)
-        return pol_raise(L, "dra.test.device: 'driver' (a string) is required");
-    v.driver = intern_lua(L, vm, -1);
-    lua_pop(L, 1);
-    if (lua_getfield(L, 1, "pool") == LUA_TSTRING)
-        v.pool = intern_lua(L, vm, -1);
-    else
-        v.pool = de_intern_cstr(vm->in, "pool");
-    lua_pop(L, 1);
-    if (lua_getfield(L, 1, "name") == LUA_TSTRING)
-        v.name = intern_lua(L, vm, -1);
-    else {
-        char nm[32];
-        snprintf(nm, sizeof nm, "device-%u", v.id);
-        v.name = de_intern_cstr(vm->in, nm);
-    }
-    lua_pop(L, 1);
-    if (lua_getfield(L, 1, "node") == LUA_TSTRING)
-        v.node = intern_lua(L, vm, -1);
-    lua_pop(L, 1);
-    if (lua_getfield(L, 1, "allow_multiple_allocations") == LUA_TBOOLEAN)
-        v.allow_multi = (int8_t)lua_toboolean(L, -1);
-    lua_pop(L, 1);
-
-    if (lua_getfield(L, 1, "attributes") == LUA_TTABLE) {
-        int t = lua_gettop(L);
-        uint32_t n = count_keys(L, t);
-        de_attr *attrs = de_arena_zalloc(vm->scratch, (n ? n : 1) * sizeof *attrs);
-        /* sorted keys: deterministic order */
-        pol_ordered_pairs(L, t);
-        int f = lua_gettop(L) - 2;
-        uint32_t i = 0;
-        for (;;) {
-            lua_pushvalue(L, f);
-            lua_call(L, 0, 2);
-            if (lua_isnil(L, -2)) {
-                lua_pop(L, 2);
-                break;
-            }
-            if (lua_type(L, -2) != LUA_TSTRING)
-                return pol_raise(L, "dra.test.device: attribute names are strings");
-            split_name(L, vm, -2, v.driver, &attrs[i].domain, &attrs[i].name, &attrs[i].bare);
-            test_value(L, vm, -1, &attrs[i].v, lua_tostring(L, -2));
-            i++;
-            lua_pop(L, 2);
-        }
-        lua_pop(L, 3);
-        v.attrs = attrs;
-        v.nattrs = i;
-    }
-    lua_pop(L, 1);
-    if (lua_getfield(L, 1, "capacity") == LUA_TTABLE) {
-        int t = lua_gettop(L);
-        uint32_t n = count_keys(L, t);
-        de_cap *caps = de_arena_zalloc(vm->scratch, (n ? n : 1) * sizeof *caps);
-        pol_ordered_pairs(L, t);
-        int f = lua_gettop(L) - 2;
-        uint32_t i = 0;
-        for (;;) {
-            lua_pushvalue(L, f);
-            lua_call(L, 0, 2);
-            if (lua_isnil(L, -2)) {
-                lua_pop(L, 2);
-                break;
-            }
-            if (lua_type(L, -2) != LUA_TSTRING)
-                return pol_raise(L, "dra.test.device: capacity names are strings");
-            split_name(L, vm, -2, v.driver, &caps[i].domain, &caps[i].name, &caps[i].bare);
-            const de_qty *q = pol_to_quantity(L, -1);
-            if (q)
-                caps[i].value = *q;
-            else {
-                size_t ql;
-                const char *qs = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &ql) : NULL;
-                de_err e;
-                de_err_clear(&e);
-                if (qs && de_qty_parse(qs, ql, &caps[i].value, &e) == DE_OK) {
-                } else if (lua_isinteger(L, -1))
-                    caps[i].value = de_qty_from_int(lua_tointeger(L, -1), DE_QFMT_DECIMAL_SI);
-                else
-                    return pol_raise(L, "dra.test.device: capacity \"%s\" is not a quantity%s%s",
-                                     lua_tostring(L, -2), qs ? ": " : "", qs ? e.msg : "");
-            }
-            i++;
-            lua_pop(L, 2);
-        }
-        lua_pop(L, 3);
-        v.caps = caps;
-        v.ncaps = i;
-    }
-    lua_pop(L, 1);
-    pol_push_device(L, &v, true, true);
-    return 1;
 }
 
 /* ---- policy handles ------------------------------------------------------------ */
@@ -375,8 +180,6 @@ static pol_set *h_set(lua_State *L)
     return h->set;
 }
 
-void pol_push_attrval(lua_State *L, const de_attrval *a);
-const de_devview *pol_check_device(lua_State *L, int idx);
 
 static void raise_failure(lua_State *L, const pol_failure *f)
 {

@@ -70,7 +70,6 @@ static void push_interned(lua_State *L, uint32_t id)
     lua_pushlstring(L, de_intern_str(vm->in, id), de_intern_len(vm->in, id));
 }
 
-void pol_push_attrval(lua_State *L, const de_attrval *a);
 void pol_push_attrval(lua_State *L, const de_attrval *a)
 {
     pol_vm *vm = pol_vm_of(L);
@@ -289,7 +288,6 @@ void pol_push_device(lua_State *L, const de_devview *v, bool derived, bool persi
     luaL_setmetatable(L, DEVICE_MT);
 }
 
-const de_devview *pol_check_device(lua_State *L, int idx);
 const de_devview *pol_check_device(lua_State *L, int idx)
 {
     devud *d = luaL_checkudata(L, idx, DEVICE_MT);

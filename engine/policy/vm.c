@@ -342,11 +342,14 @@ de_rc pol_vm_error(const pol_vm *vm, pol_reason r, const char *hook, de_err *e)
 
 int pol_raise(lua_State *L, const char *fmt, ...)
 {
+    /* vsnprintf, not lua_pushvfstring: messages use %zu, %.3g and friends */
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    luaL_where(L, 1);
-    lua_pushvfstring(L, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    luaL_where(L, 1);
+    lua_pushstring(L, msg);
     lua_concat(L, 2);
     return lua_error(L);
 }

@@ -1,0 +1,30 @@
+/*
+ * facts.h - the facts cache of a policy set (internal to engine/policy).
+ */
+#ifndef POL_FACTS_H
+#define POL_FACTS_H
+
+#include "pol_int.h"
+
+typedef struct pol_slot {
+    bool valid;        /* computed */
+    bool published;    /* written into the graph */
+    uint32_t src_gen;  /* device generation the facts were computed from */
+    uint32_t pub_gen;  /* device generation right after publishing */
+    pol_devfacts f;
+    uint32_t *groups;  /* interned group ids of the first scope (allocator hook) */
+    uint32_t ngroups;
+} pol_slot;
+
+typedef struct pol_facts {
+    pol_slot *slots;
+    uint32_t cap;
+    uint64_t computed, failed; /* statistics */
+} pol_facts;
+
+pol_facts *pol_facts_of(pol_set *s);
+pol_slot *pol_facts_slot(pol_set *s, uint32_t devid);
+const pol_slot *pol_facts_peek(const pol_set *s, uint32_t devid);
+void pol_slot_clear(pol_slot *sl);
+
+#endif
