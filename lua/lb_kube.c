@@ -1,6 +1,7 @@
 /*
  * lb_kube.c - the kube driver for specs and tools: core.kube.{config,
- * client, backoff, json_encode, json_decode, parse_time, format_time, null}.
+ * client, backoff, parse_time, format_time}.  JSON bodies cross as Lua
+ * values through lb_json.h (core.null is JSON null).
  *
  *   local cfg = core.kube.config{kubeconfig = path, context = "cert"}
  *   local cl = core.kube.client(cfg, {qps = 1000, burst = 1000, header = "X-Test-Bypass: 1"})
@@ -13,6 +14,7 @@
  */
 #include "../drivers/kube/kc.h"
 #include "lb.h"
+#include "lb_json.h"
 
 #include <string.h>
 
@@ -20,127 +22,6 @@
 #define MT_CLIENT "draengine.KubeClient"
 #define MT_INFORMER "draengine.KubeInformer"
 #define MT_LEASE "draengine.KubeLease"
-
-static int null_ref; /* registry key of the null sentinel (its address) */
-
-/* ---- JSON <-> Lua ------------------------------------------------------------ */
-
-static void push_json(lua_State *L, json_t *v)
-{
-    luaL_checkstack(L, 4, "json nesting");
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: {
-        lua_createtable(L, 0, (int)json_object_size(v));
-        const char *k;
-        json_t *x;
-        json_object_foreach(v, k, x) {
-            push_json(L, x);
-            lua_setfield(L, -2, k);
-        }
-        break;
-    }
-    case JSON_ARRAY: {
-        lua_createtable(L, (int)json_array_size(v), 0);
-        size_t i;
-        json_t *x;
-        json_array_foreach(v, i, x) {
-            push_json(L, x);
-            lua_rawseti(L, -2, (lua_Integer)i + 1);
-        }
-        break;
-    }
-    case JSON_STRING:
-        lua_pushlstring(L, json_string_value(v), json_string_length(v));
-        break;
-    case JSON_INTEGER:
-        lua_pushinteger(L, (lua_Integer)json_integer_value(v));
-        break;
-    case JSON_REAL:
-        lua_pushnumber(L, json_real_value(v));
-        break;
-    case JSON_TRUE:
-        lua_pushboolean(L, 1);
-        break;
-    case JSON_FALSE:
-        lua_pushboolean(L, 0);
-        break;
-    default:
-        lua_rawgetp(L, LUA_REGISTRYINDEX, &null_ref);
-        break;
-    }
-}
-
-static json_t *to_json(lua_State *L, int idx, int depth)
-{
-    idx = lua_absindex(L, idx);
-    if (depth > 100)
-        luaL_error(L, "json_encode: nesting too deep");
-    switch (lua_type(L, idx)) {
-    case LUA_TNIL:
-        return json_null();
-    case LUA_TBOOLEAN:
-        return json_boolean(lua_toboolean(L, idx));
-    case LUA_TNUMBER:
-        if (lua_isinteger(L, idx))
-            return json_integer((json_int_t)lua_tointeger(L, idx));
-        return json_real(lua_tonumber(L, idx));
-    case LUA_TSTRING: {
-        size_t n;
-        const char *s = lua_tolstring(L, idx, &n);
-        return json_stringn(s, n);
-    }
-    case LUA_TLIGHTUSERDATA:
-        return json_null();
-    case LUA_TTABLE: {
-        lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
-        if (n > 0) {
-            json_t *a = json_array();
-            for (lua_Integer i = 1; i <= n; i++) {
-                lua_rawgeti(L, idx, i);
-                json_array_append_new(a, to_json(L, -1, depth + 1));
-                lua_pop(L, 1);
-            }
-            return a;
-        }
-        json_t *o = json_object();
-        /* Sorted keys would be nicer for humans; jansson keeps insertion
-         * order only with JSON_PRESERVE_ORDER, and the server does not care. */
-        lua_pushnil(L);
-        while (lua_next(L, idx)) {
-            if (lua_type(L, -2) == LUA_TSTRING)
-                json_object_set_new(o, lua_tostring(L, -2), to_json(L, -1, depth + 1));
-            lua_pop(L, 1);
-        }
-        return o;
-    }
-    default:
-        luaL_error(L, "json_encode: cannot encode a %s", luaL_typename(L, idx));
-        return NULL;
-    }
-}
-
-static int l_json_decode(lua_State *L)
-{
-    size_t n;
-    const char *s = luaL_checklstring(L, 1, &n);
-    json_error_t je;
-    json_t *v = json_loadb(s, n, JSON_DECODE_ANY, &je);
-    if (!v)
-        return luaL_error(L, "json_decode: %s at line %d column %d", je.text, je.line, je.column);
-    push_json(L, v);
-    json_decref(v);
-    return 1;
-}
-
-static int l_json_encode(lua_State *L)
-{
-    json_t *v = to_json(L, 1, 0);
-    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS);
-    json_decref(v);
-    lua_pushstring(L, s ? s : "null");
-    free(s);
-    return 1;
-}
 
 /* ---- Config ------------------------------------------------------------------ */
 
@@ -308,7 +189,7 @@ static int cl_request(lua_State *L)
         if (!body)
             return luaL_error(L, "request body: %s", je.text);
     } else if (lua_istable(L, 4)) {
-        body = to_json(L, 4, 0);
+        body = lb_to_json(L, 4);
     }
     const char *ct = luaL_optstring(L, 5, NULL);
     long status = 0;
@@ -319,7 +200,7 @@ static int cl_request(lua_State *L)
     json_decref(body);
     lua_pushinteger(L, status);
     if (out)
-        push_json(L, out);
+        lb_push_json(L, out);
     else
         lua_pushnil(L);
     json_decref(out);
@@ -371,7 +252,7 @@ static int cl_event(lua_State *L)
     lclient *u = chkcl(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
     lua_getfield(L, 2, "regarding");
-    json_t *reg = to_json(L, -1, 0);
+    json_t *reg = lb_to_json(L, -1);
     lua_pop(L, 1);
     kc_event ev = {reg, optfield(L, 2, "type"), optfield(L, 2, "reason"),
                    optfield(L, 2, "action"), optfield(L, 2, "note"), NULL, NULL};
@@ -672,18 +553,12 @@ void lb_open_kube(lua_State *L)
     newclass(L, MT_INFORMER, infm, inf_gc);
     newclass(L, MT_LEASE, leasem, lease_gc);
 
-    lua_pushlightuserdata(L, &null_ref);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &null_ref);
-
     static const luaL_Reg fns[] = {
         {"config", l_config},           {"client", l_client},
-        {"backoff", l_backoff},         {"json_decode", l_json_decode},
-        {"json_encode", l_json_encode}, {"parse_time", l_parse_time},
+        {"backoff", l_backoff},         {"parse_time", l_parse_time},
         {"format_time", l_format_time}, {NULL, NULL},
     };
     lua_newtable(L);
     luaL_setfuncs(L, fns, 0);
-    lua_pushlightuserdata(L, &null_ref);
-    lua_setfield(L, -2, "null");
     lua_setfield(L, -2, "kube");
 }

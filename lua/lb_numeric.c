@@ -6,11 +6,12 @@
  * Where a method takes another quantity it also accepts a quantity text, and
  * add/sub accept a Lua integer the way CEL's q.add(int) does
  * (NewQuantity(n, DecimalExponent)).  Parse errors raise the engine's exact
- * message.
+ * message.  lb_open_numeric also opens lb_json.c's functions.
  */
 #include "../engine/base/quantity.h"
 #include "../engine/base/semver.h"
 #include "lb.h"
+#include "lb_json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,12 +59,9 @@ static de_qty to_qty(lua_State *L, int idx, bool int_as_exp)
                 return de_qty_from_int((int64_t)n, DE_QFMT_DECIMAL_EXP);
             snprintf(num, sizeof num, "%lld", (long long)n);
         } else {
-            double d = lua_tonumber(L, idx);
-            for (int prec = 1; prec <= 17; prec++) {
-                snprintf(num, sizeof num, "%.*g", prec, d);
-                if (strtod(num, NULL) == d)
-                    break;
-            }
+            if (de_qty_from_double(lua_tonumber(L, idx), &q, &e) != DE_OK)
+                raise_err(L, &e);
+            return q;
         }
         if (de_qty_parse_cstr(num, &q, &e) != DE_OK)
             raise_err(L, &e);
@@ -362,4 +360,7 @@ void lb_open_numeric(lua_State *L)
     lua_pop(L, 1);
 
     luaL_setfuncs(L, fns, 0);
+
+    /* JSON/YAML functions ride on this opener (lb_base.c calls only this one). */
+    lb_open_json(L);
 }

@@ -16,7 +16,7 @@ local function kubeconfig(server, user, ctx, extra)
     users = { { name = "u1", user = user or { token = "abcdefghijklmnop" } } },
     contexts = { { name = ctx or "main", context = { cluster = "c1", user = "u1", namespace = "team-a" } } } }
   for k, v in pairs(extra or {}) do cfg[k] = v end
-  return kube.json_encode(cfg)
+  return core.json_encode(cfg)
 end
 
 describe("kube config", function()
@@ -33,10 +33,44 @@ describe("kube config", function()
     assert.are.equal("team-a", c:namespace())
   end)
 
+  it("reads YAML kubeconfigs as kubectl writes them", function()
+    write(d .. "/y", [[
+apiVersion: v1
+kind: Config
+current-context: prod
+clusters:
+- name: prod-cluster
+  cluster:
+    server: https://prod.example:6443
+    insecure-skip-tls-verify: true
+users:
+- name: admin
+  user:
+    token: yaml-token-0123456789
+contexts:
+- name: prod
+  context:
+    cluster: prod-cluster
+    user: admin
+]])
+    local c = kube.config{ kubeconfig = d .. "/y" }
+    assert.are.equal("https://prod.example:6443", c:server())
+    assert.are.equal("default", c:namespace())
+    assert.truthy(c:describe():find("insecure-skip-tls-verify=true", 1, true))
+    assert.falsy(c:describe():find("yaml-token", 1, true))
+  end)
+
+  it("names the file when a kubeconfig is not valid YAML", function()
+    write(d .. "/bad", "clusters: [unclosed\n")
+    local ok, err = pcall(kube.config, { kubeconfig = d .. "/bad" })
+    assert.is_false(ok)
+    assert.truthy(err:find(d .. "/bad", 1, true))
+  end)
+
   it("merges the KUBECONFIG list: the first file that sets a value wins", function()
     -- file 1 sets no current-context but defines cluster c1; file 2 sets
     -- current-context and also defines c1 (ignored: file 1 came first).
-    write(d .. "/one", kube.json_encode{ apiVersion = "v1", kind = "Config",
+    write(d .. "/one", core.json_encode{ apiVersion = "v1", kind = "Config",
       clusters = { { name = "c1", cluster = { server = "https://first:1" } } } })
     write(d .. "/two", kubeconfig("https://second:2"))
     local c = kube.config{ env_kubeconfig = d .. "/missing:" .. d .. "/one:" .. d .. "/two", no_in_cluster = true }
@@ -56,7 +90,7 @@ describe("kube config", function()
     write(d .. "/a", kubeconfig("https://a:1", nil, "main"))
     assert.has_error(function() kube.config{ kubeconfig = d .. "/a", context = "nope" } end,
       d .. '/a: context "nope" is not defined')
-    write(d .. "/b", kube.json_encode{ contexts = { { name = "x", context = { cluster = "gone", user = "u" } } },
+    write(d .. "/b", core.json_encode{ contexts = { { name = "x", context = { cluster = "gone", user = "u" } } },
       ["current-context"] = "x" })
     assert.has_error(function() kube.config{ kubeconfig = d .. "/b" } end,
       d .. '/b: context "x": cluster "gone" is not defined')

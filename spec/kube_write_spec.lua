@@ -21,7 +21,7 @@ describe("kube writes", function()
     srv:load{ K.claim("default", "c1", "gpu") }
     local cl = srv:client()
     local _, c = cl:request("GET", claim_path("c1"))
-    local stale = core.kube.json_decode(core.kube.json_encode(c))
+    local stale = core.json_decode(core.json_encode(c))
     c.status = { allocation = { devices = { results = {} } } }
     local st, out, err = cl:request("PUT", claim_path("c1") .. "/status", c)
     assert.are.equal(200, st, err)
@@ -68,9 +68,9 @@ describe("kube writes", function()
   it("re-reads a rotated token file after a 401", function()
     local d = srv.dir
     local f = io.open(d .. "/tok", "w"); f:write("rotating-token-one-111"); f:close()
-    local cfgtxt = core.kube.json_decode(H_read(srv.kubeconfig))
+    local cfgtxt = core.json_decode(H_read(srv.kubeconfig))
     cfgtxt.users[1].user = { tokenFile = d .. "/tok" }
-    f = io.open(d .. "/kc-file", "w"); f:write(core.kube.json_encode(cfgtxt)); f:close()
+    f = io.open(d .. "/kc-file", "w"); f:write(core.json_encode(cfgtxt)); f:close()
     srv:tokens{ "rotating-token-one-111" }
     local cfg = core.kube.config{ kubeconfig = d .. "/kc-file" }
     local cl = core.kube.client(cfg, { qps = 1000, burst = 1000 })
@@ -103,11 +103,11 @@ describe("kube writes", function()
   end)
 
   it("fails TLS verification against the wrong CA", function()
-    local cfgtxt = core.kube.json_decode(H_read(srv.kubeconfig))
+    local cfgtxt = core.json_decode(H_read(srv.kubeconfig))
     cfgtxt.clusters[1].cluster["certificate-authority-data"] = nil
     cfgtxt.clusters[1].cluster["certificate-authority"] = srv.dir .. "/client.crt"
     local p = srv.dir .. "/kc-wrong"
-    local f = io.open(p, "w"); f:write(core.kube.json_encode(cfgtxt)); f:close()
+    local f = io.open(p, "w"); f:write(core.json_encode(cfgtxt)); f:close()
     local cl = core.kube.client(core.kube.config{ kubeconfig = p }, { max_retries = 1 })
     local st, _, err = cl:request("GET", "/api/v1/nodes")
     assert.are.equal(0, st)

@@ -151,18 +151,10 @@ typedef struct kcfile {
     json_t *doc;
 } kcfile;
 
-/* de_doc_parse_one (YAML or JSON) comes from engine/base/doc.c; until that
- * lands the reference is weak and JSON kubeconfigs still work. */
-#pragma weak de_doc_parse_one
+/* YAML (as kubectl writes it) or JSON. */
 static json_t *parse_text(const char *name, const char *text, size_t len, de_err *e)
 {
-    if (de_doc_parse_one)
-        return de_doc_parse_one(name, text, len, e);
-    json_error_t je;
-    json_t *v = json_loadb(text, len, 0, &je);
-    if (!v)
-        de_errf(e, DE_EPARSE, "%s:%d:%d: %s", name, je.line, je.column, je.text);
-    return v;
+    return de_doc_parse_one(name, text, len, e);
 }
 
 static de_rc read_capped(const char *path, size_t max, char **out, size_t *len, de_err *e)

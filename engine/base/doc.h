@@ -18,6 +18,7 @@
 #ifndef DE_DOC_H
 #define DE_DOC_H
 
+#include "buf.h"
 #include "de.h"
 
 #include <jansson.h>
@@ -55,6 +56,22 @@ de_rc de_doc_list_files(const char *path, char ***out, size_t *n, de_err *e);
 
 /* Read a whole file with a size cap. */
 de_rc de_read_file(const char *path, size_t max, char **out, size_t *len, de_err *e);
+
+/* Every non-empty YAML document of a text, whatever its type (scalars and
+ * lists included), handed to cb in order with o->item = -1; Lists are not
+ * split.  (core.yaml_decode uses it.) */
+de_rc de_yaml_each_doc(const char *name, const char *text, size_t len, de_doc_cb cb, void *ctx,
+                       de_err *e);
+
+/* Block YAML for a JSON value, the way kubectl -o yaml prints it: 2-space
+ * indentation, sequences under a key not indented, object keys sorted by
+ * bytes, "{}" / "[]" for empty collections, and strings quoted whenever a
+ * plain scalar would read back as something else (true, 1, null, "",
+ * leading or trailing spaces, ": ", " #", indicators) - single quotes, or
+ * double quotes with escapes when the text has control characters or line
+ * breaks.  Reals always carry a '.' or an exponent so they read back as
+ * reals.  Appends to out (its cap bounds the size; DE_ENOMEM past it). */
+de_rc de_yaml_emit(const json_t *v, de_buf *out, de_err *e);
 
 /* Format the standard prefix "file: document N" (+ ": items[i]") into buf. */
 void de_origin_format(const de_origin *o, char *buf, size_t cap);

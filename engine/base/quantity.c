@@ -351,6 +351,55 @@ de_rc de_qty_parse_cstr(const char *s, de_qty *out, de_err *e)
     return de_qty_parse(s, strlen(s), out, e);
 }
 
+/* Go's encoding/json text for a float64 (what sigs.k8s.io/yaml hands to
+ * Quantity.UnmarshalJSON for `value: 1.5`): shortest digits, fixed notation
+ * for 1e-6 <= |d| < 1e21, else exponent form. */
+de_rc de_qty_from_double(double d, de_qty *out, de_err *e)
+{
+    char sci[40], num[400];
+    if (!isfinite(d))
+        return de_errf(e, DE_EINVAL, "%s", ERR_FORMAT);
+    int prec = 1;
+    for (; prec <= 17; prec++) {
+        snprintf(sci, sizeof sci, "%.*e", prec - 1, d);
+        if (strtod(sci, NULL) == d)
+            break;
+    }
+    double a = fabs(d);
+    if (a != 0 && (a < 1e-6 || a >= 1e21))
+        return de_qty_parse_cstr(sci, out, e);
+    /* digits and exponent of "-d.ddde+XX" -> fixed notation */
+    char digits[24];
+    size_t nd = 0;
+    const char *p = sci;
+    bool neg = *p == '-';
+    if (neg)
+        p++;
+    for (; *p && *p != 'e'; p++)
+        if (*p >= '0' && *p <= '9')
+            digits[nd++] = *p;
+    int ex = atoi(p + 1);
+    size_t o = 0;
+    if (neg)
+        num[o++] = '-';
+    if (ex < 0) {
+        num[o++] = '0';
+        num[o++] = '.';
+        for (int i = -1; i > ex; i--)
+            num[o++] = '0';
+        memcpy(num + o, digits, nd);
+        o += nd;
+    } else {
+        for (int i = 0; i <= ex || (size_t)i < nd; i++) {
+            if (i == ex + 1)
+                num[o++] = '.';
+            num[o++] = (size_t)i < nd ? digits[i] : '0';
+        }
+    }
+    num[o] = 0;
+    return de_qty_parse_cstr(num, out, e);
+}
+
 de_rc de_qty_from_json(const json_t *v, de_qty *out, de_err *e)
 {
     char num[64];
@@ -367,17 +416,8 @@ de_rc de_qty_from_json(const json_t *v, de_qty *out, de_err *e)
         snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
         return de_qty_parse_cstr(num, out, e);
     }
-    if (json_is_real(v)) {
-        double d = json_real_value(v);
-        if (!isfinite(d))
-            return de_errf(e, DE_EINVAL, "%s", ERR_FORMAT);
-        for (int prec = 1; prec <= 17; prec++) {
-            snprintf(num, sizeof num, "%.*g", prec, d);
-            if (strtod(num, NULL) == d)
-                break;
-        }
-        return de_qty_parse_cstr(num, out, e);
-    }
+    if (json_is_real(v))
+        return de_qty_from_double(json_real_value(v), out, e);
     return de_errf(e, DE_EINVAL, "quantity must be a string or a number");
 }
 

@@ -70,12 +70,16 @@ de_rc de_qty_parse_cstr(const char *s, de_qty *out, de_err *e);
 
 /* A Quantity field as JSON holds it: a string (surrounding ASCII white space
  * trimmed, as Quantity.UnmarshalJSON does) or a number (`value: 8` in YAML).
- * Integers parse exactly; reals parse from their shortest round-trip text,
- * so 1.5 is "1.5" (the text a JSON file had is no longer known; values
- * with more than 17 significant digits written as bare numbers may differ
- * in the last digit).  Anything else is DE_EINVAL "quantity must be a
+ * Integers parse exactly; reals parse from the text Go's encoding/json
+ * writes for them (shortest digits, fixed notation between 1e-6 and 1e21),
+ * which is what sigs.k8s.io/yaml hands Kubernetes for `value: 1.5` or
+ * `value: 1e3` ("1000", DecimalSI).  A JSON file's own number text is no
+ * longer known, so a bare JSON 1e3 also becomes "1000".  Anything else is DE_EINVAL "quantity must be a
  * string or a number". */
 de_rc de_qty_from_json(const struct json_t *v, de_qty *out, de_err *e);
+
+/* A float number field (see de_qty_from_json). */
+de_rc de_qty_from_double(double d, de_qty *out, de_err *e);
 
 /* Canonical text, as Quantity.String() prints it: largest suffix of the
  * value's format that keeps it integral ("1536Mi" -> "1536Mi", "1024Mi" ->

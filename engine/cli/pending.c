@@ -17,8 +17,6 @@
         return CLI_EXIT_INTERNAL;                                                      \
     }
 
-PENDING(cli_cmd_inspect, "inspect")
-PENDING(cli_cmd_cel, "cel")
 PENDING(cli_cmd_allocate, "allocate")
 PENDING(cli_cmd_run, "run")
 PENDING(cli_cmd_serve, "serve")

@@ -30,9 +30,11 @@
 #ifndef DG_H
 #define DG_H
 
+#include "../base/arena.h"
 #include "../base/attr.h"
 #include "../base/de.h"
 #include "../base/doc.h"
+#include "../base/gates.h"
 #include "../base/intern.h"
 #include "dg_types.h"
 
@@ -46,6 +48,14 @@ typedef struct dg_graph dg_graph;
 typedef struct dg_opts {
     bool keep_slice_json; /* keep the raw JSON of slices (off for big snapshots) */
     bool skip_validation; /* decode only (trusted input, e.g. our own simulator) */
+    bool keep_going;      /* dg_load_path/dg_load_text: try every object, report all errors */
+    /* Called for each invalid object while loading (implies keep_going);
+     * the load then ends with DE_EINVAL "N invalid objects". */
+    void (*on_error)(void *ctx, const de_err *e);
+    void *on_error_ctx;
+    const de_gates *gates; /* validation rules that depend on gates; NULL = 1.37 defaults.
+                            * Gated fields are always decoded (never dropped); the allocator
+                            * decides what a disabled gate means. */
 } dg_opts;
 
 dg_graph *dg_new(de_interner *in, const dg_opts *opts); /* in may be NULL: own interner */
@@ -61,8 +71,14 @@ de_rc dg_apply(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, 
 de_rc dg_remove(dg_graph *g, dg_kind kind, const char *ns, const char *name, de_err *e);
 
 /* Load every object from a file or directory (de_doc_each + dg_apply). Stops
- * at the first invalid object. */
+ * at the first invalid object (dg_opts.keep_going: loads the valid ones and
+ * reports every invalid one, one per line).  An object defined twice in one
+ * load (same kind, namespace, name) is refused like the API server's
+ * AlreadyExists, naming where it was first defined; the same object written
+ * again identically is accepted. */
 de_rc dg_load_path(dg_graph *g, const char *path, de_err *e);
+/* Same for manifest text in memory (JSON or YAML, multi-document, List). */
+de_rc dg_load_text(dg_graph *g, const char *name, const char *text, size_t len, de_err *e);
 
 /* Decode and validate without touching the graph (for `validate`-style use
  * and for specs): returns the kind. */
@@ -77,10 +93,14 @@ const char *dg_kind_name(dg_kind k);
 uint32_t dg_slice_id_limit(const dg_graph *g);
 const dg_slice *dg_slice_get(const dg_graph *g, uint32_t sid);
 uint32_t dg_slice_find(const dg_graph *g, const char *name);
+/* The raw object when dg_opts.keep_slice_json is set, else NULL. */
+json_t *dg_slice_json(const dg_graph *g, uint32_t sid);
+uint32_t dg_slice_pool(const dg_graph *g, uint32_t sid);
 
 uint32_t dg_class_id_limit(const dg_graph *g);
 const dg_class *dg_class_get(const dg_graph *g, uint32_t cid);
 uint32_t dg_class_find(const dg_graph *g, uint32_t name);
+uint64_t dg_class_generation(const dg_graph *g, uint32_t cid);
 /* The class serving an extended resource name (explicit extendedResourceName,
  * newest creation wins, ties by name; or the implicit
  * deviceclass.resource.kubernetes.io/<class>), DG_NONE if none. */
@@ -112,6 +132,10 @@ uint32_t dg_pod_find(const dg_graph *g, uint32_t ns, uint32_t name);
 json_t *dg_pod_json(const dg_graph *g, uint32_t pid);
 
 uint32_t dg_namespace_find(const dg_graph *g, uint32_t name);
+/* adminAccess admission: true when the namespace carries
+ * resource.kubernetes.io/admin-access: "true", or is not known to the graph
+ * (offline manifests often omit Namespace objects). */
+bool dg_namespace_allows_admin(const dg_graph *g, uint32_t ns);
 const dg_namespace *dg_namespace_get(const dg_graph *g, uint32_t nsid);
 
 uint32_t dg_pool_status_request_id_limit(const dg_graph *g);
@@ -132,6 +156,8 @@ uint32_t dg_device_count(const dg_graph *g);
 bool dg_device_ref(const dg_graph *g, uint32_t devid, dg_devref *out);
 uint32_t dg_device_id(const dg_graph *g, uint32_t sid, uint32_t index);
 const dg_device *dg_device_get(const dg_graph *g, uint32_t devid);
+/* Node name of a node-local device (slice or per-device nodeName), else 0. */
+uint32_t dg_device_node(const dg_graph *g, uint32_t devid);
 /* Find by (driver, pool, device name) among the newest generation's slices. */
 uint32_t dg_device_find(const dg_graph *g, uint32_t driver, uint32_t pool, uint32_t name);
 /* The view CEL and policies see (derived attributes included). */
@@ -169,6 +195,9 @@ void dg_slices_on_node(const dg_graph *g, uint32_t node, const uint32_t **sids, 
 void dg_slices_shared(const dg_graph *g, const uint32_t **sids, uint32_t *n);
 /* Slices of one driver (any generation). */
 void dg_slices_of_driver(const dg_graph *g, uint32_t driver, const uint32_t **sids, uint32_t *n);
+/* Node names that have (or had) node-local slices, in first-seen order;
+ * dg_slices_on_node may return an empty list for some of them. */
+void dg_slice_nodes(const dg_graph *g, const uint32_t **names, uint32_t *n);
 
 /* Node matching (core v1 NodeSelector semantics, dra-model section 9): terms
  * ORed, requirements ANDed, empty term matches nothing. An unparsable
@@ -201,6 +230,10 @@ uint64_t dg_usage_generation(const dg_graph *g);
  * `a` into the claim and updates usage.  Fails if the claim is already
  * allocated. dg_claim_deallocate clears it. */
 de_rc dg_claim_set_allocation(dg_graph *g, uint32_t clid, const dg_allocation *a, de_err *e);
+/* Decode (and validate the shape of) an AllocationResult JSON object into
+ * `out`, allocating from `a` (used by specs and tools that feed allocations
+ * from JSON). */
+de_rc dg_decode_allocation(dg_graph *g, json_t *v, de_arena *a, dg_allocation *out, de_err *e);
 de_rc dg_claim_deallocate(dg_graph *g, uint32_t clid, de_err *e);
 de_rc dg_claim_add_reservation(dg_graph *g, uint32_t clid, const dg_consumer *c, de_err *e);
 

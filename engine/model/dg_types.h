@@ -183,6 +183,14 @@ typedef struct dg_device {
     uint32_t nnars;
 } dg_device;
 
+/* The resource.k8s.io version an object was written in (converted to v1). */
+typedef enum dg_input_version {
+    DG_INPUT_V1BETA1 = 1,
+    DG_INPUT_V1BETA2 = 2,
+    DG_INPUT_V1 = 3,
+    DG_INPUT_V1ALPHA3 = 4, /* same shapes as v1beta1 (1.31/1.32 era) */
+} dg_input_version;
+
 typedef struct dg_slice {
     dg_meta meta;
     uint32_t driver, pool;
@@ -197,7 +205,7 @@ typedef struct dg_slice {
     uint32_t partition_type_attr; /* FullyQualifiedName, 0 = unset */
     uint32_t *skip_node_ops;      /* skipNodeOperations values as written */
     uint32_t nskip_node_ops;
-    uint8_t input_version;        /* 1 = v1beta1, 2 = v1beta2, 3 = v1 (for messages) */
+    uint8_t input_version;        /* dg_input_version (for messages) */
 } dg_slice;
 
 /* ---- DeviceClass ------------------------------------------------------- */

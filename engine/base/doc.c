@@ -1,0 +1,642 @@
+/*
+ * doc.c - reading manifests: files and directories, JSON streams, dispatch
+ * to the YAML reader (doc_yaml.c), and List splitting.
+ *
+ * A JSON text is read value by value with json_loadb(JSON_DISABLE_EOF_CHECK),
+ * whose error.position says how far each value went.  When a top-level value
+ * is an object, a first pass walks only its top level: every member except
+ * "items" is parsed (they are small: apiVersion, kind, metadata), "items" is
+ * skipped by a bracket-and-string scanner.  If the object is a List (kind
+ * "List" or "*List") the second pass parses and hands over one item at a
+ * time, so a 100,000-device snapshot never becomes one tree; otherwise the
+ * object is parsed whole.  YAML documents are built one at a time; a YAML
+ * List is built whole and then handed over item by item (YAML snapshots are
+ * not the large-input path).
+ */
+#include "doc_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MAX_DIR_DEPTH 64
+
+/* ---- small helpers --------------------------------------------------------- */
+
+void de_text_linecol(const char *text, size_t len, size_t off, int *line, int *col)
+{
+    int l = 1;
+    size_t start = 0;
+    if (off > len)
+        off = len;
+    for (size_t i = 0; i < off; i++)
+        if (text[i] == '\n') {
+            l++;
+            start = i + 1;
+        }
+    *line = l;
+    *col = (int)(off - start) + 1;
+}
+
+void de_origin_format(const de_origin *o, char *buf, size_t cap)
+{
+    if (o->item >= 0)
+        snprintf(buf, cap, "%s: document %d: items[%d]", o->file, o->doc, o->item);
+    else
+        snprintf(buf, cap, "%s: document %d", o->file, o->doc);
+}
+
+static const char *type_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "a list";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: case JSON_REAL: return "a number";
+    case JSON_TRUE: case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+static bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static bool has_suffix(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+static bool is_manifest_name(const char *s)
+{
+    return has_suffix(s, ".yaml") || has_suffix(s, ".yml") || has_suffix(s, ".json");
+}
+
+/* ---- reading files ----------------------------------------------------------- */
+
+static de_rc read_stream(FILE *f, const char *name, size_t max, size_t hint, char **out,
+                         size_t *len, de_err *e)
+{
+    size_t cap = hint ? hint + 1 : 1 << 16, n = 0;
+    if (cap > max)
+        cap = max;
+    char *p = de_xmalloc(cap + 1);
+    for (;;) {
+        if (n == cap) {
+            if (cap >= max) {
+                free(p);
+                return de_errf(e, DE_ENOMEM, "%s: larger than the %zu-byte limit", name, max);
+            }
+            cap = cap * 2 > max ? max : cap * 2;
+            p = de_xrealloc(p, cap + 1);
+        }
+        size_t r = fread(p + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) {
+            if (ferror(f)) {
+                free(p);
+                return de_errf(e, DE_EIO, "%s: read error: %s", name, strerror(errno));
+            }
+            break;
+        }
+    }
+    if (n > max) {
+        free(p);
+        return de_errf(e, DE_ENOMEM, "%s: larger than the %zu-byte limit", name, max);
+    }
+    p[n] = 0;
+    *out = p;
+    *len = n;
+    return DE_OK;
+}
+
+de_rc de_read_file(const char *path, size_t max, char **out, size_t *len, de_err *e)
+{
+    if (strcmp(path, "-") == 0)
+        return read_stream(stdin, "<stdin>", max, 0, out, len, e);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return de_errf(e, errno == ENOENT ? DE_ENOTFOUND : DE_EIO, "%s: %s", path,
+                       strerror(errno));
+    struct stat st;
+    size_t hint = 0;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
+        if ((uint64_t)st.st_size > max) {
+            fclose(f);
+            return de_errf(e, DE_ENOMEM, "%s: larger than the %zu-byte limit", path, max);
+        }
+        hint = (size_t)st.st_size;
+    }
+    de_rc rc = read_stream(f, path, max, hint, out, len, e);
+    fclose(f);
+    return rc;
+}
+
+/* ---- listing ---------------------------------------------------------------- */
+
+typedef struct strvec {
+    char **v;
+    size_t n, cap;
+} strvec;
+
+static void sv_push(strvec *s, char *str)
+{
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 16;
+        s->v = de_xrealloc(s->v, s->cap * sizeof *s->v);
+    }
+    s->v[s->n++] = str;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static de_rc walk(const char *dir, int depth, strvec *out, de_err *e)
+{
+    if (depth > MAX_DIR_DEPTH)
+        return de_errf(e, DE_EINVAL, "%s: directories nested deeper than %d levels", dir,
+                       MAX_DIR_DEPTH);
+    DIR *d = opendir(dir);
+    if (!d)
+        return de_errf(e, DE_EIO, "%s: %s", dir, strerror(errno));
+    de_rc rc = DE_OK;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        const char *nm = ent->d_name;
+        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
+            continue;
+        size_t need = strlen(dir) + strlen(nm) + 2;
+        char *full = de_xmalloc(need);
+        snprintf(full, need, "%s%s%s", dir, has_suffix(dir, "/") ? "" : "/", nm);
+        struct stat st;
+        if (stat(full, &st) != 0) {
+            free(full); /* dangling symlink or raced away: not a manifest */
+            continue;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            rc = walk(full, depth + 1, out, e);
+            free(full);
+            if (rc != DE_OK)
+                break;
+        } else if (S_ISREG(st.st_mode) && is_manifest_name(nm)) {
+            sv_push(out, full);
+        } else {
+            free(full);
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+de_rc de_doc_list_files(const char *path, char ***out, size_t *n, de_err *e)
+{
+    strvec sv = {NULL, 0, 0};
+    struct stat st;
+    *out = NULL;
+    *n = 0;
+    if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        de_rc rc = walk(path, 0, &sv, e);
+        if (rc != DE_OK) {
+            for (size_t i = 0; i < sv.n; i++)
+                free(sv.v[i]);
+            free(sv.v);
+            return rc;
+        }
+        if (sv.n)
+            qsort(sv.v, sv.n, sizeof *sv.v, cmp_str);
+    } else if (strcmp(path, "-") != 0 && stat(path, &st) != 0) {
+        return de_errf(e, errno == ENOENT ? DE_ENOTFOUND : DE_EIO, "%s: %s", path,
+                       strerror(errno));
+    } else {
+        sv_push(&sv, de_xstrdup(path));
+    }
+    *out = sv.v;
+    *n = sv.n;
+    return DE_OK;
+}
+
+/* ---- handing objects over ------------------------------------------------- */
+
+typedef struct walkctx {
+    const char *name;
+    de_doc_cb cb;
+    void *ctx;
+    size_t delivered; /* objects handed to cb so far */
+} walkctx;
+
+static de_rc deliver(walkctx *w, json_t *obj, const de_origin *o, de_err *e)
+{
+    w->delivered++;
+    return w->cb(w->ctx, obj, o, e);
+}
+
+static de_rc not_object(const de_origin *o, const json_t *v, de_err *e)
+{
+    char pfx[DE_ERR_FIELD_MAX + 64];
+    de_origin_format(o, pfx, sizeof pfx);
+    de_errf(e, DE_EINVAL, "%s: expected an object, got %s", pfx, type_name(v));
+    if (e)
+        snprintf(e->file, sizeof e->file, "%s", o->file);
+    return DE_EINVAL;
+}
+
+static bool is_list_kind(const json_t *kind)
+{
+    const char *k = json_string_value(kind);
+    return k && (strcmp(k, "List") == 0 || has_suffix(k, "List"));
+}
+
+/* One complete value: a List is split, anything else must be an object. */
+static de_rc hand_value(walkctx *w, json_t *v, int doc, de_err *e)
+{
+    de_origin o = {w->name, doc, -1};
+    if (!json_is_object(v))
+        return not_object(&o, v, e);
+    json_t *items = json_object_get(v, "items");
+    if (is_list_kind(json_object_get(v, "kind")) && (json_is_array(items) || !items ||
+                                                     json_is_null(items))) {
+        size_t n = json_array_size(items);
+        for (size_t i = 0; i < n; i++) {
+            json_t *it = json_incref(json_array_get(items, i));
+            json_array_set(items, i, json_null()); /* freed as soon as it is handed */
+            o.item = (int)i;
+            de_rc rc = json_is_object(it) ? deliver(w, it, &o, e) : not_object(&o, it, e);
+            json_decref(it);
+            if (rc != DE_OK)
+                return rc;
+        }
+        return DE_OK;
+    }
+    return deliver(w, v, &o, e);
+}
+
+static de_rc yaml_doc(void *ctx, json_t *v, int doc, int line, de_err *e)
+{
+    DE_UNUSED(line);
+    return hand_value(ctx, v, doc, e);
+}
+
+/* ---- JSON streams -------------------------------------------------------------- */
+
+static de_rc json_fail(const char *name, int doc, const char *text, size_t len, size_t at,
+                       const json_error_t *je, de_err *e)
+{
+    int line, col;
+    de_text_linecol(text, len, at, &line, &col);
+    de_errf(e, DE_EPARSE, "%s: document %d: line %d:%d: json: %s", name, doc, line, col,
+            je->text);
+    if (e) {
+        snprintf(e->file, sizeof e->file, "%s", name);
+        e->line = line;
+        e->col = col;
+    }
+    return DE_EPARSE;
+}
+
+/* Parse one JSON value at text[*pos]; advance *pos past it. */
+static json_t *load_at(const char *name, int doc, const char *text, size_t len, size_t *pos,
+                       de_err *e)
+{
+    json_error_t je;
+    json_t *v = json_loadb(text + *pos, len - *pos, JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY,
+                           &je);
+    if (!v) {
+        /* error.position counts bytes read; the offending one is the last */
+        size_t at = *pos + (je.position > 0 ? (size_t)je.position - 1 : 0);
+        json_fail(name, doc, text, len, at, &je, e);
+        return NULL;
+    }
+    *pos += (size_t)je.position;
+    return v;
+}
+
+static size_t skip_ws(const char *t, size_t len, size_t p)
+{
+    while (p < len && is_ws(t[p]))
+        p++;
+    return p;
+}
+
+static bool is_delim(char c)
+{
+    static const bool tab[256] = {
+        [' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1, [','] = 1, [':'] = 1,
+        ['{'] = 1, ['}'] = 1, ['['] = 1, [']'] = 1, ['"'] = 1,
+    };
+    return tab[(unsigned char)c];
+}
+
+/* Skip a JSON value without building it; false on a structural error. */
+static bool skip_value(const char *t, size_t len, size_t *pos)
+{
+    size_t p = *pos;
+    int depth = 0;
+    do {
+        p = skip_ws(t, len, p);
+        if (p >= len)
+            return false;
+        char c = t[p];
+        if (c == '"') {
+            p++;
+            for (;;) {
+                const char *q = memchr(t + p, '"', len - p);
+                if (!q)
+                    return false;
+                size_t qp = (size_t)(q - t), bs = 0;
+                while (qp - bs > p && t[qp - bs - 1] == '\\')
+                    bs++;
+                p = qp + 1;
+                if (bs % 2 == 0)
+                    break; /* not escaped */
+            }
+        } else if (c == '{' || c == '[') {
+            depth++;
+            p++;
+        } else if (c == '}' || c == ']') {
+            if (--depth < 0)
+                return false;
+            p++;
+        } else if (c == ',' || c == ':') {
+            if (depth == 0)
+                return false;
+            p++;
+        } else {
+            size_t s = p;
+            while (p < len && !is_delim(t[p]))
+                p++;
+            if (p == s)
+                return false;
+        }
+    } while (depth > 0);
+    *pos = p;
+    return true;
+}
+
+/* First pass over a top-level object at text[start] ('{'): find "kind" and
+ * the span of "items".  Returns false if the object is not well formed at
+ * its top level (the caller then lets jansson report the error). */
+static bool scan_object(const char *name, int doc, const char *t, size_t len, size_t start,
+                        json_t **kind, size_t *items_at, size_t *end, de_err *e, bool *failed)
+{
+    size_t p = start + 1;
+    *kind = NULL;
+    *items_at = 0;
+    *failed = false;
+    p = skip_ws(t, len, p);
+    if (p < len && t[p] == '}') {
+        *end = p + 1;
+        return true;
+    }
+    for (;;) {
+        p = skip_ws(t, len, p);
+        if (p >= len || t[p] != '"')
+            return false;
+        json_t *key = load_at(name, doc, t, len, &p, e);
+        if (!key) {
+            *failed = true;
+            return false;
+        }
+        p = skip_ws(t, len, p);
+        if (p >= len || t[p] != ':') {
+            json_decref(key);
+            return false;
+        }
+        p = skip_ws(t, len, p + 1);
+        const char *k = json_string_value(key);
+        if (strcmp(k, "items") == 0 && p < len && t[p] == '[') {
+            *items_at = p;
+            if (!skip_value(t, len, &p)) {
+                json_decref(key);
+                return false;
+            }
+        } else {
+            json_t *v = load_at(name, doc, t, len, &p, e);
+            if (!v) {
+                json_decref(key);
+                json_decref(*kind);
+                *kind = NULL;
+                *failed = true;
+                return false;
+            }
+            if (strcmp(k, "kind") == 0) {
+                json_decref(*kind);
+                *kind = v;
+            } else {
+                json_decref(v);
+            }
+        }
+        json_decref(key);
+        p = skip_ws(t, len, p);
+        if (p < len && t[p] == ',') {
+            p++;
+            continue;
+        }
+        if (p < len && t[p] == '}') {
+            *end = p + 1;
+            return true;
+        }
+        return false;
+    }
+}
+
+/* Second pass for a List: hand the items of the array at text[at] one by one. */
+static de_rc stream_items(walkctx *w, int doc, const char *t, size_t len, size_t at, de_err *e)
+{
+    size_t p = skip_ws(t, len, at + 1);
+    int i = 0;
+    if (p < len && t[p] == ']')
+        return DE_OK;
+    for (;; i++) {
+        json_t *it = load_at(w->name, doc, t, len, &p, e);
+        if (!it)
+            return DE_EPARSE;
+        de_origin o = {w->name, doc, i};
+        de_rc rc = json_is_object(it) ? deliver(w, it, &o, e) : not_object(&o, it, e);
+        json_decref(it);
+        if (rc != DE_OK)
+            return rc;
+        p = skip_ws(t, len, p);
+        if (p < len && t[p] == ',') {
+            p++;
+            continue;
+        }
+        if (p < len && t[p] == ']')
+            return DE_OK;
+        json_error_t je;
+        memset(&je, 0, sizeof je);
+        snprintf(je.text, sizeof je.text, "expected ',' or ']' after a List item");
+        return json_fail(w->name, doc, t, len, p, &je, e);
+    }
+}
+
+static de_rc json_stream(walkctx *w, const char *t, size_t len, de_err *e)
+{
+    size_t p = 0;
+    int doc = 0;
+    for (;;) {
+        p = skip_ws(t, len, p);
+        if (p >= len)
+            return DE_OK;
+        doc++;
+        if (t[p] == '{') {
+            json_t *kind;
+            size_t items_at, end;
+            bool failed;
+            bool ok = scan_object(w->name, doc, t, len, p, &kind, &items_at, &end, e, &failed);
+            if (failed)
+                return DE_EPARSE;
+            bool list = ok && items_at && is_list_kind(kind);
+            json_decref(kind);
+            if (list) {
+                DE_TRY(stream_items(w, doc, t, len, items_at, e));
+                p = end;
+                continue;
+            }
+        }
+        json_t *v = load_at(w->name, doc, t, len, &p, e);
+        if (!v)
+            return DE_EPARSE;
+        de_rc rc = hand_value(w, v, doc, e);
+        json_decref(v);
+        if (rc != DE_OK)
+            return rc;
+    }
+}
+
+/* ---- dispatch ------------------------------------------------------------------ */
+
+static size_t skip_bom(const char *t, size_t len)
+{
+    return len >= 3 && (unsigned char)t[0] == 0xEF && (unsigned char)t[1] == 0xBB &&
+                   (unsigned char)t[2] == 0xBF
+               ? 3
+               : 0;
+}
+
+/* JSON when the first significant byte opens an object or array and the
+ * name does not say YAML; YAML otherwise (YAML is a superset of JSON, so a
+ * flow-style YAML file that fails as JSON is retried as YAML). */
+static bool looks_json(const char *name, const char *t, size_t len)
+{
+    size_t p = skip_ws(t, len, 0);
+    return p < len && (t[p] == '{' || t[p] == '[') && !has_suffix(name, ".yaml") &&
+           !has_suffix(name, ".yml");
+}
+
+de_rc de_doc_each_text(const char *name, const char *text, size_t len, de_doc_cb cb,
+                       void *ctx, de_err *e)
+{
+    walkctx w = {name, cb, ctx, 0};
+    size_t b = skip_bom(text, len);
+    text += b;
+    len -= b;
+    if (looks_json(name, text, len)) {
+        de_err je;
+        de_err_clear(&je);
+        de_rc rc = json_stream(&w, text, len, &je);
+        if (rc != DE_EPARSE || has_suffix(name, ".json") || w.delivered) {
+            if (rc != DE_OK && e)
+                *e = je;
+            return rc;
+        }
+        /* not JSON: YAML may still read it; keep the JSON error if not */
+        de_err ye;
+        de_err_clear(&ye);
+        rc = de_yaml_docs(name, text, len, yaml_doc, &w, &ye);
+        if (rc != DE_OK && e)
+            *e = ye.rc == DE_EPARSE ? je : ye;
+        return rc;
+    }
+    return de_yaml_docs(name, text, len, yaml_doc, &w, e);
+}
+
+de_rc de_doc_each(const char *path, de_doc_cb cb, void *ctx, de_err *e)
+{
+    char **files;
+    size_t n;
+    DE_TRY(de_doc_list_files(path, &files, &n, e));
+    de_rc rc = DE_OK;
+    for (size_t i = 0; i < n && rc == DE_OK; i++) {
+        char *text;
+        size_t len;
+        rc = de_read_file(files[i], DE_DOC_MAX_FILE, &text, &len, e);
+        if (rc == DE_OK) {
+            const char *nm = strcmp(files[i], "-") == 0 ? "<stdin>" : files[i];
+            rc = de_doc_each_text(nm, text, len, cb, ctx, e);
+            free(text);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        free(files[i]);
+    free(files);
+    return rc;
+}
+
+/* ---- exactly one value ---------------------------------------------------------- */
+
+typedef struct onectx {
+    json_t *v;
+    int count;
+    const char *name;
+} onectx;
+
+static de_rc one_doc(void *ctx, json_t *v, int doc, int line, de_err *e)
+{
+    onectx *o = ctx;
+    if (++o->count > 1) {
+        de_errf(e, DE_EINVAL, "%s: document %d (line %d): expected exactly one document",
+                o->name, doc, line);
+        return DE_EINVAL;
+    }
+    o->v = json_incref(v);
+    return DE_OK;
+}
+
+json_t *de_doc_parse_one(const char *name, const char *text, size_t len, de_err *e)
+{
+    size_t b = skip_bom(text, len);
+    text += b;
+    len -= b;
+    if (looks_json(name, text, len) || has_suffix(name, ".json")) {
+        json_error_t je;
+        json_t *v = json_loadb(text, len, JSON_DECODE_ANY, &je);
+        if (v)
+            return v;
+        if (has_suffix(name, ".json") || looks_json(name, text, len)) {
+            de_err ye;
+            de_err_clear(&ye);
+            onectx o = {NULL, 0, name};
+            if (!has_suffix(name, ".json") &&
+                de_yaml_docs(name, text, len, one_doc, &o, &ye) == DE_OK && o.v)
+                return o.v;
+            json_decref(o.v);
+            json_fail(name, 1, text, len, je.position > 0 ? (size_t)je.position - 1 : 0, &je,
+                      e);
+            return NULL;
+        }
+    }
+    onectx o = {NULL, 0, name};
+    if (de_yaml_docs(name, text, len, one_doc, &o, e) != DE_OK) {
+        json_decref(o.v);
+        return NULL;
+    }
+    if (!o.v)
+        de_errf(e, DE_EINVAL, "%s: no document found", name);
+    return o.v;
+}
+
+json_t *de_doc_load_one(const char *path, de_err *e)
+{
+    char *text;
+    size_t len;
+    if (de_read_file(path, DE_DOC_MAX_FILE, &text, &len, e) != DE_OK)
+        return NULL;
+    json_t *v = de_doc_parse_one(strcmp(path, "-") == 0 ? "<stdin>" : path, text, len, e);
+    free(text);
+    return v;
+}

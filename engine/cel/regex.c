@@ -1,0 +1,555 @@
+/*
+ * regex.c - CEL regular expressions: RE2 syntax, executed by PCRE2.
+ *
+ * CEL (and Kubernetes) use RE2, whose syntax is a subset of PCRE's.  Every
+ * pattern is first walked by an RE2 syntax checker that refuses what RE2
+ * refuses - backreferences, lookaround, atomic groups, possessive or nested
+ * quantifiers, recursion, conditionals, \C and other Perl-only escapes,
+ * repeat counts above 1000 - and rewrites the few constructs whose meaning
+ * differs (octal escapes, \v, \s outside classes, a literal '{') into
+ * their PCRE2 spelling.  PCRE2 then compiles it in UTF mode with $ meaning
+ * end of text only (RE2 without (?m)) and LF as the only newline.
+ *
+ * Backtracking cannot run away: matches() uses pcre2_dfa_match, which has
+ * no exponential case; find()/findAll() need RE2's leftmost-first match
+ * boundaries and use pcre2_match under match, depth and heap limits (an
+ * error when a limit is hit, never a hang).
+ *
+ * Compiled patterns are cached per thread by pattern text (256 entries,
+ * direct-mapped on the hash; a colliding pattern replaces the old entry).
+ */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "cel_int.h"
+
+#include <pcre2.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CACHE_SLOTS 256
+#define MATCH_LIMIT 1000000u
+#define DEPTH_LIMIT 10000u
+#define HEAP_LIMIT_KIB 16384u
+#define MAX_REPEAT 1000
+#define DFA_WS 2000
+
+struct cel_re {
+    char *pat;
+    size_t n;
+    uint64_t hash;
+    pcre2_code *code;
+    pcre2_match_data *md;
+};
+
+typedef struct re_cache {
+    cel_re *slot[CACHE_SLOTS];
+    pcre2_match_context *mctx;
+    pcre2_compile_context *cctx;
+    int *ws;
+} re_cache;
+
+static pthread_key_t cache_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static void re_free(cel_re *r)
+{
+    if (!r)
+        return;
+    pcre2_match_data_free(r->md);
+    pcre2_code_free(r->code);
+    free(r->pat);
+    free(r);
+}
+
+static void cache_free(void *p)
+{
+    re_cache *c = p;
+    if (!c)
+        return;
+    for (int i = 0; i < CACHE_SLOTS; i++)
+        re_free(c->slot[i]);
+    pcre2_match_context_free(c->mctx);
+    pcre2_compile_context_free(c->cctx);
+    free(c->ws);
+    free(c);
+}
+
+static void make_key(void) { pthread_key_create(&cache_key, cache_free); }
+
+static re_cache *cache(void)
+{
+    pthread_once(&key_once, make_key);
+    re_cache *c = pthread_getspecific(cache_key);
+    if (!c) {
+        c = de_xcalloc(1, sizeof *c);
+        c->mctx = pcre2_match_context_create(NULL);
+        pcre2_set_match_limit(c->mctx, MATCH_LIMIT);
+        pcre2_set_depth_limit(c->mctx, DEPTH_LIMIT);
+        pcre2_set_heap_limit(c->mctx, HEAP_LIMIT_KIB);
+        c->cctx = pcre2_compile_context_create(NULL);
+        pcre2_set_newline(c->cctx, PCRE2_NEWLINE_LF);
+        pcre2_set_max_pattern_length(c->cctx, 64 * 1024);
+        c->ws = de_xcalloc(DFA_WS, sizeof *c->ws);
+        pthread_setspecific(cache_key, c);
+    }
+    return c;
+}
+
+void cel_re_cache_clear(void)
+{
+    pthread_once(&key_once, make_key);
+    re_cache *c = pthread_getspecific(cache_key);
+    if (c) {
+        pthread_setspecific(cache_key, NULL);
+        cache_free(c);
+    }
+}
+
+/* ---- RE2 syntax check and translation -------------------------------------------------- */
+
+typedef struct tr {
+    const char *p;
+    size_t n, i;
+    de_buf out;
+    char *why;
+    size_t whycap;
+    bool failed;
+} tr;
+
+static bool tfail(tr *t, const char *fmt, const char *what, size_t wn)
+{
+    if (!t->failed) {
+        t->failed = true;
+        char w[64];
+        snprintf(w, sizeof w, "%.*s", (int)(wn < 40 ? wn : 40), what);
+        char m[256];
+        snprintf(m, sizeof m, fmt, w);
+        snprintf(t->why, t->whycap, "error parsing regexp: %s", m);
+    }
+    return false;
+}
+
+static bool is_hex(int c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+static bool is_alnum(int c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Translate one escape at t->i (pointing at the backslash). */
+static bool escape(tr *t, bool in_class)
+{
+    const char *p = t->p;
+    size_t st = t->i;
+    if (st + 1 >= t->n)
+        return tfail(t, "trailing backslash at end of expression%s", "", 0);
+    char c = p[st + 1];
+    t->i = st + 2;
+    if (c >= '1' && c <= '7' && !(st + 2 < t->n && p[st + 2] >= '0' && p[st + 2] <= '7'))
+        return tfail(t, "invalid escape sequence: `%s`", p + st, 2);
+    if (c >= '0' && c <= '7') {
+        unsigned v = (unsigned)(c - '0');
+        for (int k = 0; k < 2 && t->i < t->n && p[t->i] >= '0' && p[t->i] <= '7'; k++)
+            v = v * 8 + (unsigned)(p[t->i++] - '0');
+        de_buf_printf(&t->out, "\\x{%x}", v);
+        return true;
+    }
+    switch (c) {
+    case 'a': de_buf_puts(&t->out, "\\x{7}"); return true;
+    case 'v': de_buf_puts(&t->out, "\\x{b}"); return true;
+    case 'f': case 't': case 'n': case 'r': case 'd': case 'D': case 'w': case 'W':
+        de_buf_putc(&t->out, '\\');
+        de_buf_putc(&t->out, c);
+        return true;
+    case 's':
+        de_buf_puts(&t->out, in_class ? "\\t\\n\\f\\r " : "[\\t\\n\\f\\r ]");
+        return true;
+    case 'S':
+        de_buf_puts(&t->out, in_class ? "\\S" : "[^\\t\\n\\f\\r ]");
+        return true;
+    case 'b': case 'B': case 'A': case 'z':
+        if (in_class)
+            return tfail(t, "invalid escape sequence: `%s`", p + st, 2);
+        de_buf_putc(&t->out, '\\');
+        de_buf_putc(&t->out, c);
+        return true;
+    case 'x': {
+        if (t->i < t->n && p[t->i] == '{') {
+            size_t j = t->i + 1;
+            unsigned long v = 0;
+            size_t nd = 0;
+            while (j < t->n && is_hex((unsigned char)p[j]) && nd < 9) {
+                v = v * 16 + (unsigned long)(p[j] <= '9' ? p[j] - '0' : (p[j] | 0x20) - 'a' + 10);
+                j++;
+                nd++;
+            }
+            if (!nd || j >= t->n || p[j] != '}' || v > 0x10FFFF)
+                return tfail(t, "invalid escape sequence: `%s`", p + st, j - st + 1);
+            t->i = j + 1;
+            de_buf_printf(&t->out, "\\x{%lx}", v);
+            return true;
+        }
+        if (t->i + 1 < t->n && is_hex((unsigned char)p[t->i]) && is_hex((unsigned char)p[t->i + 1])) {
+            de_buf_printf(&t->out, "\\x{%.2s}", p + t->i);
+            t->i += 2;
+            return true;
+        }
+        return tfail(t, "invalid escape sequence: `%s`", p + st, 2);
+    }
+    case 'p': case 'P': {
+        size_t j = t->i;
+        if (j < t->n && p[j] == '{') {
+            while (j < t->n && p[j] != '}')
+                j++;
+            if (j >= t->n)
+                return tfail(t, "invalid character class range: `%s`", p + st, j - st);
+            j++;
+        } else if (j < t->n && ((p[j] >= 'A' && p[j] <= 'Z') || (p[j] >= 'a' && p[j] <= 'z'))) {
+            j++;
+        } else {
+            return tfail(t, "invalid character class range: `%s`", p + st, 2);
+        }
+        de_buf_add(&t->out, p + st, j - st);
+        t->i = j;
+        return true;
+    }
+    case 'Q': {
+        size_t j = t->i;
+        while (j + 1 < t->n && !(p[j] == '\\' && p[j + 1] == 'E'))
+            j++;
+        size_t end = (j + 1 < t->n) ? j : t->n;
+        for (size_t k = t->i; k < end; k++) {
+            if (!is_alnum((unsigned char)p[k]) && (unsigned char)p[k] < 0x80)
+                de_buf_putc(&t->out, '\\');
+            de_buf_putc(&t->out, p[k]);
+        }
+        t->i = (j + 1 < t->n) ? j + 2 : t->n;
+        return true;
+    }
+    default:
+        if ((unsigned char)c < 0x80 && !is_alnum((unsigned char)c)) {
+            de_buf_putc(&t->out, '\\');
+            de_buf_putc(&t->out, c);
+            return true;
+        }
+        return tfail(t, "invalid escape sequence: `%s`", p + st, 2);
+    }
+}
+
+static bool char_class(tr *t)
+{
+    const char *p = t->p;
+    size_t st = t->i;
+    t->i++;
+    de_buf_putc(&t->out, '[');
+    if (t->i < t->n && p[t->i] == '^') {
+        de_buf_putc(&t->out, '^');
+        t->i++;
+    }
+    bool first = true;
+    for (;;) {
+        if (t->i >= t->n)
+            return tfail(t, "missing closing ]: `%s`", p + st, t->n - st);
+        char c = p[t->i];
+        if (c == ']' && !first) {
+            t->i++;
+            de_buf_putc(&t->out, ']');
+            return true;
+        }
+        first = false;
+        if (c == '[' && t->i + 1 < t->n && p[t->i + 1] == ':') {
+            /* POSIX class [:name:] / [:^name:] */
+            const char *e = NULL;
+            for (size_t j = t->i + 2; j + 1 < t->n; j++)
+                if (p[j] == ':' && p[j + 1] == ']') {
+                    e = p + j;
+                    break;
+                }
+            if (!e)
+                return tfail(t, "invalid character class range: `%s`", p + t->i, 2);
+            size_t len = (size_t)(e - (p + t->i)) + 2;
+            de_buf_add(&t->out, p + t->i, len);
+            t->i += len;
+            continue;
+        }
+        if (c == '\\') {
+            if (!escape(t, true))
+                return false;
+            continue;
+        }
+        if (c == '[') {
+            de_buf_puts(&t->out, "\\[");
+            t->i++;
+            continue;
+        }
+        de_buf_putc(&t->out, c);
+        t->i++;
+    }
+}
+
+/* {n}, {n,}, {n,m} at t->i: 1 = repeat, 0 = not a repeat (literal '{'). */
+static int repeat(tr *t, size_t *len)
+{
+    const char *p = t->p;
+    size_t j = t->i + 1;
+    long a = -1, b = -1;
+    size_t d = 0;
+    long v = 0;
+    while (j < t->n && p[j] >= '0' && p[j] <= '9') {
+        if (v < 100000)
+            v = v * 10 + (p[j] - '0');
+        j++;
+        d++;
+    }
+    if (!d)
+        return 0;
+    a = v;
+    if (j < t->n && p[j] == ',') {
+        j++;
+        v = 0;
+        d = 0;
+        while (j < t->n && p[j] >= '0' && p[j] <= '9') {
+            if (v < 100000)
+                v = v * 10 + (p[j] - '0');
+            j++;
+            d++;
+        }
+        b = d ? v : -2; /* -2: open ended */
+    } else {
+        b = a;
+    }
+    if (j >= t->n || p[j] != '}')
+        return 0;
+    *len = j + 1 - t->i;
+    if (a > MAX_REPEAT || b > MAX_REPEAT || (b >= 0 && b < a)) {
+        tfail(t, "invalid repeat count: `%s`", p + t->i, *len);
+        return -1;
+    }
+    return 1;
+}
+
+static bool translate(tr *t)
+{
+    const char *p = t->p;
+    int depth = 0;
+    bool can_repeat = false;  /* an atom precedes */
+    bool after_repeat = false; /* the last item was a repetition */
+    while (t->i < t->n && !t->failed) {
+        char c = p[t->i];
+        switch (c) {
+        case '\\':
+            if (!escape(t, false))
+                return false;
+            can_repeat = true;
+            after_repeat = false;
+            break;
+        case '[':
+            if (!char_class(t))
+                return false;
+            can_repeat = true;
+            after_repeat = false;
+            break;
+        case '(': {
+            size_t st = t->i;
+            if (t->i + 1 < t->n && p[t->i + 1] == '?') {
+                size_t j = t->i + 2;
+                if (j < t->n && (p[j] == '<' || (p[j] == 'P' && j + 1 < t->n && p[j + 1] == '<'))) {
+                    j += p[j] == 'P' ? 2 : 1;
+                    size_t ns = j;
+                    while (j < t->n && (is_alnum((unsigned char)p[j]) || p[j] == '_'))
+                        j++;
+                    if (j == ns || j >= t->n || p[j] != '>')
+                        return tfail(t, "invalid named capture: `%s`", p + st, j - st + 1);
+                    de_buf_puts(&t->out, "(?<");
+                    de_buf_add(&t->out, p + ns, j - ns);
+                    de_buf_putc(&t->out, '>');
+                    t->i = j + 1;
+                } else {
+                    /* flags: (?flags) or (?flags:re) */
+                    size_t k = j;
+                    bool neg = false, any = false;
+                    while (k < t->n && p[k] != ')' && p[k] != ':') {
+                        if (p[k] == '-' && !neg) {
+                            neg = true;
+                        } else if (p[k] == 'i' || p[k] == 'm' || p[k] == 's' || p[k] == 'U') {
+                            any = true;
+                        } else {
+                            return tfail(t, "invalid or unsupported Perl syntax: `%s`", p + st,
+                                         k - st + 1);
+                        }
+                        k++;
+                    }
+                    if (k >= t->n || (neg && p[k - 1] == '-') || (!any && p[k] == ')'))
+                        return tfail(t, "invalid or unsupported Perl syntax: `%s`", p + st,
+                                     (k < t->n ? k : t->n - 1) - st + 1);
+                    de_buf_add(&t->out, p + st, k - st + 1);
+                    t->i = k + 1;
+                    if (p[k] == ')') {
+                        can_repeat = false;
+                        after_repeat = false;
+                        break;
+                    }
+                }
+            } else {
+                de_buf_putc(&t->out, '(');
+                t->i++;
+            }
+            depth++;
+            if (depth > 1000)
+                return tfail(t, "expression nests too deeply%s", "", 0);
+            can_repeat = false;
+            after_repeat = false;
+            break;
+        }
+        case ')':
+            if (depth == 0)
+                return tfail(t, "unexpected ): `%s`", p, t->n);
+            depth--;
+            de_buf_putc(&t->out, ')');
+            t->i++;
+            can_repeat = true;
+            after_repeat = false;
+            break;
+        case '|':
+            de_buf_putc(&t->out, '|');
+            t->i++;
+            can_repeat = false;
+            after_repeat = false;
+            break;
+        case '*':
+        case '+':
+        case '?':
+        case '{': {
+            size_t len = 1;
+            if (c == '{') {
+                int r = repeat(t, &len);
+                if (r < 0)
+                    return false;
+                if (r == 0) { /* literal brace */
+                    de_buf_puts(&t->out, "\\{");
+                    t->i++;
+                    can_repeat = true;
+                    after_repeat = false;
+                    break;
+                }
+            }
+            if (after_repeat)
+                return tfail(t, "invalid nested repetition operator: `%s`", p + t->i - 1, len + 1);
+            if (!can_repeat)
+                return tfail(t, "missing argument to repetition operator: `%s`", p + t->i, len);
+            de_buf_add(&t->out, p + t->i, len);
+            t->i += len;
+            if (t->i < t->n && p[t->i] == '?') { /* non-greedy */
+                de_buf_putc(&t->out, '?');
+                t->i++;
+            }
+            after_repeat = true;
+            break;
+        }
+        case '^':
+        case '$':
+            de_buf_putc(&t->out, c);
+            t->i++;
+            can_repeat = false;
+            after_repeat = false;
+            break;
+        default:
+            de_buf_putc(&t->out, c);
+            t->i++;
+            while (t->i < t->n && ((unsigned char)p[t->i] & 0xC0) == 0x80)
+                de_buf_putc(&t->out, p[t->i++]);
+            can_repeat = true;
+            after_repeat = false;
+            break;
+        }
+    }
+    if (t->failed)
+        return false;
+    if (depth)
+        return tfail(t, "missing closing ): `%s`", p, t->n);
+    if (t->out.overflow)
+        return tfail(t, "expression too large%s", "", 0);
+    return true;
+}
+
+/* ---- cache ---------------------------------------------------------------------------- */
+
+const cel_re *cel_re_get(const char *pat, size_t n, const char **why, char *whybuf, size_t whycap)
+{
+    re_cache *c = cache();
+    uint64_t h = de_hash_bytes(pat, n);
+    cel_re **slot = &c->slot[h % CACHE_SLOTS];
+    cel_re *r = *slot;
+    if (r && r->hash == h && r->n == n && !memcmp(r->pat, pat, n))
+        return r;
+    if (!cel_utf8_valid(pat, n)) {
+        snprintf(whybuf, whycap, "error parsing regexp: invalid UTF-8: `%.*s`", (int)(n < 40 ? n : 40), pat);
+        *why = whybuf;
+        return NULL;
+    }
+    tr t = {.p = pat, .n = n, .why = whybuf, .whycap = whycap};
+    de_buf_init(&t.out, 256 * 1024);
+    if (!translate(&t)) {
+        de_buf_free(&t.out);
+        *why = whybuf;
+        return NULL;
+    }
+    int ec;
+    PCRE2_SIZE eo;
+    pcre2_code *code = pcre2_compile((PCRE2_SPTR)de_buf_str(&t.out), t.out.len,
+                                     PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_NEVER_BACKSLASH_C, &ec,
+                                     &eo, c->cctx);
+    de_buf_free(&t.out);
+    if (!code) {
+        PCRE2_UCHAR msg[160];
+        pcre2_get_error_message(ec, msg, sizeof msg);
+        snprintf(whybuf, whycap, "error parsing regexp: %s: `%.*s`", (const char *)msg,
+                 (int)(n < 60 ? n : 60), pat);
+        *why = whybuf;
+        return NULL;
+    }
+    r = de_xcalloc(1, sizeof *r);
+    r->pat = de_xstrndup(pat, n);
+    r->n = n;
+    r->hash = h;
+    r->code = code;
+    r->md = pcre2_match_data_create_from_pattern(code, NULL);
+    re_free(*slot);
+    *slot = r;
+    return r;
+}
+
+int cel_re_search(const cel_re *re, const char *s, size_t n, size_t start, size_t *ms, size_t *me)
+{
+    re_cache *c = cache();
+    if (start > n)
+        return 0;
+    int rc = pcre2_match(re->code, (PCRE2_SPTR)s, n, start, 0, re->md, c->mctx);
+    if (rc == PCRE2_ERROR_NOMATCH)
+        return 0;
+    if (rc < 0)
+        return -1;
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(re->md);
+    *ms = ov[0];
+    *me = ov[1];
+    return 1;
+}
+
+int cel_re_matches(const cel_re *re, const char *s, size_t n)
+{
+    re_cache *c = cache();
+    int rc = pcre2_dfa_match(re->code, (PCRE2_SPTR)s, n, 0, 0, re->md, c->mctx, c->ws, DFA_WS);
+    if (rc >= 0)
+        return 1;
+    if (rc == PCRE2_ERROR_NOMATCH)
+        return 0;
+    /* workspace too small or an item DFA does not support: backtrack under limits */
+    rc = pcre2_match(re->code, (PCRE2_SPTR)s, n, 0, 0, re->md, c->mctx);
+    if (rc == PCRE2_ERROR_NOMATCH)
+        return 0;
+    return rc < 0 ? -1 : 1;
+}

@@ -1,0 +1,317 @@
+/*
+ * cmd_cel.c - `draengine cel`: evaluate a CEL expression or device
+ * selector, for people (text) and for the conformance harness (--batch,
+ * JSON lines; contract in ../shared/conformance/README.md).
+ *
+ *   draengine cel EXPR                       plain CEL: prints the value
+ *   draengine cel EXPR --device FILE [--driver NAME]
+ *                                            a selector against one device:
+ *                                            prints true or false
+ *   draengine cel --batch                    JSON lines in, JSON lines out
+ *
+ * Exit codes: 0 evaluated, 1 runtime error, 2 compile error or bad input.
+ */
+#include "../base/doc.h"
+#include "../base/gates.h"
+#include "../base/intern.h"
+#include "../cel/cel.h"
+#include "cli.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LINE_MAX_BYTES (16u << 20)
+#define SCRATCH_CAP ((size_t)512 << 20)
+
+static void usage(FILE *o)
+{
+    fprintf(o,
+            "usage: draengine cel EXPR [--device FILE] [--driver NAME] [flags]\n"
+            "       draengine cel --batch\n"
+            "\n"
+            "Evaluate a CEL expression the way Kubernetes evaluates DRA device selectors.\n"
+            "\n"
+            "Without --device the expression is plain CEL and its value is printed\n"
+            "(`draengine cel '[1, 2].exists(x, x > 1)'` prints true).  With --device it\n"
+            "is a selector: it must be a bool and sees the variable `device`.\n"
+            "\n"
+            "flags:\n"
+            "  --device FILE          a device as JSON or YAML: either the vector form\n"
+            "                         {driver, attributes, capacity, allowMultipleAllocations}\n"
+            "                         or a ResourceSlice spec.devices[] entry (give --driver)\n"
+            "  --driver NAME          the device's driver (its default attribute domain)\n"
+            "  --feature-gates LIST   e.g. DRAListTypeAttributes=true (1.37 defaults)\n"
+            "  --new-expressions      compile as the API server does for new expressions\n"
+            "                         (feature-gated fields); default: stored expressions\n"
+            "  --cost                 also print the runtime and estimated cost\n"
+            "  --batch                read JSON lines {expr, device?, bindings?, features?,\n"
+            "                         envType?} on stdin and answer one JSON line each\n"
+            "\n"
+            "exit status: 0 evaluated, 1 runtime error, 2 compile error or invalid input\n");
+}
+
+/* ---- batch -------------------------------------------------------------------- */
+
+static void put_error(FILE *out, const char *msg, const char *phase)
+{
+    json_t *o = json_pack("{s:s, s:s}", "error", msg, "phase", phase);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    fprintf(out, "%s\n", s ? s : "{\"error\":\"internal error\",\"phase\":\"runtime\"}");
+    free(s);
+    json_decref(o);
+}
+
+static void batch_line(FILE *out, const char *line, size_t len, de_interner *in,
+                       const de_gates *gates, de_arena *a)
+{
+    char *quoted = cel_json_quote_big_ints(line, len);
+    json_error_t je;
+    json_t *j = quoted ? json_loads(quoted, JSON_ALLOW_NUL, &je) : NULL;
+    free(quoted);
+    de_err e;
+    de_err_clear(&e);
+    if (!j || !json_is_object(j)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "invalid input line: %s", j ? "not an object" : je.text);
+        put_error(out, msg, "compile");
+        json_decref(j);
+        return;
+    }
+    const json_t *jexpr = json_object_get(j, "expr");
+    const json_t *jdev = json_object_get(j, "device");
+    const json_t *jbind = json_object_get(j, "bindings");
+    const json_t *jfeat = json_object_get(j, "features");
+    const json_t *jenv = json_object_get(j, "envType");
+    if (!json_is_string(jexpr)) {
+        put_error(out, "invalid input line: \"expr\" must be a string", "compile");
+        json_decref(j);
+        return;
+    }
+    cel_env_opts opts = {0};
+    opts.consumable_capacity = gates->on[DE_GATE_CONSUMABLE_CAPACITY];
+    opts.list_attributes = gates->on[DE_GATE_LIST_TYPE_ATTRIBUTES];
+    if (json_is_object(jfeat)) {
+        const json_t *cc = json_object_get(jfeat, "ConsumableCapacity");
+        const json_t *la = json_object_get(jfeat, "ListTypeAttributes");
+        if (json_is_boolean(cc))
+            opts.consumable_capacity = json_is_true(cc);
+        if (json_is_boolean(la))
+            opts.list_attributes = json_is_true(la);
+    }
+    opts.new_expressions = json_is_string(jenv) && !strcmp(json_string_value(jenv), "NewExpressions");
+    bool selector = jdev && !json_is_null(jdev);
+    opts.plain = !selector;
+    cel_env *env = cel_env_new(in, &opts);
+
+    de_devview dev;
+    if (selector && cel_device_from_json(jdev, NULL, in, a, &dev, &e) != DE_OK) {
+        put_error(out, e.msg, "runtime");
+        goto done;
+    }
+    if (json_is_object(jbind)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)jbind, k, v)
+        {
+            cel_value *cv = cel_value_from_typed_json(a, v, &e);
+            if (!cv || cel_env_declare(env, k, cv, &e) != DE_OK) {
+                de_err_prefix(&e, "bindings.%s", k);
+                put_error(out, e.msg, "compile");
+                goto done;
+            }
+        }
+    }
+    cel_prog *p;
+    const char *expr = json_string_value(jexpr);
+    if (cel_compile(env, expr, json_string_length(jexpr), &p, &e) != DE_OK) {
+        put_error(out, e.msg, "compile");
+        goto done;
+    }
+    if (selector) {
+        bool r;
+        if (cel_eval_selector(env, p, &dev, a, &r, NULL, &e) != DE_OK) {
+            put_error(out, e.msg, "runtime");
+            goto done;
+        }
+        fprintf(out, "{\"bool\":%s}\n", r ? "true" : "false");
+    } else {
+        const cel_value *v;
+        if (cel_eval(env, p, NULL, a, &v, NULL, &e) != DE_OK) {
+            put_error(out, e.msg, "runtime");
+            goto done;
+        }
+        de_buf b;
+        de_buf_init(&b, 256u << 20);
+        de_buf_puts(&b, "{\"value\":");
+        cel_value_typed_json(v, &b);
+        de_buf_puts(&b, "}");
+        if (b.overflow)
+            put_error(out, "result too large to print", "runtime");
+        else
+            fprintf(out, "%s\n", de_buf_str(&b));
+        de_buf_free(&b);
+    }
+done:
+    cel_env_free(env);
+    json_decref(j);
+}
+
+static int run_batch(const de_gates *gates)
+{
+    de_interner *in = de_intern_new();
+    de_arena *a = de_arena_new(SCRATCH_CAP);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, stdin)) >= 0) {
+        size_t len = (size_t)n;
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        if (len > LINE_MAX_BYTES)
+            put_error(stdout, "input line too long", "compile");
+        else
+            batch_line(stdout, line, len, in, gates, a);
+        fflush(stdout);
+        de_arena_reset(a);
+    }
+    free(line);
+    de_arena_free(a);
+    de_intern_free(in);
+    return 0;
+}
+
+/* ---- one expression ------------------------------------------------------------ */
+
+static void print_error(const char *expr, const de_err *e)
+{
+    fprintf(stderr, "draengine cel: %s\n", e->msg);
+    if (e->line > 0 && e->col > 0) {
+        char caret[4096];
+        cel_err_caret(expr, e->line, e->col, caret, sizeof caret);
+        if (caret[0])
+            fprintf(stderr, "%s\n", caret);
+    }
+}
+
+int cli_cmd_cel(int argc, char **argv)
+{
+    const char *expr = NULL, *devfile = NULL, *driver = NULL, *fg = NULL;
+    bool batch = false, newx = false, show_cost = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--batch")) {
+            batch = true;
+        } else if (!strcmp(a, "--new-expressions")) {
+            newx = true;
+        } else if (!strcmp(a, "--cost")) {
+            show_cost = true;
+        } else if (!strcmp(a, "--device") || !strcmp(a, "--driver") || !strcmp(a, "--feature-gates")) {
+            if (i + 1 >= argc) {
+                cli_errorf("cel", "%s needs a value", a);
+                return CLI_EXIT_INVALID;
+            }
+            const char *v = argv[++i];
+            if (!strcmp(a, "--device"))
+                devfile = v;
+            else if (!strcmp(a, "--driver"))
+                driver = v;
+            else
+                fg = v;
+        } else if (!strncmp(a, "--feature-gates=", 16)) {
+            fg = a + 16;
+        } else if (!strncmp(a, "--device=", 9)) {
+            devfile = a + 9;
+        } else if (!strncmp(a, "--driver=", 9)) {
+            driver = a + 9;
+        } else if (a[0] == '-' && a[1] == '-') {
+            cli_errorf("cel", "unknown flag %s (see draengine cel --help)", a);
+            return CLI_EXIT_INVALID;
+        } else if (!expr) {
+            expr = a;
+        } else {
+            cli_errorf("cel", "only one expression may be given (quote it)");
+            return CLI_EXIT_INVALID;
+        }
+    }
+    de_gates gates;
+    de_gates_default(&gates);
+    de_err e;
+    de_err_clear(&e);
+    if (fg && de_gates_parse(&gates, fg, &e) != DE_OK) {
+        cli_errorf("cel", "--feature-gates: %s", e.msg);
+        return CLI_EXIT_INVALID;
+    }
+    if (batch) {
+        if (expr || devfile) {
+            cli_errorf("cel", "--batch reads its expressions from stdin");
+            return CLI_EXIT_INVALID;
+        }
+        return run_batch(&gates);
+    }
+    if (!expr) {
+        usage(stderr);
+        return CLI_EXIT_INVALID;
+    }
+
+    int rc = CLI_EXIT_OK;
+    de_interner *in = de_intern_new();
+    de_arena *a = de_arena_new(SCRATCH_CAP);
+    cel_env_opts opts = {0};
+    opts.consumable_capacity = gates.on[DE_GATE_CONSUMABLE_CAPACITY];
+    opts.list_attributes = gates.on[DE_GATE_LIST_TYPE_ATTRIBUTES];
+    opts.new_expressions = newx;
+    opts.plain = devfile == NULL;
+    cel_env *env = cel_env_new(in, &opts);
+    de_devview dev;
+    json_t *jd = NULL;
+    if (devfile) {
+        jd = de_doc_load_one(devfile, &e);
+        if (!jd || cel_device_from_json(jd, driver, in, a, &dev, &e) != DE_OK) {
+            cli_errorf("cel", "%s: %s", devfile, e.msg);
+            rc = CLI_EXIT_INVALID;
+            goto out;
+        }
+    }
+    cel_prog *p;
+    if (cel_compile(env, expr, strlen(expr), &p, &e) != DE_OK) {
+        print_error(expr, &e);
+        rc = CLI_EXIT_INVALID;
+        goto out;
+    }
+    uint64_t cost = 0;
+    if (devfile) {
+        bool r;
+        if (cel_eval_selector(env, p, &dev, a, &r, &cost, &e) != DE_OK) {
+            print_error(expr, &e);
+            rc = CLI_EXIT_UNSAT;
+            goto out;
+        }
+        printf("%s\n", r ? "true" : "false");
+    } else {
+        const cel_value *v;
+        if (cel_eval(env, p, NULL, a, &v, &cost, &e) != DE_OK) {
+            print_error(expr, &e);
+            rc = CLI_EXIT_UNSAT;
+            goto out;
+        }
+        de_buf b;
+        de_buf_init(&b, 256u << 20);
+        cel_value_format(v, &b);
+        printf("%s\n", de_buf_str(&b));
+        de_buf_free(&b);
+    }
+    if (show_cost)
+        printf("cost: %llu (estimated worst case %llu)\n", (unsigned long long)cost,
+               (unsigned long long)cel_prog_estimated_cost(p));
+out:
+    json_decref(jd);
+    cel_env_free(env);
+    de_arena_free(a);
+    de_intern_free(in);
+    return rc;
+}

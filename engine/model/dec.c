@@ -1,0 +1,497 @@
+/*
+ * dec.c - decoder context: JSON paths, apimachinery-style field errors,
+ * typed getters, strict field checks.  Name-format checks are in
+ * dec_names.c.
+ */
+#include "dec.h"
+#include "../base/quantity.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+void dec_init(dec *d, de_interner *in, de_arena *a, const de_gates *gates, bool validate)
+{
+    memset(d, 0, sizeof *d);
+    d->in = in;
+    d->a = a;
+    if (gates)
+        d->gates = *gates;
+    else
+        de_gates_default(&d->gates);
+    d->validate = validate;
+    d->version = DEC_V1;
+    de_buf_init(&d->msgs, DE_ERR_MSG_MAX * 2);
+}
+
+void dec_fini(dec *d)
+{
+    de_buf_free(&d->msgs);
+}
+
+/* ---- paths ---------------------------------------------------------------- */
+
+static size_t path_append(dec *d, const char *s)
+{
+    size_t mark = d->plen, n = strlen(s);
+    if (d->plen + n >= DEC_PATH_MAX)
+        n = DEC_PATH_MAX - 1 - d->plen;
+    memcpy(d->path + d->plen, s, n);
+    d->plen += n;
+    d->path[d->plen] = 0;
+    return mark;
+}
+
+size_t dec_field(dec *d, const char *name)
+{
+    if (d->plen == 0)
+        return path_append(d, name);
+    size_t mark = d->plen;
+    path_append(d, ".");
+    path_append(d, name);
+    return mark;
+}
+
+size_t dec_index(dec *d, size_t i)
+{
+    char b[32];
+    snprintf(b, sizeof b, "[%zu]", i);
+    return path_append(d, b);
+}
+
+size_t dec_key(dec *d, const char *key)
+{
+    char b[160];
+    size_t j = 0;
+    b[j++] = '[';
+    b[j++] = '"';
+    for (const char *p = key; *p && j < sizeof b - 8; p++) {
+        if (*p == '"' || *p == '\\')
+            b[j++] = '\\';
+        b[j++] = *p;
+    }
+    b[j++] = '"';
+    b[j++] = ']';
+    b[j] = 0;
+    return path_append(d, b);
+}
+
+/* ---- errors ---------------------------------------------------------------- */
+
+static void record(dec *d, const char *child, const char *body)
+{
+    d->nerr++;
+    if (d->nerr > DEC_MAX_ERRORS)
+        return;
+    size_t mark = d->plen;
+    if (child) {
+        if (child[0] == '[')
+            path_append(d, child);
+        else
+            dec_field(d, child);
+    }
+    if (d->nerr == 1) {
+        size_t n = d->plen < sizeof d->first_path - 1 ? d->plen : sizeof d->first_path - 1;
+        memcpy(d->first_path, d->path, n);
+        d->first_path[n] = 0;
+    } else {
+        de_buf_puts(&d->msgs, "; ");
+    }
+    if (d->plen) {
+        de_buf_puts(&d->msgs, d->path);
+        de_buf_puts(&d->msgs, ": ");
+    }
+    de_buf_puts(&d->msgs, body);
+    dec_pop(d, mark);
+}
+
+void dec_errf(dec *d, const char *child, const char *fmt, ...)
+{
+    char body[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof body, fmt, ap);
+    va_end(ap);
+    record(d, child, body);
+}
+
+/* Go's %q for a string value (close enough: escapes quotes, backslashes and
+ * control characters; long values are shortened in the middle). */
+static void quote(char *out, size_t cap, const char *s)
+{
+    size_t n = strlen(s), j = 0;
+    const size_t maxv = 120;
+    out[j++] = '"';
+    for (size_t i = 0; i < n && j + 8 < cap; i++) {
+        if (n > maxv && i == maxv / 2) {
+            memcpy(out + j, "...", 3);
+            j += 3;
+            i = n - maxv / 2;
+        }
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            out[j++] = '\\';
+            out[j++] = (char)c;
+        } else if (c == '\n') {
+            out[j++] = '\\';
+            out[j++] = 'n';
+        } else if (c < 0x20) {
+            j += (size_t)snprintf(out + j, cap - j, "\\x%02x", c);
+        } else {
+            out[j++] = (char)c;
+        }
+    }
+    out[j++] = '"';
+    out[j] = 0;
+}
+
+void dec_required(dec *d, const char *child, const char *detail)
+{
+    if (detail && *detail)
+        dec_errf(d, child, "Required value: %s", detail);
+    else
+        dec_errf(d, child, "Required value");
+}
+
+void dec_invalid_str(dec *d, const char *child, const char *value, const char *detail)
+{
+    char q[300];
+    quote(q, sizeof q, value ? value : "");
+    dec_errf(d, child, "Invalid value: %s: %s", q, detail);
+}
+
+void dec_invalid_int(dec *d, const char *child, long long value, const char *detail)
+{
+    dec_errf(d, child, "Invalid value: %lld: %s", value, detail);
+}
+
+void dec_forbidden(dec *d, const char *child, const char *detail)
+{
+    dec_errf(d, child, "Forbidden: %s", detail);
+}
+
+void dec_duplicate(dec *d, const char *child, const char *value)
+{
+    char q[300];
+    quote(q, sizeof q, value ? value : "");
+    dec_errf(d, child, "Duplicate value: %s", q);
+}
+
+void dec_too_many(dec *d, const char *child, size_t n, size_t max)
+{
+    dec_errf(d, child, "Too many: %zu: must have at most %zu items", n, max);
+}
+
+void dec_too_long(dec *d, const char *child, size_t max)
+{
+    dec_errf(d, child, "Too long: may not be more than %zu bytes", max);
+}
+
+void dec_unsupported(dec *d, const char *child, const char *value, const char *supported)
+{
+    char q[300];
+    quote(q, sizeof q, value ? value : "");
+    dec_errf(d, child, "Unsupported value: %s: supported values: %s", q, supported);
+}
+
+/* ---- JSON access ------------------------------------------------------------- */
+
+const char *dec_json_type(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER: return "an integer";
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "a boolean";
+    default: return "null";
+    }
+}
+
+static void type_error(dec *d, const char *key, const json_t *v, const char *want)
+{
+    dec_errf(d, key, "Invalid value: %s: must be %s", dec_json_type(v), want);
+}
+
+void dec_known(dec *d, json_t *obj, const char *const *known, const char *const *hints)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        bool ok = false;
+        for (size_t i = 0; known[i]; i++)
+            if (!strcmp(key, known[i])) {
+                ok = true;
+                break;
+            }
+        if (ok)
+            continue;
+        const char *hint = NULL, *caseless = NULL;
+        for (size_t i = 0; known[i]; i++)
+            if (!strcasecmp(key, known[i])) {
+                caseless = known[i];
+                break;
+            }
+        for (size_t i = 0; hints && hints[i]; i += 2)
+            if (!strcmp(key, hints[i])) {
+                hint = hints[i + 1];
+                break;
+            }
+        char q[200];
+        quote(q, sizeof q, key);
+        if (caseless)
+            dec_errf(d, NULL, "unknown field %s (did you mean \"%s\"? field names are case-sensitive)",
+                     q, caseless);
+        else if (hint)
+            dec_errf(d, NULL, "unknown field %s (%s)", q, hint);
+        else
+            dec_errf(d, NULL, "unknown field %s", q);
+    }
+}
+
+bool dec_as_str(dec *d, json_t *v, const char **s, size_t *len)
+{
+    if (!json_is_string(v)) {
+        type_error(d, NULL, v, "a string");
+        return false;
+    }
+    *s = json_string_value(v);
+    if (len)
+        *len = json_string_length(v);
+    return true;
+}
+
+bool dec_get_str(dec *d, json_t *obj, const char *key, const char **s, size_t *len)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return false;
+    if (!json_is_string(v)) {
+        type_error(d, key, v, "a string");
+        return false;
+    }
+    *s = json_string_value(v);
+    if (len)
+        *len = json_string_length(v);
+    return true;
+}
+
+bool dec_get_id(dec *d, json_t *obj, const char *key, uint32_t *id)
+{
+    const char *s;
+    size_t n;
+    if (!dec_get_str(d, obj, key, &s, &n))
+        return false;
+    *id = de_intern(d->in, s, n);
+    return true;
+}
+
+bool dec_get_int(dec *d, json_t *obj, const char *key, int64_t *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return false;
+    if (json_is_integer(v)) {
+        *out = (int64_t)json_integer_value(v);
+        return true;
+    }
+    type_error(d, key, v, "an integer");
+    return false;
+}
+
+bool dec_get_bool(dec *d, json_t *obj, const char *key, bool *out)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return false;
+    if (json_is_boolean(v)) {
+        *out = json_is_true(v);
+        return true;
+    }
+    type_error(d, key, v, "a boolean");
+    return false;
+}
+
+json_t *dec_get_obj(dec *d, json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return NULL;
+    if (!json_is_object(v)) {
+        type_error(d, key, v, "an object");
+        return NULL;
+    }
+    return v;
+}
+
+json_t *dec_get_arr(dec *d, json_t *obj, const char *key)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return NULL;
+    if (!json_is_array(v)) {
+        type_error(d, key, v, "an array");
+        return NULL;
+    }
+    return v;
+}
+
+bool dec_as_obj(dec *d, json_t *v)
+{
+    if (json_is_object(v))
+        return true;
+    type_error(d, NULL, v, "an object");
+    return false;
+}
+
+/* Quantities may be written as JSON numbers (Go's Quantity accepts them). */
+bool dec_as_qty(dec *d, json_t *v, de_qty *q)
+{
+    if (!json_is_string(v) && !json_is_number(v)) {
+        type_error(d, NULL, v, "a quantity (string or number)");
+        return false;
+    }
+    de_err e;
+    de_err_clear(&e);
+    if (de_qty_from_json(v, q, &e) != DE_OK) {
+        char shown[80] = "";
+        if (json_is_string(v))
+            snprintf(shown, sizeof shown, "%.64s", json_string_value(v));
+        dec_invalid_str(d, NULL, shown, e.msg[0] ? e.msg : "invalid quantity");
+        return false;
+    }
+    return true;
+}
+
+bool dec_get_qty(dec *d, json_t *obj, const char *key, de_qty *q)
+{
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v))
+        return false;
+    size_t m = dec_field(d, key);
+    bool ok = dec_as_qty(d, v, q);
+    dec_pop(d, m);
+    return ok;
+}
+
+uint32_t *dec_str_list(dec *d, json_t *arr, uint32_t *n)
+{
+    *n = 0;
+    if (!arr || !json_array_size(arr))
+        return NULL;
+    size_t cnt = json_array_size(arr);
+    uint32_t *out = DEC_NEW(d, uint32_t, cnt);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < cnt; i++) {
+        json_t *v = json_array_get(arr, i);
+        size_t m = dec_index(d, i);
+        const char *s;
+        size_t len;
+        if (dec_as_str(d, v, &s, &len))
+            out[*n] = de_intern(d->in, s, len);
+        else
+            out[*n] = 0;
+        (*n)++;
+        dec_pop(d, m);
+    }
+    return out;
+}
+
+size_t dec_json_text(dec *d, json_t *v, uint32_t *id)
+{
+    char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!s) {
+        *id = 0;
+        return 0;
+    }
+    size_t n = strlen(s);
+    *id = de_intern(d->in, s, n);
+    free(s);
+    return n;
+}
+
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned dd)
+{
+    y -= m <= 2;
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const unsigned yoe = (unsigned)(y - era * 400);
+    const unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + dd - 1;
+    const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+bool dec_time(dec *d, json_t *obj, const char *key, int64_t *out)
+{
+    const char *s;
+    size_t n;
+    if (!dec_get_str(d, obj, key, &s, &n))
+        return false;
+    int Y, M, D, h, mi, sec, used = 0;
+    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &mi, &sec, &used) != 6 || used != 19 ||
+        M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || mi > 59 || sec > 60) {
+        dec_invalid_str(d, key, s, "must be an RFC 3339 timestamp (e.g. 2026-01-02T15:04:05Z)");
+        return false;
+    }
+    const char *p = s + used;
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    int64_t off = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om;
+        if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2) {
+            dec_invalid_str(d, key, s, "must be an RFC 3339 timestamp (e.g. 2026-01-02T15:04:05Z)");
+            return false;
+        }
+        off = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else {
+        dec_invalid_str(d, key, s, "must be an RFC 3339 timestamp (e.g. 2026-01-02T15:04:05Z)");
+        return false;
+    }
+    if (*p) {
+        dec_invalid_str(d, key, s, "must be an RFC 3339 timestamp (e.g. 2026-01-02T15:04:05Z)");
+        return false;
+    }
+    *out = days_from_civil(Y, (unsigned)M, (unsigned)D) * 86400 + h * 3600 + mi * 60 + sec - off;
+    return true;
+}
+
+void *dec_alloc(dec *d, size_t n)
+{
+    void *p = de_arena_zalloc(d->a, n ? n : 1);
+    if (!p && !d->oom) {
+        d->oom = true;
+        dec_errf(d, NULL, "object too large (decoded size over the per-object limit)");
+    }
+    return p;
+}
+
+/* ---- CEL ---------------------------------------------------------------------- */
+
+void dec_cel_expression(dec *d, const char *child, const char *expr, size_t len, bool derived)
+{
+    (void)derived;
+    if (!d->validate)
+        return;
+    if (len == 0) {
+        dec_required(d, child, NULL);
+        return;
+    }
+    if (len > 10 * 1024) {
+        dec_too_long(d, child, 10 * 1024);
+        return;
+    }
+    (void)expr;
+    /* dec_cel_check_hook: once engine/cel lands, compile with the
+     * NewExpressions environment here, refuse compile errors (Invalid value)
+     * and estimated costs over 1,000,000 ("too complex, exceeds cost limit"). */
+}

@@ -1,0 +1,180 @@
+/*
+ * dec.h - internal: the decoder/validator shared by the per-kind decoders
+ * (dec_*.c).  Not a public header.
+ *
+ * One pass over the jansson tree both decodes into the dg_types.h shapes
+ * and validates like the API server: every problem is recorded with its
+ * JSON path and decoding continues, so one run reports all the defects of
+ * an object (the API server does the same), up to DEC_MAX_ERRORS.  The
+ * first error's path goes into de_err.path.
+ *
+ * Error texts follow apimachinery's field.Error ("Required value",
+ * "Invalid value: \"x\": detail", "Unsupported value", "Too many",
+ * "Duplicate value", "Forbidden", "Too long"); paths are written in the
+ * shape of the input (a v1beta1 slice reports spec.devices[0].basic...), with
+ * map keys quoted: spec.devices[3].attributes["memory"].
+ *
+ * Unknown fields are refused (kubectl's default strict field validation):
+ * a typo silently dropped would change what gets allocated.  The message
+ * suggests the right spelling when only the case differs, and says where a
+ * v1beta1-style field belongs in v1.
+ */
+#ifndef DG_DEC_H
+#define DG_DEC_H
+
+#include "../base/arena.h"
+#include "../base/buf.h"
+#include "../base/gates.h"
+#include "../base/intern.h"
+#include "dg_types.h"
+
+#include <jansson.h>
+
+#define DEC_MAX_ERRORS 10
+#define DEC_PATH_MAX 512
+
+/* Versions of the input, for conversion and messages (dg_slice.input_version). */
+enum {
+    DEC_V1BETA1 = DG_INPUT_V1BETA1,
+    DEC_V1BETA2 = DG_INPUT_V1BETA2,
+    DEC_V1 = DG_INPUT_V1,
+    DEC_V1ALPHA3 = DG_INPUT_V1ALPHA3,
+};
+
+typedef struct dec {
+    de_interner *in;
+    de_arena *a;
+    de_gates gates;
+    int version;        /* DEC_V* of the resource.k8s.io object */
+    bool validate;      /* false: decode only (trusted input) */
+    char path[DEC_PATH_MAX];
+    size_t plen;
+    /* errors */
+    de_buf msgs;        /* "path: message; path: message" */
+    uint32_t nerr;
+    char first_path[DE_ERR_FIELD_MAX];
+    bool oom;
+} dec;
+
+void dec_init(dec *d, de_interner *in, de_arena *a, const de_gates *gates, bool validate);
+void dec_fini(dec *d);
+
+/* ---- paths ------------------------------------------------------------------ */
+size_t dec_field(dec *d, const char *name); /* returns the mark to pop back to */
+size_t dec_index(dec *d, size_t i);
+size_t dec_key(dec *d, const char *key);
+static inline void dec_pop(dec *d, size_t mark)
+{
+    d->plen = mark;
+    d->path[mark] = 0;
+}
+
+/* ---- errors (at the current path, or at a child field when `child` != NULL) */
+void dec_errf(dec *d, const char *child, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void dec_required(dec *d, const char *child, const char *detail);
+void dec_invalid_str(dec *d, const char *child, const char *value, const char *detail);
+void dec_invalid_int(dec *d, const char *child, long long value, const char *detail);
+void dec_forbidden(dec *d, const char *child, const char *detail);
+void dec_duplicate(dec *d, const char *child, const char *value);
+void dec_too_many(dec *d, const char *child, size_t n, size_t max);
+void dec_too_long(dec *d, const char *child, size_t max);
+/* supported = "\"A\", \"B\"" */
+void dec_unsupported(dec *d, const char *child, const char *value, const char *supported);
+
+/* ---- JSON access ---------------------------------------------------------- */
+
+/* Refuse keys of `obj` not in the NULL-terminated `known` list. `hints` is an
+ * optional NULL-terminated list of "key", "where it belongs" pairs. */
+void dec_known(dec *d, json_t *obj, const char *const *known, const char *const *hints);
+
+/* Typed getters: return false when the key is absent or null (nothing
+ * recorded) or has the wrong type (an error is recorded). */
+bool dec_get_str(dec *d, json_t *obj, const char *key, const char **s, size_t *len);
+bool dec_get_id(dec *d, json_t *obj, const char *key, uint32_t *id); /* interned */
+bool dec_get_int(dec *d, json_t *obj, const char *key, int64_t *v);
+bool dec_get_bool(dec *d, json_t *obj, const char *key, bool *v);
+json_t *dec_get_obj(dec *d, json_t *obj, const char *key);
+json_t *dec_get_arr(dec *d, json_t *obj, const char *key);
+bool dec_get_qty(dec *d, json_t *obj, const char *key, de_qty *q);
+/* Value checks for array items / map values. */
+bool dec_as_str(dec *d, json_t *v, const char **s, size_t *len);
+bool dec_as_qty(dec *d, json_t *v, de_qty *q);
+bool dec_as_obj(dec *d, json_t *v);
+/* String array -> interned ids (arena); items must be strings. */
+uint32_t *dec_str_list(dec *d, json_t *arr, uint32_t *n);
+/* Compact JSON text of v (object order kept), interned. Returns the length. */
+size_t dec_json_text(dec *d, json_t *v, uint32_t *id);
+/* RFC 3339 timestamp -> unix seconds. */
+bool dec_time(dec *d, json_t *obj, const char *key, int64_t *out);
+
+const char *dec_json_type(const json_t *v);
+
+/* ---- arena helpers -------------------------------------------------------- */
+void *dec_alloc(dec *d, size_t n); /* zeroed; records OOM */
+#define DEC_NEW(d, T, n) ((T *)dec_alloc((d), sizeof(T) * (size_t)(n)))
+
+static inline uint32_t dec_intern(dec *d, const char *s, size_t n) { return de_intern(d->in, s, n); }
+static inline const char *dec_str(dec *d, uint32_t id) { return de_intern_str(d->in, id); }
+
+/* ---- name formats (return true when valid; errors recorded at child) ------ */
+bool dec_dns_label(dec *d, const char *child, const char *s, size_t n);
+bool dec_dns_subdomain(dec *d, const char *child, const char *s, size_t n);
+bool dec_driver_name(dec *d, const char *child, const char *s, size_t n);
+bool dec_pool_name(dec *d, const char *child, const char *s, size_t n);
+bool dec_label_name(dec *d, const char *child, const char *s, size_t n);
+bool dec_label_value(dec *d, const char *child, const char *s, size_t n);
+bool dec_c_ident(dec *d, const char *child, const char *s, size_t n);
+/* QualifiedName: "ID" or "domain/ID". */
+bool dec_qualified_name(dec *d, const char *child, const char *s, size_t n);
+/* FullyQualifiedName: domain required. Fills domain/id ids when valid. */
+bool dec_fq_name(dec *d, const char *child, const char *s, size_t n, uint32_t *domain, uint32_t *id);
+bool dec_extended_resource_name(const char *s, size_t n);
+bool dec_uuid(dec *d, const char *child, const char *s, size_t n);
+
+/* Pure predicates (no error recording). */
+bool dg_is_dns_label(const char *s, size_t n);
+bool dg_is_dns_subdomain(const char *s, size_t n);
+bool dg_is_label_name(const char *s, size_t n);
+bool dg_is_label_value(const char *s, size_t n);
+bool dg_is_c_ident(const char *s, size_t n);
+
+/* ---- CEL hook --------------------------------------------------------------- */
+
+/* Validation of a selector or derived-attribute expression in a manifest.
+ * Today: non-empty and <= 10 KiB (CELSelectorExpressionMaxLength).  This is
+ * the single place where cel_compile + the static cost check plug in once
+ * engine/cel lands (dec_cel_check_hook). */
+void dec_cel_expression(dec *d, const char *child, const char *expr, size_t len, bool derived);
+
+/* ---- shared sub-decoders ------------------------------------------------- */
+void dec_meta(dec *d, json_t *obj, dg_meta *m, bool namespaced);
+/* core v1 NodeSelector; `validate` applies ValidateNodeSelector */
+void dec_nodesel(dec *d, json_t *v, dg_nodesel *out);
+void dec_taint(dec *d, json_t *v, dg_taint *out);
+void dec_toleration(dec *d, json_t *v, dg_toleration *out);
+void dec_selectors(dec *d, json_t *obj, const char *key, dg_selector **out, uint32_t *n);
+void dec_opaque(dec *d, json_t *obj, dg_opaque *out, bool *has);
+void dec_claim_spec(dec *d, json_t *spec, dg_claim_spec *out);
+void dec_claim_status(dec *d, json_t *status, dg_claim *c);
+void dec_allocation(dec *d, json_t *v, dg_allocation *out);
+
+/* ---- per-kind decoders (dec_slice.c, dec_claim.c, dec_core.c) ------------- */
+dg_slice *dec_slice(dec *d, json_t *obj);
+dg_class *dec_class(dec *d, json_t *obj);
+dg_claim *dec_claim(dec *d, json_t *obj);
+dg_claim_template *dec_template(dec *d, json_t *obj);
+dg_taint_rule *dec_taint_rule(dec *d, json_t *obj);
+dg_pool_status_request *dec_pool_status_request(dec *d, json_t *obj);
+dg_node *dec_node(dec *d, json_t *obj);
+dg_pod *dec_pod(dec *d, json_t *obj);
+dg_namespace *dec_namespace(dec *d, json_t *obj);
+
+/* Classify apiVersion/kind. Returns DG_KIND_NONE with an error recorded when
+ * the object cannot be classified (missing fields, unsupported version). */
+dg_kind dec_classify(dec *d, json_t *obj, int *version);
+
+/* Device equality (for "did this device change" generation bumps). */
+bool dg_device_equal(const dg_device *a, const dg_device *b);
+bool dg_attrval_equal(const de_attrval *a, const de_attrval *b);
+
+#endif

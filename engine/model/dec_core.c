@@ -1,0 +1,511 @@
+/*
+ * dec_core.c - DeviceTaintRule, ResourcePoolStatusRequest, and the core v1
+ * kinds scheduling needs: Node, Pod, Namespace.
+ *
+ * Pods are decoded strictly where scheduling reads them (spec, containers,
+ * resources, resourceClaims, tolerations, affinity.nodeAffinity) so that a
+ * mistyped field such as `resourceclaims` is reported instead of silently
+ * dropping the claim; the rest of a Pod (volumes, probes, ...) and the whole
+ * of Node/Pod status, written by the system, are read leniently.
+ */
+#include "dec.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- DeviceTaintRule ------------------------------------------------------------ */
+
+dg_taint_rule *dec_taint_rule(dec *d, json_t *obj)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+    dec_known(d, obj, top, NULL);
+    dg_taint_rule *r = DEC_NEW(d, dg_taint_rule, 1);
+    if (!r)
+        return NULL;
+    dec_meta(d, obj, &r->meta, false);
+    if (d->validate && r->meta.name) {
+        size_t mm = dec_field(d, "metadata");
+        const char *n = dec_str(d, r->meta.name);
+        dec_dns_subdomain(d, "name", n, strlen(n));
+        dec_pop(d, mm);
+    }
+    json_t *spec = dec_get_obj(d, obj, "spec");
+    size_t sm = dec_field(d, "spec");
+    if (!spec) {
+        if (d->validate)
+            dec_required(d, "taint", NULL);
+        dec_pop(d, sm);
+        return r;
+    }
+    static const char *const sf[] = {"deviceSelector", "taint", NULL};
+    static const char *const sh[] = {"selector", "pre-release drafts called it \"selector\"; the released API calls it \"deviceSelector\"", NULL};
+    dec_known(d, spec, sf, sh);
+    json_t *sel = dec_get_obj(d, spec, "deviceSelector");
+    if (sel) {
+        size_t m = dec_field(d, "deviceSelector");
+        r->has_selector = true;
+        static const char *const self[] = {"driver", "pool", "device", NULL};
+        static const char *const selh[] = {
+            "deviceClassName", "removed in Kubernetes 1.35 (tombstoned): select by driver, pool and device",
+            "selectors", "removed in Kubernetes 1.35 (tombstoned): select by driver, pool and device", NULL};
+        dec_known(d, sel, self, selh);
+        const char *s;
+        size_t sl;
+        if (dec_get_str(d, sel, "driver", &s, &sl)) {
+            r->driver = dec_intern(d, s, sl);
+            if (d->validate)
+                dec_driver_name(d, "driver", s, sl);
+        }
+        if (dec_get_str(d, sel, "pool", &s, &sl)) {
+            r->pool = dec_intern(d, s, sl);
+            if (d->validate)
+                dec_pool_name(d, "pool", s, sl);
+        }
+        if (dec_get_str(d, sel, "device", &s, &sl)) {
+            r->device = dec_intern(d, s, sl);
+            if (d->validate) {
+                if (!sl)
+                    dec_required(d, "device", NULL);
+                else
+                    dec_dns_label(d, "device", s, sl);
+            }
+        }
+        dec_pop(d, m);
+    }
+    json_t *taint = json_object_get(spec, "taint");
+    if (!taint || json_is_null(taint)) {
+        if (d->validate)
+            dec_required(d, "taint", NULL);
+    } else {
+        size_t m = dec_field(d, "taint");
+        dec_taint(d, taint, &r->taint);
+        r->taint.rule = r->meta.name;
+        dec_pop(d, m);
+    }
+    dec_pop(d, sm);
+    return r;
+}
+
+/* ---- ResourcePoolStatusRequest (v1alpha3) ---------------------------------------- */
+
+dg_pool_status_request *dec_pool_status_request(dec *d, json_t *obj)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+    dec_known(d, obj, top, NULL);
+    dg_pool_status_request *r = DEC_NEW(d, dg_pool_status_request, 1);
+    if (!r)
+        return NULL;
+    dec_meta(d, obj, &r->meta, false);
+    r->limit = 100;
+    json_t *spec = dec_get_obj(d, obj, "spec");
+    size_t sm = dec_field(d, "spec");
+    if (!spec) {
+        if (d->validate)
+            dec_required(d, "driver", NULL);
+        dec_pop(d, sm);
+        return r;
+    }
+    static const char *const sf[] = {"driver", "poolName", "limit", "defaultPartitionTypeAttribute", NULL};
+    dec_known(d, spec, sf, NULL);
+    const char *s = "";
+    size_t sl = 0;
+    dec_get_str(d, spec, "driver", &s, &sl);
+    r->driver = dec_intern(d, s, sl);
+    if (d->validate)
+        dec_driver_name(d, "driver", s, sl);
+    if (dec_get_str(d, spec, "poolName", &s, &sl)) {
+        r->pool_name = dec_intern(d, s, sl);
+        if (d->validate)
+            dec_pool_name(d, "poolName", s, sl);
+    }
+    int64_t lim;
+    if (dec_get_int(d, spec, "limit", &lim)) {
+        if (d->validate && (lim < 1 || lim > 1000))
+            dec_invalid_int(d, "limit", lim, "must be between 1 and 1000, inclusive");
+        r->limit = (int32_t)(lim < 1 ? 1 : lim > 1000 ? 1000 : lim);
+    }
+    if (dec_get_str(d, spec, "defaultPartitionTypeAttribute", &s, &sl)) {
+        r->default_partition_type_attr = dec_intern(d, s, sl);
+        if (d->validate)
+            dec_fq_name(d, "defaultPartitionTypeAttribute", s, sl, NULL, NULL);
+    }
+    dec_pop(d, sm);
+    return r;
+}
+
+/* ---- Namespace, Node ------------------------------------------------------------------- */
+
+dg_namespace *dec_namespace(dec *d, json_t *obj)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+    dec_known(d, obj, top, NULL);
+    dg_namespace *n = DEC_NEW(d, dg_namespace, 1);
+    if (!n)
+        return NULL;
+    dec_meta(d, obj, &n->meta, false);
+    if (d->validate && n->meta.name) {
+        size_t mm = dec_field(d, "metadata");
+        const char *s = dec_str(d, n->meta.name);
+        dec_dns_label(d, "name", s, strlen(s));
+        dec_pop(d, mm);
+    }
+    return n;
+}
+
+static dg_resource_amount *dec_amounts(dec *d, json_t *m, uint32_t *n)
+{
+    *n = 0;
+    if (!m || !json_object_size(m))
+        return NULL;
+    dg_resource_amount *out = DEC_NEW(d, dg_resource_amount, json_object_size(m));
+    const char *key;
+    json_t *v;
+    json_object_foreach(m, key, v) {
+        if (!out)
+            break;
+        size_t km = dec_key(d, key);
+        out[*n].name = dec_intern(d, key, strlen(key));
+        if (dec_as_qty(d, v, &out[*n].value))
+            (*n)++;
+        dec_pop(d, km);
+    }
+    return out;
+}
+
+dg_node *dec_node(dec *d, json_t *obj)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+    dec_known(d, obj, top, NULL);
+    dg_node *n = DEC_NEW(d, dg_node, 1);
+    if (!n)
+        return NULL;
+    dec_meta(d, obj, &n->meta, false);
+    if (d->validate && n->meta.name) {
+        size_t mm = dec_field(d, "metadata");
+        const char *s = dec_str(d, n->meta.name);
+        dec_dns_subdomain(d, "name", s, strlen(s));
+        dec_pop(d, mm);
+    }
+    json_t *spec = dec_get_obj(d, obj, "spec");
+    if (spec) {
+        size_t sm = dec_field(d, "spec");
+        bool b;
+        if (dec_get_bool(d, spec, "unschedulable", &b))
+            n->unschedulable = b;
+        json_t *taints = dec_get_arr(d, spec, "taints");
+        if (taints && json_array_size(taints)) {
+            size_t tm = dec_field(d, "taints");
+            n->taints = DEC_NEW(d, dg_node_taint, json_array_size(taints));
+            for (size_t i = 0; n->taints && i < json_array_size(taints); i++) {
+                json_t *t = json_array_get(taints, i);
+                size_t im = dec_index(d, i);
+                if (dec_as_obj(d, t)) {
+                    dg_node_taint *x = &n->taints[n->ntaints++];
+                    dec_get_id(d, t, "key", &x->key);
+                    dec_get_id(d, t, "value", &x->value);
+                    dec_get_id(d, t, "effect", &x->effect);
+                }
+                dec_pop(d, im);
+            }
+            dec_pop(d, tm);
+        }
+        dec_pop(d, sm);
+    }
+    json_t *st = dec_get_obj(d, obj, "status");
+    if (st) {
+        size_t m = dec_field(d, "status");
+        json_t *alloc = dec_get_obj(d, st, "allocatable");
+        if (!alloc)
+            alloc = dec_get_obj(d, st, "capacity");
+        if (alloc) {
+            size_t am = dec_field(d, "allocatable");
+            n->allocatable = dec_amounts(d, alloc, &n->nallocatable);
+            dec_pop(d, am);
+        }
+        dec_pop(d, m);
+    }
+    return n;
+}
+
+/* ---- Pod -------------------------------------------------------------------------------- */
+
+static const char *const pod_spec_fields[] = {
+    "volumes", "initContainers", "containers", "ephemeralContainers", "restartPolicy",
+    "terminationGracePeriodSeconds", "activeDeadlineSeconds", "dnsPolicy", "nodeSelector",
+    "serviceAccountName", "serviceAccount", "automountServiceAccountToken", "nodeName",
+    "hostNetwork", "hostPID", "hostIPC", "shareProcessNamespace", "securityContext",
+    "imagePullSecrets", "hostname", "subdomain", "affinity", "schedulerName", "tolerations",
+    "hostAliases", "priorityClassName", "priority", "dnsConfig", "readinessGates",
+    "runtimeClassName", "enableServiceLinks", "preemptionPolicy", "overhead",
+    "topologySpreadConstraints", "setHostnameAsFQDN", "os", "hostUsers", "schedulingGates",
+    "resourceClaims", "resources", "hostnameOverride", "workloadRef", "schedulingGroup",
+    "evictionResponders", NULL};
+
+static const char *const container_fields[] = {
+    "name", "image", "command", "args", "workingDir", "ports", "envFrom", "env", "resources",
+    "resizePolicy", "restartPolicy", "restartPolicyRules", "volumeMounts", "volumeDevices",
+    "livenessProbe", "readinessProbe", "startupProbe", "lifecycle", "terminationMessagePath",
+    "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty",
+    NULL};
+
+static void dec_container(dec *d, json_t *c, dg_container *out, bool init)
+{
+    out->init = init;
+    if (!dec_as_obj(d, c))
+        return;
+    dec_known(d, c, container_fields, NULL);
+    const char *s = "";
+    size_t sl = 0;
+    dec_get_str(d, c, "name", &s, &sl);
+    out->name = dec_intern(d, s, sl);
+    if (d->validate) {
+        if (!sl)
+            dec_required(d, "name", NULL);
+        else
+            dec_dns_label(d, "name", s, sl);
+    }
+    const char *rp;
+    if (init && dec_get_str(d, c, "restartPolicy", &rp, NULL) && !strcmp(rp, "Always"))
+        out->sidecar = true;
+    json_t *res = dec_get_obj(d, c, "resources");
+    if (!res)
+        return;
+    size_t rm = dec_field(d, "resources");
+    static const char *const rf[] = {"limits", "requests", "claims", NULL};
+    dec_known(d, res, rf, NULL);
+    json_t *lim = dec_get_obj(d, res, "limits"), *req = dec_get_obj(d, res, "requests");
+    size_t m = dec_field(d, "limits");
+    out->limits = dec_amounts(d, lim, &out->nlimits);
+    dec_pop(d, m);
+    m = dec_field(d, "requests");
+    out->requests = dec_amounts(d, req, &out->nrequests);
+    dec_pop(d, m);
+    json_t *claims = dec_get_arr(d, res, "claims");
+    if (claims && json_array_size(claims)) {
+        m = dec_field(d, "claims");
+        out->claims = DEC_NEW(d, dg_container_claim, json_array_size(claims));
+        for (size_t i = 0; out->claims && i < json_array_size(claims); i++) {
+            json_t *x = json_array_get(claims, i);
+            size_t im = dec_index(d, i);
+            if (dec_as_obj(d, x)) {
+                static const char *const cf[] = {"name", "request", NULL};
+                dec_known(d, x, cf, NULL);
+                dg_container_claim *k = &out->claims[out->nclaims++];
+                dec_get_id(d, x, "name", &k->name);
+                dec_get_id(d, x, "request", &k->request);
+                if (d->validate && !k->name)
+                    dec_required(d, "name", NULL);
+            }
+            dec_pop(d, im);
+        }
+        dec_pop(d, m);
+    }
+    dec_pop(d, rm);
+}
+
+static void check_container_claims(dec *d, dg_pod *p)
+{
+    for (uint32_t i = 0; i < p->ncontainers; i++) {
+        const dg_container *c = &p->containers[i];
+        for (uint32_t j = 0; j < c->nclaims; j++) {
+            bool found = false;
+            for (uint32_t k = 0; k < p->nclaims; k++)
+                if (p->claims[k].name == c->claims[j].name)
+                    found = true;
+            if (found || !c->claims[j].name)
+                continue;
+            char path[160];
+            uint32_t idx = 0;
+            for (uint32_t k = 0; k < i; k++)
+                if (p->containers[k].init == c->init)
+                    idx++;
+            snprintf(path, sizeof path, "%s[%u].resources.claims[%u]", c->init ? "initContainers" : "containers",
+                     idx, j);
+            size_t m = dec_field(d, path);
+            if (p->nclaims)
+                dec_errf(d, NULL, "Not found: \"%s\": must be the name of an entry in spec.resourceClaims",
+                         dec_str(d, c->claims[j].name));
+            else
+                dec_errf(d, NULL, "Not found: \"%s\": no claims defined in spec.resourceClaims",
+                         dec_str(d, c->claims[j].name));
+            dec_pop(d, m);
+        }
+    }
+}
+
+dg_pod *dec_pod(dec *d, json_t *obj)
+{
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+    dec_known(d, obj, top, NULL);
+    dg_pod *p = DEC_NEW(d, dg_pod, 1);
+    if (!p)
+        return NULL;
+    dec_meta(d, obj, &p->meta, true);
+    if (d->validate && p->meta.name) {
+        size_t mm = dec_field(d, "metadata");
+        const char *s = dec_str(d, p->meta.name);
+        dec_dns_subdomain(d, "name", s, strlen(s));
+        dec_pop(d, mm);
+    }
+    json_t *spec = dec_get_obj(d, obj, "spec");
+    size_t sm = dec_field(d, "spec");
+    if (!spec) {
+        if (d->validate)
+            dec_required(d, "containers", NULL);
+        dec_pop(d, sm);
+        return p;
+    }
+    dec_known(d, spec, pod_spec_fields, NULL);
+    dec_get_id(d, spec, "nodeName", &p->node_name);
+    dec_get_id(d, spec, "schedulerName", &p->scheduler_name);
+    json_t *ns = dec_get_obj(d, spec, "nodeSelector");
+    if (ns && json_object_size(ns)) {
+        p->node_selector = DEC_NEW(d, dg_kv, json_object_size(ns));
+        const char *key;
+        json_t *v;
+        size_t m = dec_field(d, "nodeSelector");
+        json_object_foreach(ns, key, v) {
+            size_t km = dec_key(d, key);
+            const char *s;
+            size_t sl;
+            if (p->node_selector && dec_as_str(d, v, &s, &sl)) {
+                p->node_selector[p->nnode_selector].key = dec_intern(d, key, strlen(key));
+                p->node_selector[p->nnode_selector++].value = dec_intern(d, s, sl);
+            }
+            dec_pop(d, km);
+        }
+        dec_pop(d, m);
+    }
+    json_t *aff = dec_get_obj(d, spec, "affinity");
+    if (aff) {
+        size_t am = dec_field(d, "affinity");
+        static const char *const af[] = {"nodeAffinity", "podAffinity", "podAntiAffinity", NULL};
+        dec_known(d, aff, af, NULL);
+        json_t *na = dec_get_obj(d, aff, "nodeAffinity");
+        if (na) {
+            size_t nm = dec_field(d, "nodeAffinity");
+            static const char *const nf[] = {"requiredDuringSchedulingIgnoredDuringExecution",
+                                             "preferredDuringSchedulingIgnoredDuringExecution",
+                                             "requiredDuringSchedulingRequiredDuringExecution", NULL};
+            dec_known(d, na, nf, NULL);
+            json_t *req = json_object_get(na, "requiredDuringSchedulingIgnoredDuringExecution");
+            if (req && !json_is_null(req)) {
+                size_t rm = dec_field(d, "requiredDuringSchedulingIgnoredDuringExecution");
+                p->has_required_affinity = true;
+                dec_nodesel(d, req, &p->required_affinity);
+                dec_pop(d, rm);
+            }
+            dec_pop(d, nm);
+        }
+        dec_pop(d, am);
+    }
+    json_t *tol = dec_get_arr(d, spec, "tolerations");
+    if (tol && json_array_size(tol)) {
+        size_t m = dec_field(d, "tolerations");
+        p->tolerations = DEC_NEW(d, dg_pod_toleration, json_array_size(tol));
+        for (size_t i = 0; p->tolerations && i < json_array_size(tol); i++) {
+            json_t *t = json_array_get(tol, i);
+            size_t im = dec_index(d, i);
+            if (dec_as_obj(d, t)) {
+                static const char *const tf[] = {"key", "operator", "value", "effect", "tolerationSeconds", NULL};
+                dec_known(d, t, tf, NULL);
+                dg_pod_toleration *x = &p->tolerations[p->ntolerations++];
+                dec_get_id(d, t, "key", &x->key);
+                dec_get_id(d, t, "operator", &x->op);
+                dec_get_id(d, t, "value", &x->value);
+                dec_get_id(d, t, "effect", &x->effect);
+                x->has_seconds = dec_get_int(d, t, "tolerationSeconds", &x->seconds);
+            }
+            dec_pop(d, im);
+        }
+        dec_pop(d, m);
+    }
+    json_t *rc = dec_get_arr(d, spec, "resourceClaims");
+    if (rc && json_array_size(rc)) {
+        size_t m = dec_field(d, "resourceClaims");
+        p->claims = DEC_NEW(d, dg_pod_claim_ref, json_array_size(rc));
+        for (size_t i = 0; p->claims && i < json_array_size(rc); i++) {
+            json_t *x = json_array_get(rc, i);
+            size_t im = dec_index(d, i);
+            if (dec_as_obj(d, x)) {
+                static const char *const cf[] = {"name", "resourceClaimName", "resourceClaimTemplateName", NULL};
+                dec_known(d, x, cf, NULL);
+                dg_pod_claim_ref *k = &p->claims[p->nclaims++];
+                const char *s = "";
+                size_t sl = 0;
+                dec_get_str(d, x, "name", &s, &sl);
+                k->name = dec_intern(d, s, sl);
+                dec_get_id(d, x, "resourceClaimName", &k->claim_name);
+                dec_get_id(d, x, "resourceClaimTemplateName", &k->template_name);
+                if (d->validate) {
+                    if (!sl)
+                        dec_required(d, "name", NULL);
+                    else
+                        dec_dns_label(d, "name", s, sl);
+                    for (uint32_t j = 0; j + 1 < p->nclaims; j++)
+                        if (p->claims[j].name == k->name) {
+                            dec_duplicate(d, NULL, s);
+                            break;
+                        }
+                    if (!k->claim_name && !k->template_name)
+                        dec_required(d, NULL, "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`");
+                    else if (k->claim_name && k->template_name)
+                        dec_errf(d, NULL, "Invalid value: at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified");
+                }
+            }
+            dec_pop(d, im);
+        }
+        dec_pop(d, m);
+    }
+    json_t *ic = dec_get_arr(d, spec, "initContainers"), *cc = dec_get_arr(d, spec, "containers");
+    size_t nic = ic ? json_array_size(ic) : 0, ncc = cc ? json_array_size(cc) : 0;
+    if (ncc == 0 && d->validate)
+        dec_required(d, "containers", NULL);
+    if (nic + ncc) {
+        p->containers = DEC_NEW(d, dg_container, nic + ncc);
+        for (size_t k = 0; p->containers && k < 2; k++) {
+            json_t *arr = k == 0 ? ic : cc;
+            size_t n = k == 0 ? nic : ncc;
+            size_t m = dec_field(d, k == 0 ? "initContainers" : "containers");
+            for (size_t i = 0; i < n; i++) {
+                size_t im = dec_index(d, i);
+                dec_container(d, json_array_get(arr, i), &p->containers[p->ncontainers++], k == 0);
+                for (uint32_t j = 0; d->validate && j + 1 < p->ncontainers; j++)
+                    if (p->containers[j].name == p->containers[p->ncontainers - 1].name &&
+                        p->containers[j].name) {
+                        dec_duplicate(d, "name", dec_str(d, p->containers[j].name));
+                        break;
+                    }
+                dec_pop(d, im);
+            }
+            dec_pop(d, m);
+        }
+    }
+    if (d->validate)
+        check_container_claims(d, p);
+    dec_pop(d, sm);
+
+    json_t *st = dec_get_obj(d, obj, "status");
+    if (st) {
+        size_t m = dec_field(d, "status");
+        dec_get_id(d, st, "phase", &p->phase);
+        json_t *rcs = dec_get_arr(d, st, "resourceClaimStatuses");
+        if (rcs && json_array_size(rcs)) {
+            size_t rm = dec_field(d, "resourceClaimStatuses");
+            p->claim_statuses = DEC_NEW(d, dg_pod_claim_status, json_array_size(rcs));
+            for (size_t i = 0; p->claim_statuses && i < json_array_size(rcs); i++) {
+                json_t *x = json_array_get(rcs, i);
+                size_t im = dec_index(d, i);
+                if (dec_as_obj(d, x)) {
+                    dg_pod_claim_status *k = &p->claim_statuses[p->nclaim_statuses++];
+                    dec_get_id(d, x, "name", &k->name);
+                    dec_get_id(d, x, "resourceClaimName", &k->claim_name);
+                }
+                dec_pop(d, im);
+            }
+            dec_pop(d, rm);
+        }
+        dec_pop(d, m);
+    }
+    return p;
+}

@@ -1,0 +1,674 @@
+/*
+ * graph_claim.c - claims, pods and the allocated state derived from them.
+ *
+ * Usage (what the allocator treats as "in use") is kept per device name -
+ * (pool id, device name) - so that it also covers devices whose slice is
+ * gone or not published yet.  Each allocated claim contributes its results:
+ * a result with adminAccess does not count, a result with a shareID is a
+ * shared use adding its consumedCapacity, anything else is exclusive use.
+ * A claim change removes exactly that claim's old contribution and adds the
+ * new one; nothing is recomputed from the other claims.
+ *
+ * The assume path (dg_claim_set_allocation, dg_claim_add_reservation,
+ * dg_claim_deallocate) writes into a per-claim status arena that is reset
+ * on deallocation, so a claim allocated and released many times does not
+ * grow, and it never goes through JSON.
+ */
+#include "graph_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- usage ------------------------------------------------------------------------- */
+
+static usage_ent *usage_slot(dg_graph *g, uint32_t driver, uint32_t pool, uint32_t device, bool create)
+{
+    uint32_t pid = create ? dg_pool_get_or_add(g, driver, pool) : dg_pool_find(g, driver, pool);
+    if (pid == DG_NONE)
+        return NULL;
+    uint64_t key = de_pack2(pid, device), v;
+    if (de_map_get(&g->usage_idx, key, &v))
+        return &g->usage[v];
+    if (!create)
+        return NULL;
+    uint32_t idx;
+    if (g->usage_free.n) {
+        idx = g->usage_free.v[--g->usage_free.n];
+    } else {
+        if (g->nusage == g->capusage) {
+            g->capusage = g->capusage ? g->capusage * 2 : 256;
+            g->usage = de_xrealloc(g->usage, g->capusage * sizeof *g->usage);
+        }
+        idx = g->nusage++;
+    }
+    usage_ent *u = &g->usage[idx];
+    memset(u, 0, sizeof *u);
+    u->driver = driver;
+    u->pool = pool;
+    u->device = device;
+    de_map_put(&g->usage_idx, key, idx);
+    return u;
+}
+
+static void consumed_add(usage_ent *u, const dg_consumed *c, int sign)
+{
+    for (uint32_t i = 0; i < u->nconsumed; i++)
+        if (u->consumed[i].key == c->key) {
+            if (sign > 0)
+                de_qty_add(u->consumed[i].value, c->value, &u->consumed[i].value);
+            else
+                de_qty_sub(u->consumed[i].value, c->value, &u->consumed[i].value);
+            return;
+        }
+    if (sign < 0)
+        return;
+    if (u->nconsumed == u->cap) {
+        u->cap = u->cap ? u->cap * 2 : 4;
+        u->consumed = de_xrealloc(u->consumed, u->cap * sizeof *u->consumed);
+    }
+    u->consumed[u->nconsumed++] = *c;
+}
+
+static void usage_apply(dg_graph *g, const dg_claim *c, int sign)
+{
+    if (!c->allocated)
+        return;
+    bool changed = false;
+    for (uint32_t i = 0; i < c->allocation.nresults; i++) {
+        const dg_result *r = &c->allocation.results[i];
+        if (r->admin_access == 1)
+            continue;
+        usage_ent *u = usage_slot(g, r->driver, r->pool, r->device, sign > 0);
+        if (!u)
+            continue;
+        changed = true;
+        if (r->share_id) {
+            u->shared = (uint32_t)((int)u->shared + sign);
+            for (uint32_t k = 0; k < r->nconsumed; k++)
+                consumed_add(u, &r->consumed[k], sign);
+        } else {
+            u->exclusive = (uint32_t)((int)u->exclusive + sign);
+        }
+        if (!u->exclusive && !u->shared) {
+            uint32_t pid = dg_pool_find(g, u->driver, u->pool);
+            uint64_t key = de_pack2(pid, u->device), v;
+            if (de_map_get(&g->usage_idx, key, &v)) {
+                de_map_del(&g->usage_idx, key);
+                free(u->consumed);
+                memset(u, 0, sizeof *u);
+                u32vec_push(&g->usage_free, (uint32_t)v);
+            }
+        }
+    }
+    if (changed)
+        g->usage_gen = dg_bump(g);
+}
+
+bool dg_usage_get(const dg_graph *g, uint32_t driver, uint32_t pool, uint32_t device, dg_usage *out)
+{
+    memset(out, 0, sizeof *out);
+    uint32_t pid = dg_pool_find(g, driver, pool);
+    uint64_t v;
+    if (pid == DG_NONE || !de_map_get(&g->usage_idx, de_pack2(pid, device), &v))
+        return false;
+    const usage_ent *u = &g->usage[v];
+    out->exclusive = u->exclusive;
+    out->shared = u->shared;
+    out->consumed = u->consumed;
+    out->nconsumed = u->nconsumed;
+    return true;
+}
+
+static const dg_graph *sort_g;
+
+static int usage_cmp(const void *a, const void *b)
+{
+    const usage_ent *x = &sort_g->usage[*(const uint32_t *)a], *y = &sort_g->usage[*(const uint32_t *)b];
+    int c = de_intern_cmp(sort_g->in, x->driver, y->driver);
+    if (!c)
+        c = de_intern_cmp(sort_g->in, x->pool, y->pool);
+    if (!c)
+        c = de_intern_cmp(sort_g->in, x->device, y->device);
+    return c;
+}
+
+void dg_usage_each(const dg_graph *g, dg_usage_cb cb, void *ctx)
+{
+    uint32_t *idx = de_xmalloc((g->nusage + 1) * sizeof *idx), n = 0;
+    for (uint32_t i = 0; i < g->nusage; i++)
+        if (g->usage[i].exclusive || g->usage[i].shared)
+            idx[n++] = i;
+    sort_g = g;
+    qsort(idx, n, sizeof *idx, usage_cmp);
+    for (uint32_t i = 0; i < n; i++) {
+        const usage_ent *u = &g->usage[idx[i]];
+        dg_usage du = {u->exclusive, u->shared, u->consumed, u->nconsumed};
+        cb(ctx, u->driver, u->pool, u->device, &du);
+    }
+    free(idx);
+}
+
+uint64_t dg_usage_generation(const dg_graph *g) { return g->usage_gen; }
+
+/* ---- claims ------------------------------------------------------------------------- */
+
+void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, uint32_t *clid)
+{
+    uint64_t key = de_pack2(c->meta.ns, c->meta.name), v;
+    uint32_t id;
+    bool had = false;
+    if (de_map_get(&g->claim_names, key, &v)) {
+        id = (uint32_t)v;
+        claim_ent *ce = &g->claims[id];
+        if (ce->c) {
+            had = true;
+            usage_apply(g, ce->c, -1);
+            de_arena_free(ce->a);
+            de_arena_free(ce->sa);
+            if (ce->json)
+                json_decref(ce->json);
+            if (ce->jcache)
+                json_decref(ce->jcache);
+        } else {
+            g->live_claims++;
+        }
+    } else {
+        if (g->nclaims == g->capclaims) {
+            g->capclaims = g->capclaims ? g->capclaims * 2 : 64;
+            g->claims = de_xrealloc(g->claims, g->capclaims * sizeof *g->claims);
+        }
+        id = g->nclaims++;
+        de_map_put(&g->claim_names, key, id);
+        g->live_claims++;
+    }
+    claim_ent *ce = &g->claims[id];
+    memset(ce, 0, sizeof *ce);
+    ce->c = c;
+    ce->a = a;
+    ce->json = json;
+    ce->gen = dg_bump(g);
+    usage_apply(g, c, +1);
+    *clid = id;
+    dg_notify(g, DG_KIND_RESOURCE_CLAIM, had ? DG_OP_UPDATE : DG_OP_ADD, id);
+}
+
+void dg_claim_delete(dg_graph *g, uint32_t clid)
+{
+    claim_ent *ce = &g->claims[clid];
+    if (!ce->c)
+        return;
+    usage_apply(g, ce->c, -1);
+    de_arena_free(ce->a);
+    de_arena_free(ce->sa);
+    if (ce->json)
+        json_decref(ce->json);
+    if (ce->jcache)
+        json_decref(ce->jcache);
+    memset(ce, 0, sizeof *ce);
+    ce->gen = dg_bump(g);
+    g->live_claims--;
+}
+
+void dg_claims_free(dg_graph *g)
+{
+    for (uint32_t i = 0; i < g->nclaims; i++) {
+        de_arena_free(g->claims[i].a);
+        de_arena_free(g->claims[i].sa);
+        if (g->claims[i].json)
+            json_decref(g->claims[i].json);
+        if (g->claims[i].jcache)
+            json_decref(g->claims[i].jcache);
+    }
+    free(g->claims);
+    for (uint32_t i = 0; i < g->npods; i++) {
+        de_arena_free(g->pods[i].a);
+        de_arena_free(g->pods[i].sa);
+        if (g->pods[i].json)
+            json_decref(g->pods[i].json);
+        if (g->pods[i].jcache)
+            json_decref(g->pods[i].jcache);
+    }
+    free(g->pods);
+    for (uint32_t i = 0; i < g->nusage; i++)
+        free(g->usage[i].consumed);
+    free(g->usage);
+    u32vec_free(&g->usage_free);
+    de_map_destroy(&g->usage_idx);
+    de_map_destroy(&g->claim_names);
+    de_map_destroy(&g->pod_names);
+}
+
+uint32_t dg_claim_id_limit(const dg_graph *g) { return g->nclaims; }
+
+const dg_claim *dg_claim_get(const dg_graph *g, uint32_t clid)
+{
+    return clid < g->nclaims ? g->claims[clid].c : NULL;
+}
+
+uint32_t dg_claim_find(const dg_graph *g, uint32_t ns, uint32_t name)
+{
+    uint64_t v;
+    if (de_map_get(&g->claim_names, de_pack2(ns, name), &v) && g->claims[v].c)
+        return (uint32_t)v;
+    return DG_NONE;
+}
+
+uint64_t dg_claim_generation(const dg_graph *g, uint32_t clid)
+{
+    return clid < g->nclaims ? g->claims[clid].gen : 0;
+}
+
+json_t *dg_claim_json(const dg_graph *g, uint32_t clid)
+{
+    if (clid >= g->nclaims || !g->claims[clid].c)
+        return NULL;
+    claim_ent *ce = &((dg_graph *)g)->claims[clid];
+    if (ce->jcache && ce->jcache_gen == ce->gen)
+        return ce->jcache;
+    if (ce->jcache)
+        json_decref(ce->jcache);
+    json_t *j = ce->json ? json_deep_copy(ce->json) : json_object();
+    json_t *orig_status = ce->json ? json_object_get(ce->json, "status") : NULL;
+    json_t *st = dg_encode_claim_status(g, ce->c, orig_status);
+    if (json_object_size(st))
+        json_object_set_new(j, "status", st);
+    else {
+        json_object_del(j, "status");
+        json_decref(st);
+    }
+    ce->jcache = j;
+    ce->jcache_gen = ce->gen;
+    return j;
+}
+
+/* ---- the assume path ------------------------------------------------------------------ */
+
+#define SNEW(a, T, n) ((T *)de_arena_zalloc((a), sizeof(T) * ((n) ? (n) : 1)))
+
+static uint32_t *copy_ids(de_arena *a, const uint32_t *v, uint32_t n)
+{
+    if (!n)
+        return NULL;
+    uint32_t *o = SNEW(a, uint32_t, n);
+    if (o)
+        memcpy(o, v, n * sizeof *v);
+    return o;
+}
+
+static void copy_nodesel(de_arena *a, dg_nodesel *dst, const dg_nodesel *src)
+{
+    dst->nterms = src->nterms;
+    dst->terms = SNEW(a, dg_term, src->nterms);
+    for (uint32_t i = 0; dst->terms && i < src->nterms; i++) {
+        const dg_term *s = &src->terms[i];
+        dg_term *t = &dst->terms[i];
+        for (int k = 0; k < 2; k++) {
+            const dg_requirement *sr = k ? s->fields : s->exprs;
+            uint32_t n = k ? s->nfields : s->nexprs;
+            dg_requirement *r = SNEW(a, dg_requirement, n);
+            for (uint32_t j = 0; r && j < n; j++) {
+                r[j] = sr[j];
+                r[j].values = copy_ids(a, sr[j].values, sr[j].nvalues);
+            }
+            if (k) {
+                t->fields = r;
+                t->nfields = n;
+            } else {
+                t->exprs = r;
+                t->nexprs = n;
+            }
+        }
+    }
+}
+
+static void copy_allocation(de_arena *a, dg_allocation *dst, const dg_allocation *src)
+{
+    *dst = *src;
+    dst->results = SNEW(a, dg_result, src->nresults);
+    for (uint32_t i = 0; dst->results && i < src->nresults; i++) {
+        const dg_result *s = &src->results[i];
+        dg_result *r = &dst->results[i];
+        *r = *s;
+        if (s->ntolerations) {
+            r->tolerations = SNEW(a, dg_toleration, s->ntolerations);
+            if (r->tolerations)
+                memcpy(r->tolerations, s->tolerations, s->ntolerations * sizeof *s->tolerations);
+        }
+        r->binding_conditions = copy_ids(a, s->binding_conditions, s->nbinding_conditions);
+        r->binding_failure_conditions = copy_ids(a, s->binding_failure_conditions, s->nbinding_failure_conditions);
+        r->skip_node_ops = copy_ids(a, s->skip_node_ops, s->nskip_node_ops);
+        if (s->nconsumed) {
+            r->consumed = SNEW(a, dg_consumed, s->nconsumed);
+            if (r->consumed)
+                memcpy(r->consumed, s->consumed, s->nconsumed * sizeof *s->consumed);
+        }
+    }
+    dst->config = SNEW(a, dg_alloc_config, src->nconfig);
+    for (uint32_t i = 0; dst->config && i < src->nconfig; i++) {
+        dst->config[i] = src->config[i];
+        dst->config[i].requests = copy_ids(a, src->config[i].requests, src->config[i].nrequests);
+    }
+    if (src->has_node_selector)
+        copy_nodesel(a, &dst->node_selector, &src->node_selector);
+}
+
+de_rc dg_claim_set_allocation(dg_graph *g, uint32_t clid, const dg_allocation *a, de_err *e)
+{
+    if (clid >= g->nclaims || !g->claims[clid].c)
+        return de_errf(e, DE_ENOTFOUND, "claim id %u not found", clid);
+    claim_ent *ce = &g->claims[clid];
+    dg_claim *c = ce->c;
+    if (c->allocated)
+        return de_errf(e, DE_ECONFLICT, "ResourceClaim \"%s/%s\" is already allocated", dg_s(g, c->meta.ns),
+                       dg_s(g, c->meta.name));
+    if (!ce->sa)
+        ce->sa = de_arena_new_sized((size_t)64 << 20, 4096);
+    copy_allocation(ce->sa, &c->allocation, a);
+    c->allocated = true;
+    usage_apply(g, c, +1);
+    ce->gen = dg_bump(g);
+    dg_notify(g, DG_KIND_RESOURCE_CLAIM, DG_OP_UPDATE, clid);
+    return DE_OK;
+}
+
+de_rc dg_claim_deallocate(dg_graph *g, uint32_t clid, de_err *e)
+{
+    if (clid >= g->nclaims || !g->claims[clid].c)
+        return de_errf(e, DE_ENOTFOUND, "claim id %u not found", clid);
+    claim_ent *ce = &g->claims[clid];
+    dg_claim *c = ce->c;
+    if (!c->allocated && !c->nreserved_for)
+        return DE_OK;
+    usage_apply(g, c, -1);
+    c->allocated = false;
+    memset(&c->allocation, 0, sizeof c->allocation);
+    c->reserved_for = NULL;
+    c->nreserved_for = 0;
+    c->devices = NULL;
+    c->ndevices = 0;
+    ce->reserved_cap = 0;
+    if (ce->sa)
+        de_arena_reset(ce->sa);
+    ce->gen = dg_bump(g);
+    dg_notify(g, DG_KIND_RESOURCE_CLAIM, DG_OP_UPDATE, clid);
+    return DE_OK;
+}
+
+de_rc dg_claim_add_reservation(dg_graph *g, uint32_t clid, const dg_consumer *cons, de_err *e)
+{
+    if (clid >= g->nclaims || !g->claims[clid].c)
+        return de_errf(e, DE_ENOTFOUND, "claim id %u not found", clid);
+    claim_ent *ce = &g->claims[clid];
+    dg_claim *c = ce->c;
+    if (!c->allocated)
+        return de_errf(e, DE_EINVAL, "ResourceClaim \"%s/%s\": status.reservedFor: Forbidden: may not be specified when `allocated` is not set",
+                       dg_s(g, c->meta.ns), dg_s(g, c->meta.name));
+    for (uint32_t i = 0; i < c->nreserved_for; i++)
+        if (c->reserved_for[i].uid == cons->uid)
+            return DE_OK;
+    if (c->nreserved_for >= 256)
+        return de_errf(e, DE_EINVAL, "ResourceClaim \"%s/%s\": status.reservedFor: Too many: 257: must have at most 256 items",
+                       dg_s(g, c->meta.ns), dg_s(g, c->meta.name));
+    if (!ce->sa)
+        ce->sa = de_arena_new_sized((size_t)64 << 20, 4096);
+    if (c->nreserved_for == ce->reserved_cap) {
+        uint32_t cap = ce->reserved_cap ? ce->reserved_cap * 2 : 4;
+        dg_consumer *n = SNEW(ce->sa, dg_consumer, cap);
+        if (!n)
+            return de_errf(e, DE_ENOMEM, "claim status arena full");
+        if (c->nreserved_for)
+            memcpy(n, c->reserved_for, c->nreserved_for * sizeof *n);
+        c->reserved_for = n;
+        ce->reserved_cap = cap;
+    }
+    c->reserved_for[c->nreserved_for++] = *cons;
+    ce->gen = dg_bump(g);
+    dg_notify(g, DG_KIND_RESOURCE_CLAIM, DG_OP_UPDATE, clid);
+    return DE_OK;
+}
+
+/* ---- pods ------------------------------------------------------------------------------- */
+
+void dg_pod_upsert(dg_graph *g, dg_pod *p, de_arena *a, json_t *json, uint32_t *pid)
+{
+    uint64_t key = de_pack2(p->meta.ns, p->meta.name), v;
+    uint32_t id;
+    bool had = false;
+    if (de_map_get(&g->pod_names, key, &v)) {
+        id = (uint32_t)v;
+        pod_ent *pe = &g->pods[id];
+        if (pe->p) {
+            had = true;
+            de_arena_free(pe->a);
+            de_arena_free(pe->sa);
+            if (pe->json)
+                json_decref(pe->json);
+            if (pe->jcache)
+                json_decref(pe->jcache);
+        } else {
+            g->live_pods++;
+        }
+    } else {
+        if (g->npods == g->cappods) {
+            g->cappods = g->cappods ? g->cappods * 2 : 64;
+            g->pods = de_xrealloc(g->pods, g->cappods * sizeof *g->pods);
+        }
+        id = g->npods++;
+        de_map_put(&g->pod_names, key, id);
+        g->live_pods++;
+    }
+    pod_ent *pe = &g->pods[id];
+    memset(pe, 0, sizeof *pe);
+    pe->p = p;
+    pe->a = a;
+    pe->json = json;
+    pe->gen = dg_bump(g);
+    *pid = id;
+    dg_notify(g, DG_KIND_POD, had ? DG_OP_UPDATE : DG_OP_ADD, id);
+}
+
+void dg_pod_delete(dg_graph *g, uint32_t pid)
+{
+    pod_ent *pe = &g->pods[pid];
+    if (!pe->p)
+        return;
+    de_arena_free(pe->a);
+    de_arena_free(pe->sa);
+    if (pe->json)
+        json_decref(pe->json);
+    if (pe->jcache)
+        json_decref(pe->jcache);
+    memset(pe, 0, sizeof *pe);
+    pe->gen = dg_bump(g);
+    g->live_pods--;
+}
+
+uint32_t dg_pod_id_limit(const dg_graph *g) { return g->npods; }
+
+const dg_pod *dg_pod_get(const dg_graph *g, uint32_t pid)
+{
+    return pid < g->npods ? g->pods[pid].p : NULL;
+}
+
+uint32_t dg_pod_find(const dg_graph *g, uint32_t ns, uint32_t name)
+{
+    uint64_t v;
+    if (de_map_get(&g->pod_names, de_pack2(ns, name), &v) && g->pods[v].p)
+        return (uint32_t)v;
+    return DG_NONE;
+}
+
+json_t *dg_pod_json(const dg_graph *g, uint32_t pid)
+{
+    if (pid >= g->npods || !g->pods[pid].p)
+        return NULL;
+    pod_ent *pe = &((dg_graph *)g)->pods[pid];
+    if (!pe->sa)
+        return pe->json;
+    if (pe->jcache && pe->jcache_gen == pe->gen)
+        return pe->jcache;
+    if (pe->jcache)
+        json_decref(pe->jcache);
+    json_t *j = json_deep_copy(pe->json);
+    json_t *st = json_object_get(j, "status");
+    if (!json_is_object(st)) {
+        st = json_object();
+        json_object_set_new(j, "status", st);
+    }
+    json_t *arr = json_array();
+    for (uint32_t i = 0; i < pe->p->nclaim_statuses; i++) {
+        const dg_pod_claim_status *s = &pe->p->claim_statuses[i];
+        json_t *o = json_object();
+        json_object_set_new(o, "name", json_string(dg_s(g, s->name)));
+        if (s->claim_name)
+            json_object_set_new(o, "resourceClaimName", json_string(dg_s(g, s->claim_name)));
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(st, "resourceClaimStatuses", arr);
+    pe->jcache = j;
+    pe->jcache_gen = pe->gen;
+    return j;
+}
+
+/* ---- claims from templates (the claim controller's job) ------------------------------- */
+
+/* The claim controller's generateName: "<pod>-<claim>-", both parts cut
+ * proportionally when longer than 57; the API server then appends 5
+ * characters from this alphabet.  We derive them from the pod UID (or
+ * namespace/name) and the claim reference so the result is reproducible. */
+static void generated_name(const char *pod, const char *ref, const char *seed, char *out, size_t cap)
+{
+    char base[600];
+    snprintf(base, sizeof base, "%s-%s-", pod, ref);
+    size_t bl = strlen(base);
+    if (bl > 57) {
+        size_t pl = strlen(pod), rl = strlen(ref);
+        snprintf(base, sizeof base, "%.*s-%.*s", (int)(pl * 57 / bl), pod, (int)(rl * 57 / bl), ref);
+    }
+    static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+    uint64_t h = de_hash_u64(de_hash_bytes(seed, strlen(seed)) ^ de_hash_bytes(ref, strlen(ref)));
+    char suffix[6];
+    for (int i = 0; i < 5; i++) {
+        suffix[i] = alphabet[h % (sizeof alphabet - 1)];
+        h /= sizeof alphabet - 1;
+    }
+    suffix[5] = 0;
+    snprintf(out, cap, "%.250s%s", base, suffix);
+}
+
+static void pod_add_claim_status(dg_graph *g, uint32_t pid, uint32_t ref, uint32_t claim)
+{
+    pod_ent *pe = &g->pods[pid];
+    dg_pod *p = pe->p;
+    for (uint32_t i = 0; i < p->nclaim_statuses; i++)
+        if (p->claim_statuses[i].name == ref) {
+            if (p->claim_statuses[i].claim_name == claim)
+                return;
+            p->claim_statuses[i].claim_name = claim;
+            pe->gen = dg_bump(g);
+            return;
+        }
+    if (!pe->sa)
+        pe->sa = de_arena_new_sized((size_t)16 << 20, 1024);
+    if (p->nclaim_statuses == pe->status_cap) {
+        uint32_t cap = pe->status_cap ? pe->status_cap * 2 : 4;
+        if (cap < p->nclaim_statuses + 1)
+            cap = p->nclaim_statuses + 4;
+        dg_pod_claim_status *n = SNEW(pe->sa, dg_pod_claim_status, cap);
+        if (!n)
+            return;
+        if (p->nclaim_statuses)
+            memcpy(n, p->claim_statuses, p->nclaim_statuses * sizeof *n);
+        p->claim_statuses = n;
+        pe->status_cap = cap;
+    }
+    p->claim_statuses[p->nclaim_statuses++] = (dg_pod_claim_status){ref, claim};
+    pe->gen = dg_bump(g);
+    dg_notify(g, DG_KIND_POD, DG_OP_UPDATE, pid);
+}
+
+de_rc dg_claim_from_template(dg_graph *g, uint32_t podid, uint32_t ref_index, uint32_t *clid, de_err *e)
+{
+    if (podid >= g->npods || !g->pods[podid].p)
+        return de_errf(e, DE_ENOTFOUND, "pod id %u not found", podid);
+    dg_pod *p = g->pods[podid].p;
+    if (ref_index >= p->nclaims)
+        return de_errf(e, DE_EINVAL, "pod \"%s/%s\" has no resourceClaims[%u]", dg_s(g, p->meta.ns),
+                       dg_s(g, p->meta.name), ref_index);
+    const dg_pod_claim_ref *ref = &p->claims[ref_index];
+    if (!ref->template_name)
+        return de_errf(e, DE_EINVAL, "pod \"%s/%s\": resourceClaims[%u] does not name a template",
+                       dg_s(g, p->meta.ns), dg_s(g, p->meta.name), ref_index);
+    /* already generated (the pod status names it, or a claim of that name exists) */
+    for (uint32_t i = 0; i < p->nclaim_statuses; i++)
+        if (p->claim_statuses[i].name == ref->name && p->claim_statuses[i].claim_name) {
+            uint32_t id = dg_claim_find(g, p->meta.ns, p->claim_statuses[i].claim_name);
+            if (id != DG_NONE) {
+                *clid = id;
+                return DE_OK;
+            }
+        }
+    uint32_t tid = dg_template_find(g, p->meta.ns, ref->template_name);
+    if (tid == DG_NONE)
+        return de_errf(e, DE_ENOTFOUND, "pod \"%s/%s\": resource claim template \"%s\" not found in namespace \"%s\"",
+                       dg_s(g, p->meta.ns), dg_s(g, p->meta.name), dg_s(g, ref->template_name),
+                       dg_s(g, p->meta.ns));
+    json_t *tj = dg_template_json(g, tid);
+    const dg_claim_template *t = dg_template_get(g, tid);
+    char seed[600], name[300];
+    snprintf(seed, sizeof seed, "%s", p->meta.uid ? dg_s(g, p->meta.uid) : "");
+    if (!p->meta.uid)
+        snprintf(seed, sizeof seed, "%s/%s", dg_s(g, p->meta.ns), dg_s(g, p->meta.name));
+    generated_name(dg_s(g, p->meta.name), dg_s(g, ref->name), seed, name, sizeof name);
+    uint32_t existing = dg_claim_find(g, p->meta.ns, de_intern_cstr(g->in, name));
+    if (existing != DG_NONE) {
+        *clid = existing;
+        pod_add_claim_status(g, podid, ref->name, g->claims[existing].c->meta.name);
+        return DE_OK;
+    }
+
+    json_t *obj = json_object();
+    json_t *av = json_object_get(tj, "apiVersion");
+    json_object_set_new(obj, "apiVersion", json_string(json_is_string(av) ? json_string_value(av) : "resource.k8s.io/v1"));
+    json_object_set_new(obj, "kind", json_string("ResourceClaim"));
+    json_t *md = json_object();
+    json_object_set_new(md, "name", json_string(name));
+    json_object_set_new(md, "namespace", json_string(dg_s(g, p->meta.ns)));
+    if (t->nlabels) {
+        json_t *l = json_object();
+        for (uint32_t i = 0; i < t->nlabels; i++)
+            json_object_set_new(l, dg_s(g, t->labels[i].key), json_string(dg_s(g, t->labels[i].value)));
+        json_object_set_new(md, "labels", l);
+    }
+    json_t *an = json_object();
+    for (uint32_t i = 0; i < t->nannotations; i++)
+        json_object_set_new(an, dg_s(g, t->annotations[i].key), json_string(dg_s(g, t->annotations[i].value)));
+    json_object_set_new(an, "resource.kubernetes.io/pod-claim-name", json_string(dg_s(g, ref->name)));
+    json_object_set_new(md, "annotations", an);
+    json_t *owner = json_object();
+    json_object_set_new(owner, "apiVersion", json_string("v1"));
+    json_object_set_new(owner, "kind", json_string("Pod"));
+    json_object_set_new(owner, "name", json_string(dg_s(g, p->meta.name)));
+    json_object_set_new(owner, "uid", json_string(dg_s(g, p->meta.uid)));
+    json_object_set_new(owner, "controller", json_true());
+    json_object_set_new(owner, "blockOwnerDeletion", json_true());
+    json_t *owners = json_array();
+    json_array_append_new(owners, owner);
+    json_object_set_new(md, "ownerReferences", owners);
+    json_object_set_new(obj, "metadata", md);
+    json_t *tspec = json_object_get(json_object_get(tj, "spec"), "spec");
+    json_object_set_new(obj, "spec", tspec ? json_deep_copy(tspec) : json_object());
+    de_origin o = {"<generated from template>", 1, -1};
+    dg_kind kind;
+    de_rc rc = dg_apply(g, obj, &o, &kind, e);
+    json_decref(obj);
+    if (rc != DE_OK)
+        return rc;
+    uint32_t nid = de_intern_cstr(g->in, name);
+    *clid = dg_claim_find(g, p->meta.ns, nid);
+    if (*clid == DG_NONE)
+        return de_errf(e, DE_EINTERNAL, "generated claim \"%s\" not found after creation", name);
+    pod_add_claim_status(g, podid, ref->name, nid);
+    return DE_OK;
+}

@@ -1,0 +1,190 @@
+/*
+ * graph_int.h - internal: the device graph's tables and indexes, shared by
+ * graph.c (objects, loading), graph_slice.c (slices, pools, devices, taint
+ * rules), graph_claim.c (claims, usage, allocation state, templates) and
+ * graph_encode.c.  Not a public header.
+ *
+ * Layout: one table per kind, indexed by a dense id that is never reused;
+ * a de_map from (namespace id, name id) to the id; deleted entries keep
+ * their slot with a NULL object.  Every decoded object owns one arena.
+ * Devices are a separate table (dev_ent) so a device id stays valid while
+ * its slice is replaced, as long as the device keeps its name.
+ */
+#ifndef DG_GRAPH_INT_H
+#define DG_GRAPH_INT_H
+
+#include "../base/arena.h"
+#include "../base/map.h"
+#include "dec.h"
+#include "dg.h"
+
+typedef struct u32vec {
+    uint32_t *v;
+    uint32_t n, cap;
+} u32vec;
+
+void u32vec_push(u32vec *a, uint32_t x);
+void u32vec_insert(u32vec *a, uint32_t pos, uint32_t x);
+bool u32vec_remove(u32vec *a, uint32_t x); /* first occurrence */
+void u32vec_free(u32vec *a);
+
+typedef struct slice_ent {
+    dg_slice *s; /* NULL when deleted */
+    de_arena *a;
+    json_t *json;
+    uint32_t pool;
+    uint32_t *devids; /* parallel to s->devices */
+    uint64_t gen;
+} slice_ent;
+
+typedef struct dev_ent {
+    uint32_t slice; /* DG_NONE when deleted */
+    uint32_t index;
+    uint32_t pool;
+    uint32_t gen;
+    uint32_t node;   /* node name when node-local, else 0 */
+    dg_taint *eff;   /* published + rule taints (malloc) when a rule applies */
+    uint32_t neff;
+    de_attr *derived; /* one malloc block holding the attrs and their lists */
+    uint32_t nderived;
+} dev_ent;
+
+typedef struct pool_ent {
+    uint32_t driver, name;
+    int64_t max_generation;
+    uint32_t nslices_at_max;
+    int64_t slice_count;
+    uint64_t gen;
+    bool live;     /* has slices (counted in live_pools) */
+    u32vec slices; /* sorted by slice name */
+} pool_ent;
+
+/* Generic entry for classes, templates, rules, nodes, namespaces, pool
+ * status requests. */
+typedef struct obj_ent {
+    void *o; /* NULL when deleted */
+    de_arena *a;
+    json_t *json;
+    uint64_t gen;
+} obj_ent;
+
+typedef struct claim_ent {
+    dg_claim *c;
+    de_arena *a;
+    de_arena *sa; /* status written through the graph (assume path) */
+    json_t *json;
+    json_t *jcache;
+    uint64_t jcache_gen;
+    uint64_t gen;
+    uint32_t reserved_cap;
+} claim_ent;
+
+typedef struct pod_ent {
+    dg_pod *p;
+    de_arena *a;
+    de_arena *sa; /* claim statuses added by dg_claim_from_template */
+    json_t *json;
+    json_t *jcache;
+    uint64_t jcache_gen;
+    uint64_t gen;
+    uint32_t status_cap;
+} pod_ent;
+
+typedef struct obj_table {
+    obj_ent *e;
+    uint32_t n, cap;
+    de_map names; /* pack(ns, name) -> id */
+    uint32_t live;
+} obj_table;
+
+typedef struct usage_ent {
+    uint32_t driver, pool, device;
+    uint32_t exclusive, shared;
+    dg_consumed *consumed; /* malloc */
+    uint32_t nconsumed, cap;
+} usage_ent;
+
+typedef struct listener {
+    dg_listener fn;
+    void *ctx;
+} listener;
+
+struct dg_graph {
+    de_interner *in;
+    bool own_in;
+    dg_opts opts;
+    de_gates gates;
+    uint64_t gen;
+    uint32_t devgen;
+
+    slice_ent *slices;
+    uint32_t nslices, capslices, live_slices;
+    de_map slice_names; /* name -> slice id */
+
+    dev_ent *devs;
+    uint32_t ndevs, capdevs, live_devs;
+
+    pool_ent *pools;
+    uint32_t npools, cappools, live_pools;
+    de_map pool_names;   /* pack(driver, name) -> pool id */
+    de_map pool_devices; /* pack(pool id, device name) -> device id (newest generation) */
+
+    de_map node_idx;    /* node name -> index into node_lists */
+    u32vec *node_lists; /* slice ids per node name, ascending */
+    uint32_t *node_list_names;
+    uint32_t nnode_lists, capnode_lists;
+    u32vec shared; /* non-node-local slice ids, ascending */
+    de_map driver_idx;
+    u32vec *driver_lists;
+    uint32_t ndriver_lists, capdriver_lists;
+
+    obj_table classes, templates, rules, nodes, namespaces, psrs;
+    de_map ext_best; /* extendedResourceName -> class id + 1 */
+    u32vec rules_sorted; /* live rule ids, by name */
+
+    claim_ent *claims;
+    uint32_t nclaims, capclaims, live_claims;
+    de_map claim_names;
+
+    pod_ent *pods;
+    uint32_t npods, cappods, live_pods;
+    de_map pod_names;
+
+    usage_ent *usage;
+    uint32_t nusage, capusage;
+    de_map usage_idx; /* pack(pool id, device name) -> usage index */
+    u32vec usage_free;
+    uint64_t usage_gen;
+
+    listener *listeners;
+    uint32_t nlisteners;
+
+    uint32_t id_admin_label, id_true, id_pod_claim_name_ann, id_metadata_name;
+    uint32_t *tmp; /* scratch for callers of the slice lists */
+};
+
+/* graph.c */
+void dg_notify(dg_graph *g, dg_kind kind, dg_op op, uint32_t id);
+uint64_t dg_bump(dg_graph *g);
+uint32_t obj_table_add(obj_table *t, uint32_t ns, uint32_t name);
+const char *dg_s(const dg_graph *g, uint32_t id);
+
+/* graph_slice.c */
+de_rc dg_slice_upsert(dg_graph *g, dg_slice *s, de_arena *a, json_t *json, uint32_t *sid);
+de_rc dg_slice_delete(dg_graph *g, uint32_t sid);
+void dg_rule_upsert(dg_graph *g, dg_taint_rule *r, de_arena *a, json_t *json, uint32_t *rid);
+void dg_rule_delete(dg_graph *g, uint32_t rid);
+uint32_t dg_pool_get_or_add(dg_graph *g, uint32_t driver, uint32_t name);
+void dg_slices_free(dg_graph *g);
+
+/* graph_claim.c */
+void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, uint32_t *clid);
+void dg_claim_delete(dg_graph *g, uint32_t clid);
+void dg_claims_free(dg_graph *g);
+void dg_pod_upsert(dg_graph *g, dg_pod *p, de_arena *a, json_t *json, uint32_t *pid);
+void dg_pod_delete(dg_graph *g, uint32_t pid);
+
+/* graph_encode.c */
+json_t *dg_encode_claim_status(const dg_graph *g, const dg_claim *c, json_t *orig_status);
+
+#endif

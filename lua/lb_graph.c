@@ -1,0 +1,1177 @@
+/*
+ * lb_graph.c - core.graph(): the device graph for specs and tools
+ * ("draengine.Graph").
+ *
+ *   local g = core.graph{keep_slice_json = true, skip_validation = false,
+ *                        gates = "DRAListTypeAttributes=true"}
+ *   g:load(path)                    -- file or directory; raises the engine's message
+ *   g:apply(table_or_text)          -- one object (table) or manifest text; returns kinds
+ *   g:check(table)                  -- validate only: true, or nil + message
+ *   g:remove(kind, ns, name)
+ *   g:nodes() g:pools() g:pool(driver, name) g:devices{driver=, pool=, node=}
+ *   g:device(driver, pool, name)    -- attributes (qualified name -> value), capacity (text)
+ *   g:slices_on_node(node) g:shared_slices() g:slice(name)
+ *   g:class(name) g:class_for_extended_resource(name)
+ *   g:claim(ns, name) g:claim_json(ns, name) g:claims()
+ *   g:set_allocation(ns, name, allocation_table) g:deallocate(ns, name)
+ *   g:reserve(ns, name, {resource=, name=, uid=, apiGroup=})
+ *   g:claim_from_template(pod_ns, pod_name, index) g:pod(ns, name)
+ *   g:usage([driver, pool, device]) g:usage_generation()
+ *   g:set_derived(driver, pool, device, {["dom/id"] = value, ...})
+ *   g:nodesel_match(selector_table, node_name, labels_table)
+ *   g:stats() g:generation()
+ *
+ * Tables returned are snapshots (plain Lua data), so a spec can keep them
+ * across later changes and compare.
+ */
+#include "../engine/base/quantity.h"
+#include "../engine/model/dg.h"
+#include "lb.h"
+#include "lb_json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GRAPH_CLASS "draengine.Graph"
+
+typedef struct lgraph {
+    dg_graph *g;
+} lgraph;
+
+static dg_graph *check_graph(lua_State *L)
+{
+    lgraph *u = luaL_checkudata(L, 1, GRAPH_CLASS);
+    if (!u->g)
+        luaL_error(L, "graph is closed");
+    return u->g;
+}
+
+static int raise_err(lua_State *L, const de_err *e)
+{
+    lua_pushstring(L, e->msg[0] ? e->msg : de_rc_str(e->rc));
+    return lua_error(L);
+}
+
+static uint32_t id_of(dg_graph *g, const char *s)
+{
+    return de_intern_cstr(dg_intern(g), s ? s : "");
+}
+
+static const char *S(dg_graph *g, uint32_t id)
+{
+    return de_intern_str(dg_intern(g), id);
+}
+
+static void set_str(lua_State *L, const char *k, const char *v)
+{
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_int(lua_State *L, const char *k, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_bool(lua_State *L, const char *k, bool v)
+{
+    lua_pushboolean(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void push_qty(lua_State *L, de_qty q)
+{
+    char buf[DE_QTY_TEXT_MAX];
+    de_qty_format(q, buf, sizeof buf);
+    lua_pushstring(L, buf);
+}
+
+static dg_kind kind_of(lua_State *L, int idx)
+{
+    const char *k = luaL_checkstring(L, idx);
+    for (int i = DG_KIND_RESOURCE_SLICE; i < DG_KIND_OTHER; i++)
+        if (!strcmp(k, dg_kind_name((dg_kind)i)))
+            return (dg_kind)i;
+    luaL_error(L, "unknown kind \"%s\"", k);
+    return DG_KIND_NONE;
+}
+
+/* ---- construction ---------------------------------------------------------------- */
+
+static int l_graph(lua_State *L)
+{
+    dg_opts opts = {0};
+    de_gates gates;
+    de_gates_default(&gates);
+    if (lua_istable(L, 1)) {
+        lua_getfield(L, 1, "keep_slice_json");
+        opts.keep_slice_json = lua_toboolean(L, -1);
+        lua_getfield(L, 1, "skip_validation");
+        opts.skip_validation = lua_toboolean(L, -1);
+        lua_getfield(L, 1, "keep_going");
+        opts.keep_going = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+        lua_getfield(L, 1, "gates");
+        if (lua_isstring(L, -1)) {
+            de_err e;
+            de_err_clear(&e);
+            if (de_gates_parse(&gates, lua_tostring(L, -1), &e) != DE_OK)
+                return raise_err(L, &e);
+        }
+        lua_pop(L, 3);
+    }
+    opts.gates = &gates;
+    lgraph *u = lua_newuserdatauv(L, sizeof *u, 0);
+    u->g = NULL;
+    luaL_setmetatable(L, GRAPH_CLASS);
+    u->g = dg_new(NULL, &opts);
+    return 1;
+}
+
+static int l_gc(lua_State *L)
+{
+    lgraph *u = luaL_checkudata(L, 1, GRAPH_CLASS);
+    dg_free(u->g);
+    u->g = NULL;
+    return 0;
+}
+
+static int l_tostring(lua_State *L)
+{
+    lgraph *u = luaL_checkudata(L, 1, GRAPH_CLASS);
+    if (!u->g) {
+        lua_pushstring(L, "draengine.Graph (closed)");
+        return 1;
+    }
+    dg_stats st;
+    dg_get_stats(u->g, &st);
+    lua_pushfstring(L, "draengine.Graph (%d slices, %d devices)", (int)st.slices, (int)st.devices);
+    return 1;
+}
+
+/* ---- loading ------------------------------------------------------------------------ */
+
+static int l_load(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    de_err e;
+    de_err_clear(&e);
+    if (dg_load_path(g, luaL_checkstring(L, 2), &e) != DE_OK)
+        return raise_err(L, &e);
+    lua_pushvalue(L, 1);
+    return 1;
+}
+
+static int apply_or_check(lua_State *L, bool commit)
+{
+    dg_graph *g = check_graph(L);
+    de_err e;
+    de_err_clear(&e);
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        size_t n;
+        const char *text = lua_tolstring(L, 2, &n);
+        if (!commit)
+            return luaL_error(L, "check takes a table");
+        if (dg_load_text(g, "<string>", text, n, &e) != DE_OK)
+            return raise_err(L, &e);
+        lua_pushvalue(L, 1);
+        return 1;
+    }
+    luaL_checktype(L, 2, LUA_TTABLE);
+    json_t *obj = lb_to_json(L, 2);
+    de_origin o = {"<table>", 1, -1};
+    dg_kind kind = DG_KIND_NONE;
+    de_rc rc = commit ? dg_apply(g, obj, &o, &kind, &e) : dg_check(g, obj, &o, &kind, &e);
+    json_decref(obj);
+    if (rc != DE_OK) {
+        if (commit)
+            return raise_err(L, &e);
+        lua_pushnil(L);
+        lua_pushstring(L, e.msg);
+        lua_pushstring(L, e.path);
+        return 3;
+    }
+    if (commit)
+        lua_pushstring(L, dg_kind_name(kind));
+    else
+        lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int l_apply(lua_State *L) { return apply_or_check(L, true); }
+static int l_check(lua_State *L) { return apply_or_check(L, false); }
+
+static int l_remove(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    dg_kind k = kind_of(L, 2);
+    const char *ns = luaL_optstring(L, 3, "");
+    const char *name = luaL_checkstring(L, 4);
+    de_err e;
+    de_err_clear(&e);
+    if (dg_remove(g, k, ns, name, &e) != DE_OK)
+        return raise_err(L, &e);
+    return 0;
+}
+
+/* ---- nodes, pools, slices ------------------------------------------------------------- */
+
+static de_interner *sort_in;
+static int cmp_names(const void *a, const void *b)
+{
+    return de_intern_cmp(sort_in, *(const uint32_t *)a, *(const uint32_t *)b);
+}
+
+static int l_nodes(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    const uint32_t *names;
+    uint32_t n;
+    dg_slice_nodes(g, &names, &n);
+    uint32_t lim = dg_node_id_limit(g);
+    uint32_t *all = malloc((n + lim + 1) * sizeof *all), cnt = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t *s;
+        uint32_t ns;
+        dg_slices_on_node(g, names[i], &s, &ns);
+        if (ns)
+            all[cnt++] = names[i];
+    }
+    for (uint32_t i = 0; i < lim; i++) {
+        const dg_node *node = dg_node_get(g, i);
+        if (node)
+            all[cnt++] = node->meta.name;
+    }
+    sort_in = dg_intern(g);
+    qsort(all, cnt, sizeof *all, cmp_names);
+    lua_newtable(L);
+    int k = 0;
+    for (uint32_t i = 0; i < cnt; i++) {
+        if (i && all[i] == all[i - 1])
+            continue;
+        lua_pushstring(L, S(g, all[i]));
+        lua_rawseti(L, -2, ++k);
+    }
+    free(all);
+    return 1;
+}
+
+static void push_pool(lua_State *L, dg_graph *g, uint32_t pid, const dg_pool *p)
+{
+    lua_newtable(L);
+    set_int(L, "id", pid);
+    set_str(L, "driver", S(g, p->driver));
+    set_str(L, "name", S(g, p->name));
+    set_int(L, "generation", p->max_generation);
+    set_int(L, "slice_count", p->slice_count);
+    set_int(L, "slices_at_generation", p->nslices_at_max);
+    set_int(L, "gen", (lua_Integer)p->gen);
+    set_bool(L, "complete", dg_pool_complete(g, pid));
+    lua_newtable(L);
+    for (uint32_t i = 0; i < p->nslices; i++) {
+        lua_pushstring(L, S(g, dg_slice_get(g, p->slices[i])->meta.name));
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "slices");
+}
+
+static int l_pools(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    lua_newtable(L);
+    int k = 0;
+    for (uint32_t i = 0; i < dg_pool_id_limit(g); i++) {
+        dg_pool p;
+        if (!dg_pool_get(g, i, &p))
+            continue;
+        push_pool(L, g, i, &p);
+        lua_rawseti(L, -2, ++k);
+    }
+    return 1;
+}
+
+static int l_pool(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    uint32_t pid = dg_pool_find(g, id_of(g, luaL_checkstring(L, 2)), id_of(g, luaL_checkstring(L, 3)));
+    dg_pool p;
+    if (pid == DG_NONE || !dg_pool_get(g, pid, &p)) {
+        lua_pushnil(L);
+        return 1;
+    }
+    push_pool(L, g, pid, &p);
+    return 1;
+}
+
+static void push_slice_names(lua_State *L, dg_graph *g, const uint32_t *sids, uint32_t n)
+{
+    lua_newtable(L);
+    for (uint32_t i = 0; i < n; i++) {
+        lua_pushstring(L, S(g, dg_slice_get(g, sids[i])->meta.name));
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+static int l_slices_on_node(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    const uint32_t *s;
+    uint32_t n;
+    dg_slices_on_node(g, id_of(g, luaL_checkstring(L, 2)), &s, &n);
+    push_slice_names(L, g, s, n);
+    return 1;
+}
+
+static int l_shared_slices(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    const uint32_t *s;
+    uint32_t n;
+    dg_slices_shared(g, &s, &n);
+    push_slice_names(L, g, s, n);
+    return 1;
+}
+
+static int l_slices_of_driver(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    const uint32_t *s;
+    uint32_t n;
+    dg_slices_of_driver(g, id_of(g, luaL_checkstring(L, 2)), &s, &n);
+    push_slice_names(L, g, s, n);
+    return 1;
+}
+
+static int l_slice(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    uint32_t sid = dg_slice_find(g, luaL_checkstring(L, 2));
+    if (sid == DG_NONE) {
+        lua_pushnil(L);
+        return 1;
+    }
+    const dg_slice *s = dg_slice_get(g, sid);
+    static const char *const modes[] = {"none", "nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection"};
+    lua_newtable(L);
+    set_int(L, "id", sid);
+    set_str(L, "name", S(g, s->meta.name));
+    set_str(L, "driver", S(g, s->driver));
+    set_str(L, "pool", S(g, s->pool));
+    set_int(L, "generation", s->generation);
+    set_int(L, "slice_count", s->slice_count);
+    set_str(L, "node_selection", modes[s->ns_mode < 5 ? s->ns_mode : 0]);
+    if (s->node_name)
+        set_str(L, "node", S(g, s->node_name));
+    set_int(L, "input_version", s->input_version);
+    lua_newtable(L);
+    for (uint32_t i = 0; i < s->ndevices; i++) {
+        lua_pushstring(L, S(g, s->devices[i].name));
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "devices");
+    lua_newtable(L);
+    for (uint32_t i = 0; i < s->ncountersets; i++) {
+        lua_newtable(L);
+        for (uint32_t j = 0; j < s->countersets[i].ncounters; j++) {
+            push_qty(L, s->countersets[i].counters[j].value);
+            lua_setfield(L, -2, S(g, s->countersets[i].counters[j].name));
+        }
+        lua_setfield(L, -2, S(g, s->countersets[i].name));
+    }
+    lua_setfield(L, -2, "counters");
+    if (s->ns_mode == DG_NS_NODE_SELECTOR) {
+        json_t *j = dg_encode_nodesel(g, &s->node_selector);
+        lb_push_json(L, j);
+        json_decref(j);
+        lua_setfield(L, -2, "node_selector");
+    }
+    return 1;
+}
+
+/* ---- devices ------------------------------------------------------------------------- */
+
+static void qualified(dg_graph *g, uint32_t domain, uint32_t name, bool bare, char *buf, size_t cap)
+{
+    (void)bare;
+    snprintf(buf, cap, "%s/%s", S(g, domain), S(g, name));
+}
+
+static void push_attrval(lua_State *L, dg_graph *g, const de_attrval *v)
+{
+    switch (v->kind) {
+    case DE_V_INT: lua_pushinteger(L, v->u.i); return;
+    case DE_V_BOOL: lua_pushboolean(L, v->u.b); return;
+    case DE_V_STRING:
+    case DE_V_VERSION: lua_pushstring(L, S(g, v->u.s)); return;
+    case DE_V_INTS:
+    case DE_V_BOOLS:
+    case DE_V_STRINGS:
+    case DE_V_VERSIONS:
+        lua_createtable(L, (int)v->n, 0);
+        for (uint32_t i = 0; i < v->n; i++) {
+            if (v->kind == DE_V_INTS)
+                lua_pushinteger(L, v->u.ints[i]);
+            else if (v->kind == DE_V_BOOLS)
+                lua_pushboolean(L, v->u.bools[i]);
+            else
+                lua_pushstring(L, S(g, v->u.strs[i]));
+            lua_rawseti(L, -2, i + 1);
+        }
+        return;
+    default: lua_pushnil(L);
+    }
+}
+
+static const char *vkind_name(int k)
+{
+    static const char *const n[] = {"none", "int", "bool", "string", "version", "ints", "bools", "strings", "versions"};
+    return k >= 0 && k <= 8 ? n[k] : "none";
+}
+
+static void push_taints(lua_State *L, dg_graph *g, const dg_taint *t, uint32_t n)
+{
+    lua_newtable(L);
+    for (uint32_t i = 0; i < n; i++) {
+        lua_newtable(L);
+        set_str(L, "key", S(g, t[i].key));
+        set_str(L, "value", S(g, t[i].value));
+        set_str(L, "effect", S(g, t[i].effect_raw));
+        if (t[i].rule)
+            set_str(L, "rule", S(g, t[i].rule));
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+static void push_device(lua_State *L, dg_graph *g, uint32_t devid, bool full)
+{
+    de_devview v;
+    dg_device_view(g, devid, &v);
+    dg_devref ref;
+    dg_device_ref(g, devid, &ref);
+    const dg_device *d = dg_device_get(g, devid);
+    lua_newtable(L);
+    set_int(L, "id", devid);
+    set_int(L, "gen", v.gen);
+    set_str(L, "driver", S(g, v.driver));
+    set_str(L, "pool", S(g, v.pool));
+    set_str(L, "name", S(g, v.name));
+    set_str(L, "slice", S(g, dg_slice_get(g, ref.slice)->meta.name));
+    if (v.node)
+        set_str(L, "node", S(g, v.node));
+    if (!full)
+        return;
+    char key[256];
+    lua_newtable(L);
+    lua_newtable(L);
+    for (uint32_t i = 0; i < v.nattrs; i++) {
+        qualified(g, v.attrs[i].domain, v.attrs[i].name, v.attrs[i].bare, key, sizeof key);
+        push_attrval(L, g, &v.attrs[i].v);
+        lua_setfield(L, -3, key);
+        lua_pushstring(L, vkind_name(v.attrs[i].v.kind));
+        lua_setfield(L, -2, key);
+    }
+    lua_setfield(L, -3, "attribute_types");
+    lua_setfield(L, -2, "attributes");
+    lua_newtable(L);
+    for (uint32_t i = 0; i < v.nderived; i++) {
+        qualified(g, v.derived[i].domain, v.derived[i].name, false, key, sizeof key);
+        push_attrval(L, g, &v.derived[i].v);
+        lua_setfield(L, -2, key);
+    }
+    lua_setfield(L, -2, "derived");
+    lua_newtable(L);
+    for (uint32_t i = 0; i < v.ncaps; i++) {
+        qualified(g, v.caps[i].domain, v.caps[i].name, v.caps[i].bare, key, sizeof key);
+        push_qty(L, v.caps[i].value);
+        lua_setfield(L, -2, key);
+    }
+    lua_setfield(L, -2, "capacity");
+    lua_newtable(L);
+    for (uint32_t i = 0; i < d->ncaps; i++) {
+        const dg_reqpolicy *p = d->policies ? d->policies[i] : NULL;
+        if (!p)
+            continue;
+        qualified(g, d->caps[i].domain, d->caps[i].name, d->caps[i].bare, key, sizeof key);
+        lua_newtable(L);
+        if (p->has_default) {
+            push_qty(L, p->dflt);
+            lua_setfield(L, -2, "default");
+        }
+        if (p->kind == DG_RP_VALUES) {
+            lua_newtable(L);
+            for (uint32_t k = 0; k < p->nvalues; k++) {
+                push_qty(L, p->values[k]);
+                lua_rawseti(L, -2, k + 1);
+            }
+            lua_setfield(L, -2, "valid_values");
+        } else if (p->kind == DG_RP_RANGE) {
+            push_qty(L, p->min);
+            lua_setfield(L, -2, "min");
+            if (p->has_max) {
+                push_qty(L, p->max);
+                lua_setfield(L, -2, "max");
+            }
+            if (p->has_step) {
+                push_qty(L, p->step);
+                lua_setfield(L, -2, "step");
+            }
+        }
+        lua_setfield(L, -2, key);
+    }
+    lua_setfield(L, -2, "request_policies");
+    const dg_taint *t;
+    uint32_t nt;
+    dg_device_taints(g, devid, &t, &nt);
+    push_taints(L, g, t, nt);
+    lua_setfield(L, -2, "taints");
+    lua_newtable(L);
+    for (uint32_t i = 0; i < d->nconsumes; i++) {
+        lua_newtable(L);
+        set_str(L, "counter_set", S(g, d->consumes[i].counterset));
+        lua_newtable(L);
+        for (uint32_t j = 0; j < d->consumes[i].ncounters; j++) {
+            push_qty(L, d->consumes[i].counters[j].value);
+            lua_setfield(L, -2, S(g, d->consumes[i].counters[j].name));
+        }
+        lua_setfield(L, -2, "counters");
+        lua_newtable(L);
+        for (uint32_t j = 0; j < d->consumes[i].ngroups; j++) {
+            lua_pushstring(L, S(g, d->consumes[i].groups[j]));
+            lua_rawseti(L, -2, j + 1);
+        }
+        lua_setfield(L, -2, "groups");
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "consumes");
+    lua_newtable(L);
+    for (uint32_t i = 0; i < d->nbinding_conditions; i++) {
+        lua_pushstring(L, S(g, d->binding_conditions[i]));
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "binding_conditions");
+    if (d->allow_multi >= 0)
+        set_bool(L, "allow_multiple_allocations", d->allow_multi == 1);
+    if (d->binds_to_node >= 0)
+        set_bool(L, "binds_to_node", d->binds_to_node == 1);
+}
+
+static int l_device(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    uint32_t id = dg_device_find(g, id_of(g, luaL_checkstring(L, 2)), id_of(g, luaL_checkstring(L, 3)),
+                                 id_of(g, luaL_checkstring(L, 4)));
+    if (id == DG_NONE) {
+        lua_pushnil(L);
+        return 1;
+    }
+    push_device(L, g, id, true);
+    return 1;
+}
+
+static int l_devices(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    const char *fd = NULL, *fp = NULL, *fn = NULL;
+    bool full = false;
+    if (lua_istable(L, 2)) {
+        lua_getfield(L, 2, "driver");
+        fd = lua_tostring(L, -1);
+        lua_getfield(L, 2, "pool");
+        fp = lua_tostring(L, -1);
+        lua_getfield(L, 2, "node");
+        fn = lua_tostring(L, -1);
+        lua_getfield(L, 2, "full");
+        full = lua_toboolean(L, -1);
+        lua_pop(L, 4);
+    }
+    uint32_t d = fd ? id_of(g, fd) : 0, p = fp ? id_of(g, fp) : 0, n = fn ? id_of(g, fn) : 0;
+    lua_newtable(L);
+    int k = 0;
+    for (uint32_t i = 0; i < dg_device_id_limit(g); i++) {
+        de_devview v;
+        if (!dg_device_get(g, i))
+            continue;
+        dg_device_view(g, i, &v);
+        if ((fd && v.driver != d) || (fp && v.pool != p) || (fn && v.node != n))
+            continue;
+        push_device(L, g, i, full);
+        lua_rawseti(L, -2, ++k);
+    }
+    return 1;
+}
+
+static int l_set_derived(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    uint32_t id = dg_device_find(g, id_of(g, luaL_checkstring(L, 2)), id_of(g, luaL_checkstring(L, 3)),
+                                 id_of(g, luaL_checkstring(L, 4)));
+    if (id == DG_NONE)
+        return luaL_error(L, "no such device");
+    luaL_checktype(L, 5, LUA_TTABLE);
+    de_attr attrs[64];
+    int64_t ints[64][8];
+    uint32_t strs[64][8];
+    uint32_t n = 0;
+    /* deterministic order: sort keys */
+    lua_newtable(L);
+    int nk = 0;
+    lua_pushnil(L);
+    while (lua_next(L, 5)) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, -3, ++nk);
+    }
+    lua_getglobal(L, "table");
+    lua_getfield(L, -1, "sort");
+    lua_pushvalue(L, -3);
+    lua_call(L, 1, 0);
+    lua_pop(L, 1);
+    for (int i = 1; i <= nk && n < 64; i++) {
+        lua_rawgeti(L, -1, i);
+        const char *key = lua_tostring(L, -1);
+        const char *slash = strchr(key, '/');
+        if (!slash)
+            return luaL_error(L, "derived attribute names need a domain: %s", key);
+        de_attr *a = &attrs[n];
+        memset(a, 0, sizeof *a);
+        a->domain = de_intern(dg_intern(g), key, (size_t)(slash - key));
+        a->name = de_intern_cstr(dg_intern(g), slash + 1);
+        lua_gettable(L, 5);
+        if (lua_isinteger(L, -1)) {
+            a->v.kind = DE_V_INT;
+            a->v.n = 1;
+            a->v.u.i = lua_tointeger(L, -1);
+        } else if (lua_isboolean(L, -1)) {
+            a->v.kind = DE_V_BOOL;
+            a->v.n = 1;
+            a->v.u.b = lua_toboolean(L, -1);
+        } else if (lua_isstring(L, -1)) {
+            a->v.kind = DE_V_STRING;
+            a->v.n = 1;
+            a->v.u.s = de_intern_cstr(dg_intern(g), lua_tostring(L, -1));
+        } else if (lua_istable(L, -1)) {
+            lua_Integer len = luaL_len(L, -1);
+            if (len > 8)
+                len = 8;
+            lua_rawgeti(L, -1, 1);
+            bool is_int = lua_isinteger(L, -1);
+            lua_pop(L, 1);
+            a->v.kind = is_int ? DE_V_INTS : DE_V_STRINGS;
+            a->v.n = (uint32_t)len;
+            for (lua_Integer j = 1; j <= len; j++) {
+                lua_rawgeti(L, -1, j);
+                if (is_int)
+                    ints[n][j - 1] = lua_tointeger(L, -1);
+                else
+                    strs[n][j - 1] = de_intern_cstr(dg_intern(g), luaL_checkstring(L, -1));
+                lua_pop(L, 1);
+            }
+            if (is_int)
+                a->v.u.ints = ints[n];
+            else
+                a->v.u.strs = strs[n];
+        }
+        lua_pop(L, 1);
+        n++;
+    }
+    dg_device_set_derived(g, id, attrs, n);
+    dg_devref ref;
+    dg_device_ref(g, id, &ref);
+    lua_pushinteger(L, ref.gen);
+    return 1;
+}
+
+/* ---- classes -------------------------------------------------------------------------- */
+
+static void push_class(lua_State *L, dg_graph *g, uint32_t cid)
+{
+    const dg_class *c = dg_class_get(g, cid);
+    lua_newtable(L);
+    set_int(L, "id", cid);
+    set_str(L, "name", S(g, c->meta.name));
+    set_int(L, "gen", (lua_Integer)dg_class_generation(g, cid));
+    if (c->extended_resource_name)
+        set_str(L, "extended_resource_name", S(g, c->extended_resource_name));
+    lua_newtable(L);
+    for (uint32_t i = 0; i < c->nselectors; i++) {
+        lua_pushstring(L, S(g, c->selectors[i].expr));
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "selectors");
+    set_int(L, "config", c->nconfig);
+}
+
+static int l_class(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    uint32_t cid = dg_class_find(g, id_of(g, luaL_checkstring(L, 2)));
+    if (cid == DG_NONE) {
+        lua_pushnil(L);
+        return 1;
+    }
+    push_class(L, g, cid);
+    return 1;
+}
+
+static int l_class_for_ext(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    uint32_t cid = dg_class_for_extended_resource(g, id_of(g, luaL_checkstring(L, 2)));
+    if (cid == DG_NONE)
+        lua_pushnil(L);
+    else
+        lua_pushstring(L, S(g, dg_class_get(g, cid)->meta.name));
+    return 1;
+}
+
+/* ---- claims ------------------------------------------------------------------------- */
+
+static uint32_t find_claim(lua_State *L, dg_graph *g)
+{
+    const char *ns = luaL_checkstring(L, 2), *name = luaL_checkstring(L, 3);
+    uint32_t id = dg_claim_find(g, id_of(g, ns), id_of(g, name));
+    if (id == DG_NONE)
+        luaL_error(L, "ResourceClaim \"%s/%s\" not found", ns, name);
+    return id;
+}
+
+static void push_exact(lua_State *L, dg_graph *g, const dg_exact *x)
+{
+    static const char *const modes[] = {"ExactCount", "All", "unknown"};
+    lua_newtable(L);
+    if (x->name)
+        set_str(L, "name", S(g, x->name));
+    set_str(L, "device_class", S(g, x->class_name));
+    set_str(L, "allocation_mode", modes[x->mode < 3 ? x->mode : 2]);
+    set_int(L, "count", x->count);
+    if (x->admin_access >= 0)
+        set_bool(L, "admin_access", x->admin_access == 1);
+    lua_newtable(L);
+    for (uint32_t i = 0; i < x->nselectors; i++) {
+        lua_pushstring(L, S(g, x->selectors[i].expr));
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "selectors");
+    set_int(L, "tolerations", x->ntolerations);
+    lua_newtable(L);
+    for (uint32_t i = 0; i < x->ncapacity; i++) {
+        push_qty(L, x->capacity[i].value);
+        lua_setfield(L, -2, S(g, x->capacity[i].key));
+    }
+    lua_setfield(L, -2, "capacity");
+    lua_newtable(L);
+    for (uint32_t i = 0; i < x->nderived; i++) {
+        lua_pushstring(L, S(g, x->derived[i].expr));
+        lua_setfield(L, -2, S(g, x->derived[i].name));
+    }
+    lua_setfield(L, -2, "derived_attributes");
+}
+
+static void push_claim(lua_State *L, dg_graph *g, uint32_t id)
+{
+    const dg_claim *c = dg_claim_get(g, id);
+    lua_newtable(L);
+    set_int(L, "id", id);
+    set_str(L, "namespace", S(g, c->meta.ns));
+    set_str(L, "name", S(g, c->meta.name));
+    set_int(L, "gen", (lua_Integer)dg_claim_generation(g, id));
+    set_bool(L, "allocated", c->allocated);
+    lua_newtable(L);
+    for (uint32_t i = 0; i < c->spec.nrequests; i++) {
+        const dg_request *q = &c->spec.requests[i];
+        if (q->has_exactly) {
+            push_exact(L, g, &q->exactly);
+        } else {
+            lua_newtable(L);
+            lua_newtable(L);
+            for (uint32_t j = 0; j < q->nsubs; j++) {
+                push_exact(L, g, &q->subs[j]);
+                lua_rawseti(L, -2, j + 1);
+            }
+            lua_setfield(L, -2, "first_available");
+        }
+        set_str(L, "request", S(g, q->name));
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "requests");
+    lua_newtable(L);
+    for (uint32_t i = 0; i < c->spec.nconstraints; i++) {
+        const dg_constraint *k = &c->spec.constraints[i];
+        lua_newtable(L);
+        if (k->match_attribute)
+            set_str(L, "match_attribute", S(g, k->match_attribute));
+        if (k->distinct_attribute)
+            set_str(L, "distinct_attribute", S(g, k->distinct_attribute));
+        lua_newtable(L);
+        for (uint32_t j = 0; j < k->nrequests; j++) {
+            lua_pushstring(L, S(g, k->requests[j]));
+            lua_rawseti(L, -2, j + 1);
+        }
+        lua_setfield(L, -2, "requests");
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "constraints");
+    set_int(L, "config", c->spec.nconfig);
+    lua_newtable(L);
+    for (uint32_t i = 0; i < c->nreserved_for; i++) {
+        lua_newtable(L);
+        set_str(L, "resource", S(g, c->reserved_for[i].resource));
+        set_str(L, "name", S(g, c->reserved_for[i].name));
+        set_str(L, "uid", S(g, c->reserved_for[i].uid));
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "reserved_for");
+    if (c->allocated) {
+        json_t *j = dg_encode_allocation(g, &c->allocation);
+        lb_push_json(L, j);
+        json_decref(j);
+        lua_setfield(L, -2, "allocation");
+    }
+}
+
+static int l_claim(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    uint32_t id = dg_claim_find(g, id_of(g, luaL_checkstring(L, 2)), id_of(g, luaL_checkstring(L, 3)));
+    if (id == DG_NONE) {
+        lua_pushnil(L);
+        return 1;
+    }
+    push_claim(L, g, id);
+    return 1;
+}
+
+static int l_claims(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    lua_newtable(L);
+    int k = 0;
+    for (uint32_t i = 0; i < dg_claim_id_limit(g); i++) {
+        const dg_claim *c = dg_claim_get(g, i);
+        if (!c)
+            continue;
+        lua_newtable(L);
+        set_str(L, "namespace", S(g, c->meta.ns));
+        set_str(L, "name", S(g, c->meta.name));
+        set_bool(L, "allocated", c->allocated);
+        lua_rawseti(L, -2, ++k);
+    }
+    return 1;
+}
+
+static int l_claim_json(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    json_t *j = dg_claim_json(g, find_claim(L, g));
+    char *s = json_dumps(j, JSON_COMPACT);
+    lua_pushstring(L, s);
+    free(s);
+    return 1;
+}
+
+static int l_set_allocation(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    uint32_t id = find_claim(L, g);
+    luaL_checktype(L, 4, LUA_TTABLE);
+    json_t *j = lb_to_json(L, 4);
+    de_arena *a = de_arena_new(0);
+    dg_allocation al;
+    de_err e;
+    de_err_clear(&e);
+    de_rc rc = dg_decode_allocation(g, j, a, &al, &e);
+    if (rc == DE_OK)
+        rc = dg_claim_set_allocation(g, id, &al, &e);
+    json_decref(j);
+    de_arena_free(a);
+    if (rc != DE_OK)
+        return raise_err(L, &e);
+    return 0;
+}
+
+static int l_deallocate(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    de_err e;
+    de_err_clear(&e);
+    if (dg_claim_deallocate(g, find_claim(L, g), &e) != DE_OK)
+        return raise_err(L, &e);
+    return 0;
+}
+
+static int l_reserve(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    uint32_t id = find_claim(L, g);
+    luaL_checktype(L, 4, LUA_TTABLE);
+    dg_consumer c = {0};
+    const char *fields[] = {"apiGroup", "resource", "name", "uid"};
+    uint32_t *dst[] = {&c.api_group, &c.resource, &c.name, &c.uid};
+    for (int i = 0; i < 4; i++) {
+        lua_getfield(L, 4, fields[i]);
+        if (lua_isstring(L, -1))
+            *dst[i] = id_of(g, lua_tostring(L, -1));
+        lua_pop(L, 1);
+    }
+    de_err e;
+    de_err_clear(&e);
+    if (dg_claim_add_reservation(g, id, &c, &e) != DE_OK)
+        return raise_err(L, &e);
+    return 0;
+}
+
+static int l_claim_from_template(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    const char *ns = luaL_checkstring(L, 2), *name = luaL_checkstring(L, 3);
+    lua_Integer idx = luaL_optinteger(L, 4, 1);
+    uint32_t pid = dg_pod_find(g, id_of(g, ns), id_of(g, name));
+    if (pid == DG_NONE)
+        return luaL_error(L, "Pod \"%s/%s\" not found", ns, name);
+    uint32_t clid;
+    de_err e;
+    de_err_clear(&e);
+    if (dg_claim_from_template(g, pid, (uint32_t)(idx - 1), &clid, &e) != DE_OK)
+        return raise_err(L, &e);
+    lua_pushstring(L, S(g, dg_claim_get(g, clid)->meta.name));
+    return 1;
+}
+
+static int l_pod(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    uint32_t pid = dg_pod_find(g, id_of(g, luaL_checkstring(L, 2)), id_of(g, luaL_checkstring(L, 3)));
+    if (pid == DG_NONE) {
+        lua_pushnil(L);
+        return 1;
+    }
+    const dg_pod *p = dg_pod_get(g, pid);
+    lua_newtable(L);
+    set_str(L, "namespace", S(g, p->meta.ns));
+    set_str(L, "name", S(g, p->meta.name));
+    if (p->node_name)
+        set_str(L, "node_name", S(g, p->node_name));
+    lua_newtable(L);
+    for (uint32_t i = 0; i < p->nclaims; i++) {
+        lua_newtable(L);
+        set_str(L, "name", S(g, p->claims[i].name));
+        if (p->claims[i].claim_name)
+            set_str(L, "resource_claim_name", S(g, p->claims[i].claim_name));
+        if (p->claims[i].template_name)
+            set_str(L, "resource_claim_template_name", S(g, p->claims[i].template_name));
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "claims");
+    lua_newtable(L);
+    for (uint32_t i = 0; i < p->nclaim_statuses; i++) {
+        lua_pushstring(L, S(g, p->claim_statuses[i].claim_name));
+        lua_setfield(L, -2, S(g, p->claim_statuses[i].name));
+    }
+    lua_setfield(L, -2, "claim_statuses");
+    lua_newtable(L);
+    for (uint32_t i = 0; i < p->ncontainers; i++) {
+        const dg_container *c = &p->containers[i];
+        lua_newtable(L);
+        set_str(L, "name", S(g, c->name));
+        set_bool(L, "init", c->init);
+        set_bool(L, "sidecar", c->sidecar);
+        lua_newtable(L);
+        for (uint32_t j = 0; j < c->nrequests; j++) {
+            push_qty(L, c->requests[j].value);
+            lua_setfield(L, -2, S(g, c->requests[j].name));
+        }
+        lua_setfield(L, -2, "requests");
+        lua_newtable(L);
+        for (uint32_t j = 0; j < c->nlimits; j++) {
+            push_qty(L, c->limits[j].value);
+            lua_setfield(L, -2, S(g, c->limits[j].name));
+        }
+        lua_setfield(L, -2, "limits");
+        lua_newtable(L);
+        for (uint32_t j = 0; j < c->nclaims; j++) {
+            lua_pushstring(L, S(g, c->claims[j].name));
+            lua_rawseti(L, -2, j + 1);
+        }
+        lua_setfield(L, -2, "claims");
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "containers");
+    set_int(L, "tolerations", p->ntolerations);
+    set_bool(L, "has_required_affinity", p->has_required_affinity);
+    return 1;
+}
+
+/* ---- usage ---------------------------------------------------------------------------- */
+
+static void push_usage(lua_State *L, const dg_usage *u, dg_graph *g)
+{
+    lua_newtable(L);
+    set_int(L, "exclusive", u->exclusive);
+    set_int(L, "shared", u->shared);
+    lua_newtable(L);
+    for (uint32_t i = 0; i < u->nconsumed; i++) {
+        push_qty(L, u->consumed[i].value);
+        lua_setfield(L, -2, S(g, u->consumed[i].key));
+    }
+    lua_setfield(L, -2, "consumed");
+}
+
+typedef struct usage_ctx {
+    lua_State *L;
+    dg_graph *g;
+    int k;
+} usage_ctx;
+
+static void usage_cb(void *ctx, uint32_t driver, uint32_t pool, uint32_t device, const dg_usage *u)
+{
+    usage_ctx *c = ctx;
+    push_usage(c->L, u, c->g);
+    set_str(c->L, "driver", S(c->g, driver));
+    set_str(c->L, "pool", S(c->g, pool));
+    set_str(c->L, "device", S(c->g, device));
+    lua_rawseti(c->L, -2, ++c->k);
+}
+
+static int l_usage(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    if (lua_gettop(L) >= 4) {
+        dg_usage u;
+        if (!dg_usage_get(g, id_of(g, luaL_checkstring(L, 2)), id_of(g, luaL_checkstring(L, 3)),
+                          id_of(g, luaL_checkstring(L, 4)), &u)) {
+            lua_pushnil(L);
+            return 1;
+        }
+        push_usage(L, &u, g);
+        return 1;
+    }
+    lua_newtable(L);
+    usage_ctx c = {L, g, 0};
+    dg_usage_each(g, usage_cb, &c);
+    return 1;
+}
+
+static int l_usage_generation(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)dg_usage_generation(check_graph(L)));
+    return 1;
+}
+
+/* ---- node selectors -------------------------------------------------------------------- */
+
+static int l_nodesel_match(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    const char *node = luaL_checkstring(L, 3);
+    /* decode the selector through a throwaway slice-free path: a Pod-less
+     * allocation result carries exactly a NodeSelector */
+    json_t *sel = lb_to_json(L, 2);
+    json_t *alloc = json_pack("{s:o}", "nodeSelector", sel);
+    de_arena *a = de_arena_new(0);
+    dg_allocation al;
+    de_err e;
+    de_err_clear(&e);
+    if (dg_decode_allocation(g, alloc, a, &al, &e) != DE_OK) {
+        json_decref(alloc);
+        de_arena_free(a);
+        return raise_err(L, &e);
+    }
+    dg_kv labels[128];
+    uint32_t nl = 0;
+    if (lua_istable(L, 4)) {
+        lua_pushnil(L);
+        while (lua_next(L, 4) && nl < 128) {
+            labels[nl].key = id_of(g, lua_tostring(L, -2));
+            labels[nl].value = id_of(g, lua_tostring(L, -1));
+            nl++;
+            lua_pop(L, 1);
+        }
+    }
+    bool m;
+    de_rc rc = dg_nodesel_match(g, &al.node_selector, id_of(g, node), labels, nl, &m, &e);
+    json_decref(alloc);
+    de_arena_free(a);
+    if (rc != DE_OK)
+        return raise_err(L, &e);
+    lua_pushboolean(L, m);
+    return 1;
+}
+
+/* ---- statistics ---------------------------------------------------------------------- */
+
+static int l_stats(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    dg_stats st;
+    dg_get_stats(g, &st);
+    lua_newtable(L);
+    set_int(L, "slices", st.slices);
+    set_int(L, "devices", st.devices);
+    set_int(L, "pools", st.pools);
+    set_int(L, "classes", st.classes);
+    set_int(L, "claims", st.claims);
+    set_int(L, "templates", st.templates);
+    set_int(L, "taint_rules", st.taint_rules);
+    set_int(L, "nodes", st.nodes);
+    set_int(L, "pods", st.pods);
+    set_int(L, "bytes", (lua_Integer)st.bytes);
+    return 1;
+}
+
+static int l_generation(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)dg_generation(check_graph(L)));
+    return 1;
+}
+
+void lb_open_graph(lua_State *L)
+{
+    static const luaL_Reg methods[] = {
+        {"load", l_load},
+        {"apply", l_apply},
+        {"check", l_check},
+        {"remove", l_remove},
+        {"nodes", l_nodes},
+        {"pools", l_pools},
+        {"pool", l_pool},
+        {"slice", l_slice},
+        {"slices_on_node", l_slices_on_node},
+        {"shared_slices", l_shared_slices},
+        {"slices_of_driver", l_slices_of_driver},
+        {"devices", l_devices},
+        {"device", l_device},
+        {"set_derived", l_set_derived},
+        {"class", l_class},
+        {"class_for_extended_resource", l_class_for_ext},
+        {"claim", l_claim},
+        {"claims", l_claims},
+        {"claim_json", l_claim_json},
+        {"set_allocation", l_set_allocation},
+        {"deallocate", l_deallocate},
+        {"reserve", l_reserve},
+        {"claim_from_template", l_claim_from_template},
+        {"pod", l_pod},
+        {"usage", l_usage},
+        {"usage_generation", l_usage_generation},
+        {"nodesel_match", l_nodesel_match},
+        {"stats", l_stats},
+        {"generation", l_generation},
+        {NULL, NULL},
+    };
+    static const luaL_Reg meta[] = {
+        {"__gc", l_gc},
+        {"__close", l_gc},
+        {"__tostring", l_tostring},
+        {"__index", NULL},
+        {NULL, NULL},
+    };
+    luaL_newmetatable(L, GRAPH_CLASS);
+    luaL_setfuncs(L, meta, 0);
+    luaL_newlib(L, methods);
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+    lua_pushcfunction(L, l_graph);
+    lua_setfield(L, -2, "graph");
+}
