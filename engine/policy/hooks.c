@@ -661,6 +661,29 @@ de_rc pol_set_admit(pol_set *s, const pol_claiminfo *claim, bool *admitted, char
     return DE_OK;
 }
 
+pol_reason pol_set_call_one(pol_set *s, uint32_t pi, unsigned hook, const de_devview *dev,
+                            const pol_nodeinfo *node, const de_devview *placement, uint32_t nplace,
+                            const pol_claiminfo *claim, uint64_t *instr)
+{
+    static __thread cattr cbuf[POL_MAX_DERIVED];
+    pol_policy *p = s->pols[pi];
+    int h = hook == POL_HOOK_DERIVE ? H_DERIVE : hook == POL_HOOK_GROUPS ? H_GROUPS : hook == POL_HOOK_SCORE ? H_SCORE : H_ADMIT;
+    if (!(p->hooks & hook))
+        return POL_R_NONE;
+    callctx c = {.set = s, .p = p, .hook = h, .v = dev, .attrs = cbuf, .node = node, .placement = placement,
+                 .nplace = nplace, .claim = claim};
+    uint64_t before = p->vm.instr_total;
+    pol_reason r = call(s, &c, dev ? device_seed(s, dev) : 0, NULL);
+    if (instr)
+        *instr = p->vm.instr_total - before;
+    return r;
+}
+
+bool pol_set_sees(const pol_set *s, uint32_t pi, uint32_t driver)
+{
+    return sees_driver(s->pols[pi], driver);
+}
+
 void pol_set_stats(const pol_set *s, pol_stats *out)
 {
     *out = s->stats;

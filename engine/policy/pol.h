@@ -241,5 +241,13 @@ void pol_set_stats(const pol_set *s, pol_stats *out);
 
 /* Count every instruction (slow; for measurements only). */
 void pol_set_exact_counting(pol_set *s, bool on);
+/* Call one hook (POL_HOOK_*) of policy pi alone: dev for derive/groups,
+ * node+placement for score, claim for admit.  *instr gets the
+ * instructions counted (exact with exact counting on). */
+pol_reason pol_set_call_one(pol_set *s, uint32_t pi, unsigned hook, const de_devview *dev,
+                            const pol_nodeinfo *node, const de_devview *placement, uint32_t nplace,
+                            const pol_claiminfo *claim, uint64_t *instr);
+/* Whether policy pi sees devices of this driver (its `drivers` filter). */
+bool pol_set_sees(const pol_set *s, uint32_t pi, uint32_t driver);
 
 #endif
