@@ -4,64 +4,21 @@
  *   core.sim_shapes()          -> { {name=, summary=, gpus=, ...}, ... }
  *   core.sim{seed=, nodes=, shapes="dgx-h100:2,...", classes=true, node_objects=true}
  *                              -> array of objects as Lua tables
- *   core.sim_text{...}         -> the objects as one JSON List text (byte-stable)
+ *   core.sim_text{...}         -> the objects as one JSON v1 List text (byte-stable)
  *   core.sysfs{driver=, node=, root=, class_prefixes={"0x03", ...}}
  *                              -> array of ResourceSlice tables
+ *   core.watch(...)            -> the manifest watcher (lb_file.c)
  *
- * JSON values map to Lua naturally (objects and arrays to tables, integers
- * to integers); JSON null becomes core.null (a light userdata).
+ * Objects come back through lb_json (tables with the JSON marker
+ * metatables).  core.sim_text gives a v1 List, so it loads with g:apply.
  */
 #include "../drivers/sim/sim.h"
 #include "../drivers/sysfs/sfs.h"
 #include "lb.h"
+#include "lb_json.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static void push_json(lua_State *L, json_t *v, int depth)
-{
-    size_t i;
-    const char *k;
-    json_t *x;
-    luaL_checkstack(L, 4, "JSON too deep");
-    if (depth > 200)
-        luaL_error(L, "JSON nested too deeply");
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        lua_createtable(L, 0, (int)json_object_size(v));
-        json_object_foreach(v, k, x) {
-            push_json(L, x, depth + 1);
-            lua_setfield(L, -2, k);
-        }
-        break;
-    case JSON_ARRAY:
-        lua_createtable(L, (int)json_array_size(v), 0);
-        json_array_foreach(v, i, x) {
-            push_json(L, x, depth + 1);
-            lua_rawseti(L, -2, (lua_Integer)i + 1);
-        }
-        break;
-    case JSON_STRING:
-        lua_pushlstring(L, json_string_value(v), json_string_length(v));
-        break;
-    case JSON_INTEGER:
-        lua_pushinteger(L, (lua_Integer)json_integer_value(v));
-        break;
-    case JSON_REAL:
-        lua_pushnumber(L, json_real_value(v));
-        break;
-    case JSON_TRUE:
-        lua_pushboolean(L, 1);
-        break;
-    case JSON_FALSE:
-        lua_pushboolean(L, 0);
-        break;
-    case JSON_NULL:
-    default:
-        lua_pushlightuserdata(L, NULL);
-        break;
-    }
-}
 
 static void opt_field(lua_State *L, int t, const char *k)
 {
@@ -133,7 +90,7 @@ static json_t *generate(lua_State *L)
 static int l_sim(lua_State *L)
 {
     json_t *arr = generate(L);
-    push_json(L, arr, 0);
+    lb_push_json(L, arr);
     json_decref(arr);
     return 1;
 }
@@ -141,8 +98,9 @@ static int l_sim(lua_State *L)
 static int l_sim_text(lua_State *L)
 {
     json_t *arr = generate(L);
-    char *s = json_dumps(arr, JSON_SORT_KEYS | JSON_COMPACT);
-    json_decref(arr);
+    json_t *list = json_pack("{s:s, s:s, s:o}", "apiVersion", "v1", "kind", "List", "items", arr);
+    char *s = list ? json_dumps(list, JSON_SORT_KEYS | JSON_COMPACT) : NULL;
+    json_decref(list);
     if (!s)
         return luaL_error(L, "cannot serialize");
     lua_pushstring(L, s);
@@ -214,13 +172,16 @@ static int l_sysfs(lua_State *L)
         json_decref(col.arr);
         return lb_raise(L, &e);
     }
-    push_json(L, col.arr, 0);
+    lb_push_json(L, col.arr);
     json_decref(col.arr);
     return 1;
 }
 
+void lb_open_file(lua_State *L); /* lb_file.c: the manifest watcher */
+
 void lb_open_sim(lua_State *L)
 {
+    lb_open_file(L);
     static const luaL_Reg fns[] = {
         {"sim", l_sim},
         {"sim_text", l_sim_text},
@@ -229,10 +190,4 @@ void lb_open_sim(lua_State *L)
         {NULL, NULL},
     };
     luaL_setfuncs(L, fns, 0);
-    lua_getfield(L, -1, "null");
-    if (lua_isnil(L, -1)) {
-        lua_pushlightuserdata(L, NULL);
-        lua_setfield(L, -3, "null");
-    }
-    lua_pop(L, 1);
 }

@@ -166,6 +166,30 @@ describe("sim", function()
     end)
   end)
 
+  describe("validation", function()
+    it("gives objects that every one validate through the model", function()
+      local mix = {}
+      for _, sh in ipairs(core.sim_shapes()) do mix[#mix + 1] = sh.name .. ":2" end
+      local objs = core.sim{ seed = 11, shapes = table.concat(mix, ",") }
+      local g = core.graph()
+      for i, o in ipairs(objs) do
+        local ok, msg = g:check(o)
+        assert.is_true(ok, string.format("object %d (%s %s): %s", i, o.kind, o.metadata.name, tostring(msg)))
+      end
+    end)
+
+    it("loads the default cluster into a graph with complete pools", function()
+      local g = core.graph()
+      g:apply(core.sim_text{ seed = 4 })
+      local st = g:stats()
+      assert.are.equal(32, st.nodes)
+      assert.truthy(st.devices > 900)
+      for _, p in ipairs(g:pools()) do
+        assert.is_true(p.complete, p.driver .. "/" .. p.name)
+      end
+    end)
+  end)
+
   describe("API limits", function()
     it("holds for every shape", function()
       local mix = {}
@@ -411,22 +435,14 @@ describe("sim", function()
       assert.truthy(err:find('unknown format "xml"', 1, true))
     end)
 
-    it("writes manifests the model accepts", function()
-      local rc, _, err = H.run({ "inspect", "--help" })
-      if rc ~= 0 and err:find("not available in this build", 1, true) then
-        pending("draengine inspect has not landed yet")
-        return
-      end
+    it("writes manifests the model accepts (draengine inspect)", function()
       local mix = {}
-      for _, s in ipairs(core.sim_shapes()) do mix[#mix + 1] = s.name end
-      local path = os.tmpname()
-      local out
-      rc, out = H.run({ "sim", "--seed", "9", "--shape", table.concat(mix, ","), "-o", "json" })
-      local f = assert(io.open(path, "wb")); f:write(out); f:close()
-      local irc, iout, ierr = H.run({ "inspect", "-f", path })
-      os.remove(path)
+      for _, sh in ipairs(core.sim_shapes()) do mix[#mix + 1] = sh.name end
+      local rc, out = H.run({ "sim", "--seed", "9", "--shape", table.concat(mix, ",") })
       assert.are.equal(0, rc)
+      local irc, iout, ierr = H.run({ "inspect", "-f", "-" }, out)
       assert.are.equal(0, irc, ierr .. iout)
+      assert.truthy(iout:find("12 nodes, ", 1, true))
     end)
   end)
 end)

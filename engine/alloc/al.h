@@ -33,6 +33,7 @@
 #include "../base/arena.h"
 #include "../base/de.h"
 #include "../base/gates.h"
+#include "../base/map.h"
 #include "../cel/cel.h"
 #include "../model/dg.h"
 
@@ -134,6 +135,8 @@ typedef struct al_outcome {
     int64_t k8s_score;      /* firstAvailable score on this node */
     uint64_t steps;         /* search steps used */
     al_why why;             /* DE_EUNSAT: the reason */
+    bool invalid_pools;     /* the error is upstream's "invalid resource pools were
+                             * encountered": fatal for this node only */
 } al_outcome;
 
 /*
@@ -181,6 +184,41 @@ typedef struct al_pod_outcome {
  */
 de_rc al_schedule_pod(al_allocator *a, uint32_t pod, de_arena *arena, al_pod_outcome *out,
                       de_err *e);
+
+/* ---- offline input ------------------------------------------------------------------ */
+
+/* Manifests loaded for offline allocation: every object goes into the graph;
+ * pending claims (no status.allocation) and pods are remembered in input
+ * order.  An object given twice must be identical both times. */
+typedef struct al_input_ref {
+    uint32_t ns, name;
+} al_input_ref;
+
+typedef struct al_input {
+    /* validation: when `checker` is set (a validating graph), every object is
+     * checked there first and a problem goes to `warn` instead of stopping
+     * the load (the graph being loaded is then decode-only) */
+    dg_graph *checker;
+    void (*warn)(void *ctx, const de_err *e);
+    void *warn_ctx;
+    bool keep_duplicates;   /* same kind/ns/name twice with different content:
+                             * keep both (the second renamed "name~2") instead of
+                             * refusing the input */
+    al_input_ref *pending;
+    uint32_t npending, cappending;
+    al_input_ref *pods;
+    uint32_t npods, cappods;
+    de_map seen;
+} al_input;
+
+void al_input_init(al_input *in);
+de_rc al_input_load(dg_graph *g, al_input *in, const char *path, de_err *e);
+de_rc al_input_load_text(dg_graph *g, al_input *in, const char *name, const char *text, size_t len,
+                         de_err *e);
+void al_input_free(al_input *in);
+/* claim / pod id of the i-th pending claim / pod (DG_NONE if gone) */
+uint32_t al_input_claim(const dg_graph *g, const al_input *in, uint32_t i);
+uint32_t al_input_pod(const dg_graph *g, const al_input *in, uint32_t i);
 
 /* ---- statistics ------------------------------------------------------------------ */
 

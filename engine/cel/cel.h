@@ -44,6 +44,7 @@ typedef struct cel_env_opts {
     uint64_t cost_limit;       /* 0 = CEL_COST_LIMIT */
     bool plain;                /* no `device` variable: a plain CEL environment
                                 * (conformance vectors, tools); see cel_env_declare */
+    bool any_result;           /* tools: skip the bool-result rule of selectors */
 } cel_env_opts;
 
 cel_env *cel_env_new(de_interner *in, const cel_env_opts *opts);
@@ -56,6 +57,10 @@ de_rc cel_compile(cel_env *env, const char *expr, size_t len, cel_prog **out, de
  * bool, int, string, semver, dyn or a list of those (cached separately from
  * selectors). */
 de_rc cel_compile_derived(cel_env *env, const char *expr, size_t len, cel_prog **out, de_err *e);
+/* What the API server checks when a selector is created or changed: the
+ * 10 KiB length limit, compilation, and the estimated worst-case cost
+ * ("too complex, exceeds cost limit" above the env's cost limit). */
+de_rc cel_validate_selector(cel_env *env, const char *expr, size_t len, de_err *e);
 /* Stable small integer identifying a compiled program (memo key). */
 uint32_t cel_prog_id(const cel_prog *p);
 const char *cel_prog_text(const cel_prog *p);

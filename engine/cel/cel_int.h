@@ -265,6 +265,7 @@ enum {
     NF_LEADING_DOT = 1, /* `.name`: resolve in the root scope only */
     NF_CONST_SET = 2,   /* `x in [constants]`: cel-go's set membership (no call cost) */
     NF_RE_CONST = 4,    /* regex argument is a constant (validated at compile time) */
+    NF_FOLDED = 8,      /* N_LIT computed from a conversion of a constant */
 };
 
 /* ---- programs, environment ---------------------------------------------------- */

@@ -954,8 +954,10 @@ static void fold_conversion(C *c, cel_node *n)
             out = n->args[0]->val;
         }
         const cel_type *ty = n->ty;
-        if (!c->failed)
+        if (!c->failed) {
             set_const(c, n, out, ty);
+            n->flags |= NF_FOLDED;
+        }
     }
     de_arena_free(tmp);
 }

@@ -218,7 +218,7 @@ static void compile_into(cel_env *env, cel_prog *p, int mode)
             e->rc = DE_EINVAL;
         return;
     }
-    if (!env->plain) {
+    if (!env->plain && !env->opts.any_result) {
         const cel_type *attr = env->attr_any ? &cel_t_any : &cel_t_dyn;
         bool ok = mode == MODE_DERIVED ? derived_type_ok(p->type, true)
                                        : (p->type->k == TK_BOOL || p->type->k == attr->k);
@@ -273,6 +273,19 @@ de_rc cel_compile(cel_env *env, const char *expr, size_t len, cel_prog **out, de
 de_rc cel_compile_derived(cel_env *env, const char *expr, size_t len, cel_prog **out, de_err *e)
 {
     return compile_mode(env, expr, len, MODE_DERIVED, out, e);
+}
+
+de_rc cel_validate_selector(cel_env *env, const char *expr, size_t len, de_err *e)
+{
+    if (len > CEL_MAX_EXPR_LEN)
+        return de_errf(e, DE_EINVAL, "Too long: may not be more than %d bytes", CEL_MAX_EXPR_LEN);
+    cel_prog *p;
+    DE_TRY(cel_compile(env, expr, len, &p, e));
+    if (p->est_cost > env->limit)
+        return de_errf(e, DE_EINVAL,
+                       "too complex, exceeds cost limit (estimated worst case %llu, limit %llu)",
+                       (unsigned long long)p->est_cost, (unsigned long long)env->limit);
+    return DE_OK;
 }
 
 uint32_t cel_prog_id(const cel_prog *p) { return p->id; }

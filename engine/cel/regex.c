@@ -7,13 +7,15 @@
  * quantifiers, recursion, conditionals, \C and other Perl-only escapes,
  * repeat counts above 1000 - and rewrites the few constructs whose meaning
  * differs (octal escapes, \v, \s outside classes, a literal '{') into
- * their PCRE2 spelling.  PCRE2 then compiles it in UTF mode with $ meaning
- * end of text only (RE2 without (?m)) and LF as the only newline.
+ * their PCRE2 spelling ($ outside (?m) becomes \z: RE2's end of text).
+ * PCRE2 then compiles it in UTF mode with LF as the only newline, and JIT
+ * compiles it when it can.
  *
- * Backtracking cannot run away: matches() uses pcre2_dfa_match, which has
- * no exponential case; find()/findAll() need RE2's leftmost-first match
- * boundaries and use pcre2_match under match, depth and heap limits (an
- * error when a limit is hit, never a hang).
+ * Backtracking cannot run away: every match runs under a match limit, a
+ * depth limit and a heap limit (1,000,000 steps is about a millisecond
+ * with the JIT), and a pattern that exceeds them is an evaluation error,
+ * never a hang.  PCRE2's DFA matcher is not used: its state sets explode
+ * on nested quantifiers just the same.
  *
  * Compiled patterns are cached per thread by pattern text (256 entries,
  * direct-mapped on the hash; a colliding pattern replaces the old entry).
@@ -32,7 +34,7 @@
 #define DEPTH_LIMIT 10000u
 #define HEAP_LIMIT_KIB 16384u
 #define MAX_REPEAT 1000
-#define DFA_WS 2000
+#define JIT_STACK (1u << 20)
 
 struct cel_re {
     char *pat;
@@ -46,7 +48,7 @@ typedef struct re_cache {
     cel_re *slot[CACHE_SLOTS];
     pcre2_match_context *mctx;
     pcre2_compile_context *cctx;
-    int *ws;
+    pcre2_jit_stack *jit;
 } re_cache;
 
 static pthread_key_t cache_key;
@@ -71,7 +73,7 @@ static void cache_free(void *p)
         re_free(c->slot[i]);
     pcre2_match_context_free(c->mctx);
     pcre2_compile_context_free(c->cctx);
-    free(c->ws);
+    pcre2_jit_stack_free(c->jit);
     free(c);
 }
 
@@ -90,7 +92,9 @@ static re_cache *cache(void)
         c->cctx = pcre2_compile_context_create(NULL);
         pcre2_set_newline(c->cctx, PCRE2_NEWLINE_LF);
         pcre2_set_max_pattern_length(c->cctx, 64 * 1024);
-        c->ws = de_xcalloc(DFA_WS, sizeof *c->ws);
+        c->jit = pcre2_jit_stack_create(32 * 1024, JIT_STACK, NULL);
+        if (c->jit)
+            pcre2_jit_stack_assign(c->mctx, NULL, c->jit);
         pthread_setspecific(cache_key, c);
     }
     return c;
@@ -332,10 +336,15 @@ static int repeat(tr *t, size_t *len)
     return 1;
 }
 
+#define MAX_GROUP_DEPTH 1000
+
 static bool translate(tr *t)
 {
     const char *p = t->p;
     int depth = 0;
+    /* (?m) per group level: decides what '$' means */
+    static _Thread_local bool mflag[MAX_GROUP_DEPTH + 1];
+    mflag[0] = false;
     bool can_repeat = false;  /* an atom precedes */
     bool after_repeat = false; /* the last item was a repetition */
     while (t->i < t->n && !t->failed) {
@@ -371,12 +380,14 @@ static bool translate(tr *t)
                 } else {
                     /* flags: (?flags) or (?flags:re) */
                     size_t k = j;
-                    bool neg = false, any = false;
+                    bool neg = false, any = false, m = mflag[depth];
                     while (k < t->n && p[k] != ')' && p[k] != ':') {
                         if (p[k] == '-' && !neg) {
                             neg = true;
                         } else if (p[k] == 'i' || p[k] == 'm' || p[k] == 's' || p[k] == 'U') {
                             any = true;
+                            if (p[k] == 'm')
+                                m = !neg;
                         } else {
                             return tfail(t, "invalid or unsupported Perl syntax: `%s`", p + st,
                                          k - st + 1);
@@ -389,18 +400,27 @@ static bool translate(tr *t)
                     de_buf_add(&t->out, p + st, k - st + 1);
                     t->i = k + 1;
                     if (p[k] == ')') {
+                        mflag[depth] = m;
                         can_repeat = false;
                         after_repeat = false;
                         break;
                     }
+                    if (depth >= MAX_GROUP_DEPTH)
+                        return tfail(t, "expression nests too deeply%s", "", 0);
+                    depth++;
+                    mflag[depth] = m;
+                    can_repeat = false;
+                    after_repeat = false;
+                    break;
                 }
             } else {
                 de_buf_putc(&t->out, '(');
                 t->i++;
             }
-            depth++;
-            if (depth > 1000)
+            if (depth >= MAX_GROUP_DEPTH)
                 return tfail(t, "expression nests too deeply%s", "", 0);
+            depth++;
+            mflag[depth] = mflag[depth - 1];
             can_repeat = false;
             after_repeat = false;
             break;
@@ -452,7 +472,10 @@ static bool translate(tr *t)
         }
         case '^':
         case '$':
-            de_buf_putc(&t->out, c);
+            if (c == '$' && !mflag[depth])
+                de_buf_puts(&t->out, "\\z");
+            else
+                de_buf_putc(&t->out, c);
             t->i++;
             can_repeat = false;
             after_repeat = false;
@@ -501,7 +524,7 @@ const cel_re *cel_re_get(const char *pat, size_t n, const char **why, char *whyb
     int ec;
     PCRE2_SIZE eo;
     pcre2_code *code = pcre2_compile((PCRE2_SPTR)de_buf_str(&t.out), t.out.len,
-                                     PCRE2_UTF | PCRE2_DOLLAR_ENDONLY | PCRE2_NEVER_BACKSLASH_C, &ec,
+                                     PCRE2_UTF | PCRE2_NEVER_BACKSLASH_C, &ec,
                                      &eo, c->cctx);
     de_buf_free(&t.out);
     if (!code) {
@@ -518,9 +541,18 @@ const cel_re *cel_re_get(const char *pat, size_t n, const char **why, char *whyb
     r->hash = h;
     r->code = code;
     r->md = pcre2_match_data_create_from_pattern(code, NULL);
+    (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE); /* interpreter if it fails */
     re_free(*slot);
     *slot = r;
     return r;
+}
+
+static int run_match(re_cache *c, const cel_re *re, const char *s, size_t n, size_t start)
+{
+    int rc = pcre2_match(re->code, (PCRE2_SPTR)s, n, start, 0, re->md, c->mctx);
+    if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+        rc = pcre2_match(re->code, (PCRE2_SPTR)s, n, start, PCRE2_NO_JIT, re->md, c->mctx);
+    return rc;
 }
 
 int cel_re_search(const cel_re *re, const char *s, size_t n, size_t start, size_t *ms, size_t *me)
@@ -528,7 +560,7 @@ int cel_re_search(const cel_re *re, const char *s, size_t n, size_t start, size_
     re_cache *c = cache();
     if (start > n)
         return 0;
-    int rc = pcre2_match(re->code, (PCRE2_SPTR)s, n, start, 0, re->md, c->mctx);
+    int rc = run_match(c, re, s, n, start);
     if (rc == PCRE2_ERROR_NOMATCH)
         return 0;
     if (rc < 0)
@@ -541,14 +573,7 @@ int cel_re_search(const cel_re *re, const char *s, size_t n, size_t start, size_
 
 int cel_re_matches(const cel_re *re, const char *s, size_t n)
 {
-    re_cache *c = cache();
-    int rc = pcre2_dfa_match(re->code, (PCRE2_SPTR)s, n, 0, 0, re->md, c->mctx, c->ws, DFA_WS);
-    if (rc >= 0)
-        return 1;
-    if (rc == PCRE2_ERROR_NOMATCH)
-        return 0;
-    /* workspace too small or an item DFA does not support: backtrack under limits */
-    rc = pcre2_match(re->code, (PCRE2_SPTR)s, n, 0, 0, re->md, c->mctx);
+    int rc = run_match(cache(), re, s, n, 0);
     if (rc == PCRE2_ERROR_NOMATCH)
         return 0;
     return rc < 0 ? -1 : 1;

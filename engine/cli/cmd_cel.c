@@ -45,6 +45,7 @@ static void usage(FILE *o)
             "  --feature-gates LIST   e.g. DRAListTypeAttributes=true (1.37 defaults)\n"
             "  --new-expressions      compile as the API server does for new expressions\n"
             "                         (feature-gated fields); default: stored expressions\n"
+            "  --value                with --device: print the expression's value, any type\n"
             "  --cost                 also print the runtime and estimated cost\n"
             "  --batch                read JSON lines {expr, device?, bindings?, features?,\n"
             "                         envType?} on stdin and answer one JSON line each\n"
@@ -198,7 +199,7 @@ static void print_error(const char *expr, const de_err *e)
 int cli_cmd_cel(int argc, char **argv)
 {
     const char *expr = NULL, *devfile = NULL, *driver = NULL, *fg = NULL;
-    bool batch = false, newx = false, show_cost = false;
+    bool batch = false, newx = false, show_cost = false, value = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -210,6 +211,8 @@ int cli_cmd_cel(int argc, char **argv)
             newx = true;
         } else if (!strcmp(a, "--cost")) {
             show_cost = true;
+        } else if (!strcmp(a, "--value")) {
+            value = true;
         } else if (!strcmp(a, "--device") || !strcmp(a, "--driver") || !strcmp(a, "--feature-gates")) {
             if (i + 1 >= argc) {
                 cli_errorf("cel", "%s needs a value", a);
@@ -266,6 +269,7 @@ int cli_cmd_cel(int argc, char **argv)
     opts.list_attributes = gates.on[DE_GATE_LIST_TYPE_ATTRIBUTES];
     opts.new_expressions = newx;
     opts.plain = devfile == NULL;
+    opts.any_result = value;
     cel_env *env = cel_env_new(in, &opts);
     de_devview dev;
     json_t *jd = NULL;
@@ -284,7 +288,7 @@ int cli_cmd_cel(int argc, char **argv)
         goto out;
     }
     uint64_t cost = 0;
-    if (devfile) {
+    if (devfile && !value) {
         bool r;
         if (cel_eval_selector(env, p, &dev, a, &r, &cost, &e) != DE_OK) {
             print_error(expr, &e);
@@ -294,7 +298,7 @@ int cli_cmd_cel(int argc, char **argv)
         printf("%s\n", r ? "true" : "false");
     } else {
         const cel_value *v;
-        if (cel_eval(env, p, NULL, a, &v, &cost, &e) != DE_OK) {
+        if (cel_eval(env, p, devfile ? &dev : NULL, a, &v, &cost, &e) != DE_OK) {
             print_error(expr, &e);
             rc = CLI_EXIT_UNSAT;
             goto out;

@@ -3,6 +3,9 @@
  */
 #include "objout.h"
 
+#include "../base/buf.h"
+#include "../base/doc.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,20 +35,30 @@ void cli_objout_begin(cli_objout *o, FILE *f, cli_ofmt fmt)
 de_rc cli_objout_write(void *ctx, json_t *obj, de_err *e)
 {
     cli_objout *o = ctx;
+    if (o->fmt == CLI_OFMT_YAML) {
+        de_buf b;
+        de_buf_init(&b, CLI_OBJOUT_MAX);
+        de_rc rc = de_yaml_emit(obj, &b, e);
+        if (rc == DE_OK) {
+            fputs("---\n", o->f);
+            fwrite(b.p ? b.p : "", 1, b.len, o->f);
+        }
+        de_buf_free(&b);
+        if (rc != DE_OK)
+            return rc;
+        o->n++;
+        return ferror(o->f) ? de_errf(e, DE_EIO, "write failed") : DE_OK;
+    }
     char *text = json_dumps(obj, JSON_INDENT(2) | JSON_SORT_KEYS);
     if (!text)
         return de_errf(e, DE_ENOMEM, "cannot serialize object");
-    if (o->fmt == CLI_OFMT_JSON) {
+    {
         fputs(o->n ? ",\n    " : "\n    ", o->f);
         for (const char *p = text; *p; p++) {
             fputc(*p, o->f);
             if (*p == '\n')
                 fputs("    ", o->f);
         }
-    } else {
-        fputs("---\n", o->f);
-        fputs(text, o->f);
-        fputc('\n', o->f);
     }
     free(text);
     o->n++;

@@ -4,9 +4,8 @@
  * sysfs discovery hand objects over as they make them).
  *
  * Keys are sorted, as `kubectl get -o yaml` prints them, so the output is
- * byte-for-byte stable.  YAML output is a stream of JSON documents
- * separated by `---` (JSON is valid YAML) until the base library's YAML
- * emitter lands.
+ * byte-for-byte stable.  YAML documents are block YAML (de_yaml_emit), each
+ * after a `---` line.
  */
 #ifndef CLI_OBJOUT_H
 #define CLI_OBJOUT_H
@@ -15,6 +14,9 @@
 
 #include <jansson.h>
 #include <stdio.h>
+
+/* Largest single object written (bytes of YAML). */
+#define CLI_OBJOUT_MAX ((size_t)256 << 20)
 
 typedef enum cli_ofmt { CLI_OFMT_YAML = 0, CLI_OFMT_JSON } cli_ofmt;
 

@@ -17,7 +17,6 @@
         return CLI_EXIT_INTERNAL;                                                      \
     }
 
-PENDING(cli_cmd_allocate, "allocate")
 PENDING(cli_cmd_run, "run")
 PENDING(cli_cmd_serve, "serve")
 PENDING(cli_cmd_policy, "policy")

@@ -424,18 +424,19 @@ static int64_t days_from_civil(int64_t y, unsigned m, unsigned dd)
     return era * 146097 + (int64_t)doe - 719468;
 }
 
-bool dec_time(dec *d, json_t *obj, const char *key, int64_t *out)
+/* RFC 3339 ("2006-01-02T15:04:05Z", optional fraction, Z or +hh:mm). The
+ * text need not be NUL-terminated. */
+bool dg_parse_time(const char *text, size_t n, int64_t *out)
 {
-    const char *s;
-    size_t n;
-    if (!dec_get_str(d, obj, key, &s, &n))
+    char s[64];
+    if (n >= sizeof s)
         return false;
+    memcpy(s, text, n);
+    s[n] = 0;
     int Y, M, D, h, mi, sec, used = 0;
     if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &mi, &sec, &used) != 6 || used != 19 ||
-        M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || mi > 59 || sec > 60) {
-        dec_invalid_str(d, key, s, "must be an RFC 3339 timestamp (e.g. 2026-01-02T15:04:05Z)");
+        M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || mi > 59 || sec > 60)
         return false;
-    }
     const char *p = s + used;
     if (*p == '.') {
         p++;
@@ -447,21 +448,29 @@ bool dec_time(dec *d, json_t *obj, const char *key, int64_t *out)
         p++;
     } else if (*p == '+' || *p == '-') {
         int oh, om;
-        if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2) {
-            dec_invalid_str(d, key, s, "must be an RFC 3339 timestamp (e.g. 2026-01-02T15:04:05Z)");
+        if (strlen(p) != 6 || sscanf(p + 1, "%2d:%2d", &oh, &om) != 2)
             return false;
-        }
         off = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
         p += 6;
     } else {
-        dec_invalid_str(d, key, s, "must be an RFC 3339 timestamp (e.g. 2026-01-02T15:04:05Z)");
         return false;
     }
-    if (*p) {
-        dec_invalid_str(d, key, s, "must be an RFC 3339 timestamp (e.g. 2026-01-02T15:04:05Z)");
+    if (*p)
         return false;
-    }
     *out = days_from_civil(Y, (unsigned)M, (unsigned)D) * 86400 + h * 3600 + mi * 60 + sec - off;
+    return true;
+}
+
+bool dec_time(dec *d, json_t *obj, const char *key, int64_t *out)
+{
+    const char *s;
+    size_t n;
+    if (!dec_get_str(d, obj, key, &s, &n))
+        return false;
+    if (!dg_parse_time(s, n, out)) {
+        dec_invalid_str(d, key, s, "must be an RFC 3339 timestamp (e.g. 2026-01-02T15:04:05Z)");
+        return false;
+    }
     return true;
 }
 

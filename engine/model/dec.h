@@ -106,6 +106,7 @@ uint32_t *dec_str_list(dec *d, json_t *arr, uint32_t *n);
 size_t dec_json_text(dec *d, json_t *v, uint32_t *id);
 /* RFC 3339 timestamp -> unix seconds. */
 bool dec_time(dec *d, json_t *obj, const char *key, int64_t *out);
+bool dg_parse_time(const char *s, size_t n, int64_t *out);
 
 const char *dec_json_type(const json_t *v);
 
@@ -158,6 +159,13 @@ void dec_claim_spec(dec *d, json_t *spec, dg_claim_spec *out);
 void dec_claim_status(dec *d, json_t *status, dg_claim *c);
 void dec_allocation(dec *d, json_t *v, dg_allocation *out);
 
+typedef struct dec_dev_stats {
+    bool taints, consumes, lists; /* any device has them: 64-device cap */
+} dec_dev_stats;
+void dec_device(dec *d, json_t *dv, dg_device *dev, uint32_t driver, bool per_device, dec_dev_stats *st);
+/* `counters` map of a counter set or a consumption (1..32, DNS-label keys). */
+dg_counter *dec_counters(dec *d, json_t *obj, uint32_t *n);
+
 /* ---- per-kind decoders (dec_slice.c, dec_claim.c, dec_core.c) ------------- */
 dg_slice *dec_slice(dec *d, json_t *obj);
 dg_class *dec_class(dec *d, json_t *obj);
@@ -172,6 +180,14 @@ dg_namespace *dec_namespace(dec *d, json_t *obj);
 /* Classify apiVersion/kind. Returns DG_KIND_NONE with an error recorded when
  * the object cannot be classified (missing fields, unsupported version). */
 dg_kind dec_classify(dec *d, json_t *obj, int *version);
+
+/* Fast path (dec_fast.c): decode a ResourceSlice straight from JSON text.
+ * 1 = decoded and fully validated (*out in d->a, *used bytes consumed,
+ * *hash = the structural hash of the object); 0 = not handled, decode the
+ * item with jansson and the full decoder instead. */
+int dec_fast_slice(dec *d, const char *text, size_t len, dg_slice **out, size_t *used, uint64_t *hash);
+/* Deep copy into another arena (dec_copy.c); NULL when the arena is full. */
+dg_slice *dg_slice_copy(const dg_slice *s, de_arena *a);
 
 /* Device equality (for "did this device change" generation bumps). */
 bool dg_device_equal(const dg_device *a, const dg_device *b);

@@ -49,6 +49,7 @@ typedef struct dg_opts {
     bool keep_slice_json; /* keep the raw JSON of slices (off for big snapshots) */
     bool skip_validation; /* decode only (trusted input, e.g. our own simulator) */
     bool keep_going;      /* dg_load_path/dg_load_text: try every object, report all errors */
+    bool no_fast_path;    /* JSON List snapshots: always use jansson + the full decoder (specs) */
     /* Called for each invalid object while loading (implies keep_going);
      * the load then ends with DE_EINVAL "N invalid objects". */
     void (*on_error)(void *ctx, const de_err *e);
@@ -261,6 +262,7 @@ void dg_add_listener(dg_graph *g, dg_listener fn, void *ctx);
 typedef struct dg_stats {
     uint32_t slices, devices, pools, classes, claims, templates, taint_rules, nodes, pods;
     size_t bytes; /* memory held by decoded objects and indexes */
+    uint32_t fast_path_slices; /* slices loaded by the JSON snapshot fast path */
 } dg_stats;
 
 void dg_get_stats(const dg_graph *g, dg_stats *out);

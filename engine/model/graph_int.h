@@ -160,10 +160,23 @@ struct dg_graph {
     uint32_t nlisteners;
 
     uint32_t id_admin_label, id_true, id_pod_claim_name_ann, id_metadata_name;
-    uint32_t *tmp; /* scratch for callers of the slice lists */
+    uint32_t fast_path_slices;
+    de_arena *scratch; /* slices are decoded here, then copied (dg_scratch) */
 };
 
+/* graph_load.c */
+de_arena *dg_scratch(dg_graph *g); /* reset and return the scratch arena */
+de_rc dg_commit_slice(dg_graph *g, const dg_slice *tmp, json_t *json, de_err *e);
+void dg_object_label(json_t *obj, char *buf, size_t cap);
+bool dg_is_list(json_t *obj);
+
 /* graph.c */
+uint32_t obj_table_find(const obj_table *t, uint32_t ns, uint32_t name);
+uint32_t obj_table_put(dg_graph *g, obj_table *t, uint32_t ns, uint32_t name, void *o, de_arena *a, json_t *json,
+                       bool *replaced);
+void obj_table_del(dg_graph *g, obj_table *t, uint32_t id);
+void dg_ext_recompute(dg_graph *g, uint32_t ern);
+void dg_check_admin(const dg_graph *g, dec *d, const dg_claim_spec *s, uint32_t ns, const char *prefix);
 void dg_notify(dg_graph *g, dg_kind kind, dg_op op, uint32_t id);
 uint64_t dg_bump(dg_graph *g);
 uint32_t obj_table_add(obj_table *t, uint32_t ns, uint32_t name);

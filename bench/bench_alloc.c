@@ -1,0 +1,513 @@
+/*
+ * bench_alloc.c - allocator benchmarks (one core):
+ *
+ *   upstream-500x10  500 nodes x 10 devices, one 1-device claim per pod, the
+ *                    engine chooses the node, until all 5,000 devices are used
+ *   gpu-nic-5000     5,000 nodes x (8 GPUs + 8 NICs on 4 PCIe roots), one
+ *                    GPU+NIC claim per pod with matchAttribute on
+ *                    resource.kubernetes.io/pcieRoot, until every pair is used
+ *   traps            the backtracking traps of the scheduler_perf corpus and
+ *                    synthetic dead ends; worst case in ms
+ *
+ * The clusters are built into a dg_graph with dg_apply before the clock
+ * starts; what is timed is al_schedule_pod (node choice, Allocate, commit)
+ * per pod, cold caches included (per-node tables and CEL results are built on
+ * first use, as in a fresh scheduler).
+ */
+#include "bench.h"
+#include "../engine/alloc/al.h"
+#include "../engine/base/doc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static de_rc put(dg_graph *g, json_t *obj, de_err *e)
+{
+    de_origin o = {"<bench>", 1, -1};
+    dg_kind k;
+    de_rc rc = dg_apply(g, obj, &o, &k, e);
+    json_decref(obj);
+    return rc;
+}
+
+static json_t *node_obj(const char *name, const char *lk, const char *lv)
+{
+    json_t *labels = json_object();
+    if (lk)
+        json_object_set_new(labels, lk, json_string(lv));
+    return json_pack("{s:s, s:s, s:{s:s, s:o}}", "apiVersion", "v1", "kind", "Node", "metadata", "name",
+                     name, "labels", labels);
+}
+
+static json_t *class_obj(const char *name, const char *expr)
+{
+    return json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:{s:s}}]}}", "apiVersion", "resource.k8s.io/v1", "kind",
+                     "DeviceClass", "metadata", "name", name, "spec", "selectors", "cel", "expression", expr);
+}
+
+static json_t *slice_obj(const char *name, const char *driver, const char *pool, const char *node,
+                         json_t *devices)
+{
+    return json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:{s:s, s:i, s:i}, s:s, s:o}}", "apiVersion",
+                     "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata", "name", name, "spec", "driver",
+                     driver, "pool", "name", pool, "generation", 1, "resourceSliceCount", 1, "nodeName", node,
+                     "devices", devices);
+}
+
+static json_t *claim_obj(const char *name, json_t *requests, json_t *constraints)
+{
+    json_t *devices = json_pack("{s:o}", "requests", requests);
+    if (constraints)
+        json_object_set_new(devices, "constraints", constraints);
+    return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:o}}", "apiVersion", "resource.k8s.io/v1", "kind",
+                     "ResourceClaim", "metadata", "name", name, "namespace", "default", "spec", "devices",
+                     devices);
+}
+
+static json_t *pod_obj(const char *name, const char *claim, uint32_t i)
+{
+    char uid[64];
+    snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012u", i);
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:[{s:s, s:s}], s:[{s:s, s:s}]}}", "apiVersion", "v1",
+                     "kind", "Pod", "metadata", "name", name, "namespace", "default", "uid", uid, "spec",
+                     "containers", "name", "c", "image", "registry.k8s.io/pause", "resourceClaims", "name",
+                     "dev", "resourceClaimName", claim);
+}
+
+static json_t *exact(const char *name, const char *cls)
+{
+    return json_pack("{s:s, s:{s:s, s:i}}", "name", name, "exactly", "deviceClassName", cls, "count", 1);
+}
+
+typedef struct run {
+    double *us;
+    uint32_t n, ok, fail;
+    double total_s;
+} run;
+
+static int schedule_all(dg_graph *g, al_allocator *a, uint32_t npods, run *r)
+{
+    de_interner *in = dg_intern(g);
+    r->us = de_xmalloc((npods ? npods : 1) * sizeof *r->us);
+    de_arena *ar = de_arena_new(0);
+    uint32_t ns = de_intern_cstr(in, "default");
+    uint64_t t_all = 0;
+    for (uint32_t i = 0; i < npods; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "pod-%u", i);
+        uint32_t pid = dg_pod_find(g, ns, de_intern_cstr(in, name));
+        de_arena_reset(ar);
+        al_pod_outcome o;
+        de_err e;
+        de_err_clear(&e);
+        uint64_t t0 = de_now_ns();
+        de_rc rc = al_schedule_pod(a, pid, ar, &o, &e);
+        uint64_t dt = de_now_ns() - t0;
+        t_all += dt;
+        r->us[r->n++] = (double)dt / 1e3;
+        if (rc == DE_OK)
+            r->ok++;
+        else if (rc == DE_EUNSAT)
+            r->fail++;
+        else {
+            fprintf(stderr, "bench: pod %s: %s\n", name, e.msg);
+            de_arena_free(ar);
+            return 1;
+        }
+    }
+    r->total_s = (double)t_all / 1e9;
+    de_arena_free(ar);
+    return 0;
+}
+
+static void report(FILE *out, const char *prefix, run *r, uint32_t timed)
+{
+    char fig[128];
+    snprintf(fig, sizeof fig, "%s-pods-per-s", prefix);
+    bench_print(out, fig, r->total_s > 0 ? (double)timed / r->total_s : 0, "pods/s");
+    snprintf(fig, sizeof fig, "%s-p50-us", prefix);
+    bench_print(out, fig, bench_percentile(r->us, r->n, 50), "us");
+    snprintf(fig, sizeof fig, "%s-p99-us", prefix);
+    bench_print(out, fig, bench_percentile(r->us, r->n, 99), "us");
+}
+
+/* ---- upstream-500x10 -------------------------------------------------------------------- */
+
+int bench_upstream_500x10(FILE *out, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const uint32_t nodes = 500, per = 10, npods = nodes * per;
+    dg_opts go = {0};
+    go.skip_validation = true;
+    dg_graph *g = dg_new(NULL, &go);
+    de_err e;
+    de_err_clear(&e);
+    de_rc rc = put(g, class_obj("test-class", "device.driver == \"test-driver.cdi.k8s.io\""), &e);
+    for (uint32_t n = 0; n < nodes && rc == DE_OK; n++) {
+        char node[64], slice[96];
+        snprintf(node, sizeof node, "node-%04u", n);
+        snprintf(slice, sizeof slice, "%s-slice", node);
+        rc = put(g, node_obj(node, NULL, NULL), &e);
+        json_t *devs = json_array();
+        for (uint32_t d = 0; d < per; d++) {
+            char dn[32];
+            snprintf(dn, sizeof dn, "device-%u", d);
+            json_array_append_new(devs, json_pack("{s:s}", "name", dn));
+        }
+        if (rc == DE_OK)
+            rc = put(g, slice_obj(slice, "test-driver.cdi.k8s.io", node, node, devs), &e);
+        else
+            json_decref(devs);
+    }
+    for (uint32_t i = 0; i < npods + 1 && rc == DE_OK; i++) {
+        char claim[64], pod[64];
+        snprintf(claim, sizeof claim, "claim-%u", i);
+        snprintf(pod, sizeof pod, "pod-%u", i);
+        rc = put(g, claim_obj(claim, json_pack("[o]", exact("dev", "test-class")), NULL), &e);
+        if (rc == DE_OK)
+            rc = put(g, pod_obj(pod, claim, i), &e);
+    }
+    if (rc != DE_OK) {
+        fprintf(stderr, "bench upstream-500x10: building the cluster: %s\n", e.msg);
+        dg_free(g);
+        return 1;
+    }
+    al_opts o;
+    memset(&o, 0, sizeof o);
+    de_gates_default(&o.gates);
+    al_allocator *a = al_new(g, &o, &e);
+    run r = {0};
+    int ret = schedule_all(g, a, npods + 1, &r);
+    if (!ret && (r.ok != npods || r.fail != 1)) {
+        fprintf(stderr, "bench upstream-500x10: expected %u pods scheduled and 1 unschedulable, got %u and %u\n",
+                npods, r.ok, r.fail);
+        ret = 1;
+    }
+    if (!ret) {
+        r.n = npods; /* the last pod only checks that the cluster is full */
+        r.total_s -= r.us[npods] / 1e6;
+        report(out, "upstream-500x10", &r, npods);
+    }
+    free(r.us);
+    al_free(a);
+    dg_free(g);
+    return ret;
+}
+
+/* ---- gpu-nic-5000 --------------------------------------------------------------------------- */
+
+static json_t *pci_dev(const char *name, const char *root)
+{
+    return json_pack("{s:s, s:{s:{s:s}}}", "name", name, "attributes", "resource.kubernetes.io/pcieRoot",
+                     "string", root);
+}
+
+int bench_gpu_nic_5000(FILE *out, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const uint32_t nodes = 5000, per = 8, npods = nodes * per;
+    dg_opts go = {0};
+    go.skip_validation = true;
+    dg_graph *g = dg_new(NULL, &go);
+    de_err e;
+    de_err_clear(&e);
+    de_rc rc = put(g, class_obj("gpu.example.com", "device.driver == \"gpu.example.com\""), &e);
+    if (rc == DE_OK)
+        rc = put(g, class_obj("nic.example.com",
+                              "device.driver == \"nic.example.com\" && device.attributes[\"nic.example.com\"].rdma"),
+                 &e);
+    for (uint32_t n = 0; n < nodes && rc == DE_OK; n++) {
+        char node[64], s1[80], s2[80];
+        snprintf(node, sizeof node, "gpu-node-%04u", n);
+        snprintf(s1, sizeof s1, "%s-gpus", node);
+        snprintf(s2, sizeof s2, "%s-nics", node);
+        rc = put(g, node_obj(node, "nvidia.com/gpu.present", "true"), &e);
+        json_t *gpus = json_array(), *nics = json_array();
+        for (uint32_t d = 0; d < per; d++) {
+            char dn[32], root[32];
+            snprintf(dn, sizeof dn, "gpu-%u", d);
+            snprintf(root, sizeof root, "pci0000:%02x", 0x10 * (d / 2 + 1));
+            json_array_append_new(gpus, pci_dev(dn, root));
+            /* NICs listed in the opposite root order, so the first free NIC
+             * rarely matches the GPU and the constraint has work to do */
+            uint32_t nd = per - 1 - d;
+            snprintf(dn, sizeof dn, "nic-%u", nd);
+            snprintf(root, sizeof root, "pci0000:%02x", 0x10 * (nd / 2 + 1));
+            json_t *nic = pci_dev(dn, root);
+            json_object_set_new(json_object_get(nic, "attributes"), "rdma", json_pack("{s:b}", "bool", 1));
+            json_array_append_new(nics, nic);
+        }
+        if (rc == DE_OK)
+            rc = put(g, slice_obj(s1, "gpu.example.com", node, node, gpus), &e);
+        else
+            json_decref(gpus);
+        if (rc == DE_OK)
+            rc = put(g, slice_obj(s2, "nic.example.com", node, node, nics), &e);
+        else
+            json_decref(nics);
+    }
+    for (uint32_t i = 0; i < npods && rc == DE_OK; i++) {
+        char claim[64], pod[64];
+        snprintf(claim, sizeof claim, "claim-%u", i);
+        snprintf(pod, sizeof pod, "pod-%u", i);
+        json_t *reqs = json_pack("[o, o]", exact("gpu", "gpu.example.com"), exact("nic", "nic.example.com"));
+        json_t *cons = json_pack("[{s:[s, s], s:s}]", "requests", "gpu", "nic", "matchAttribute",
+                                 "resource.kubernetes.io/pcieRoot");
+        rc = put(g, claim_obj(claim, reqs, cons), &e);
+        if (rc == DE_OK)
+            rc = put(g, pod_obj(pod, claim, i), &e);
+    }
+    if (rc != DE_OK) {
+        fprintf(stderr, "bench gpu-nic-5000: building the cluster: %s\n", e.msg);
+        dg_free(g);
+        return 1;
+    }
+    al_opts o;
+    memset(&o, 0, sizeof o);
+    de_gates_default(&o.gates);
+    al_allocator *a = al_new(g, &o, &e);
+    run r = {0};
+    int ret = schedule_all(g, a, npods, &r);
+    if (!ret && r.ok != npods) {
+        fprintf(stderr, "bench gpu-nic-5000: expected %u pods scheduled, got %u\n", npods, r.ok);
+        ret = 1;
+    }
+    if (!ret)
+        report(out, "gpu-nic-5000", &r, npods);
+    free(r.us);
+    al_free(a);
+    dg_free(g);
+    return ret;
+}
+
+/* ---- traps ------------------------------------------------------------------------------------ */
+
+static const char *corpus_dir(void)
+{
+    static const char *const dirs[] = {"../shared/corpus/manifests/k8s-scheduler-perf",
+                                       "spec/fixtures/shared/corpus/manifests/k8s-scheduler-perf"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/deviceclass-test-class-v1.yaml", dirs[i]);
+        FILE *f = fopen(p, "r");
+        if (f) {
+            fclose(f);
+            return dirs[i];
+        }
+    }
+    return NULL;
+}
+
+typedef struct tctx {
+    dg_graph *g;
+} tctx;
+
+/* turn a ResourceClaimTemplate into a ResourceClaim named "trap-claim"; a
+ * slice written in the pre-v1 shape (sharedCounters and devices in one
+ * slice, which v1 refuses) is split into a counter-set slice and a device
+ * slice, as current scheduler_perf templates publish it */
+static de_rc template_as_claim(void *ctx, json_t *obj, const de_origin *o, de_err *e)
+{
+    tctx *t = ctx;
+    json_t *kind = json_object_get(obj, "kind");
+    dg_kind k;
+    json_t *spec = json_object_get(obj, "spec");
+    if (json_is_string(kind) && !strcmp(json_string_value(kind), "ResourceSlice") &&
+        json_object_get(spec, "sharedCounters") && json_object_get(spec, "devices")) {
+        json_t *cnt = json_deep_copy(obj), *dev = json_deep_copy(obj);
+        json_t *cs = json_object_get(cnt, "spec"), *ds = json_object_get(dev, "spec");
+        json_object_del(cs, "devices");
+        json_object_del(ds, "sharedCounters");
+        json_t *pool = json_object_get(cs, "pool");
+        json_int_t n = json_integer_value(json_object_get(pool, "resourceSliceCount"));
+        json_object_set_new(pool, "resourceSliceCount", json_integer(n + 1));
+        json_object_set_new(json_object_get(ds, "pool"), "resourceSliceCount", json_integer(n + 1));
+        const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+        char nn[300];
+        snprintf(nn, sizeof nn, "%s-counters", name ? name : "slice");
+        json_object_set_new(json_object_get(cnt, "metadata"), "name", json_string(nn));
+        de_rc rc = dg_apply(t->g, cnt, o, &k, e);
+        if (rc == DE_OK)
+            rc = dg_apply(t->g, dev, o, &k, e);
+        json_decref(cnt);
+        json_decref(dev);
+        return rc;
+    }
+    if (json_is_string(kind) && !strcmp(json_string_value(kind), "ResourceClaimTemplate")) {
+        json_t *cspec = json_object_get(spec, "spec");
+        json_t *c = json_pack("{s:s, s:s, s:{s:s, s:s}, s:O}", "apiVersion", "resource.k8s.io/v1", "kind",
+                              "ResourceClaim", "metadata", "name", "trap-claim", "namespace", "default", "spec",
+                              cspec);
+        de_rc rc = dg_apply(t->g, c, o, &k, e);
+        json_decref(c);
+        return rc;
+    }
+    return dg_apply(t->g, obj, o, &k, e);
+}
+
+/* time Allocate of every pending claim on `node`; returns ms (best of 3 runs,
+ * each on a fresh allocator so nothing is cached) and the outcome */
+static double time_trap(dg_graph *g, const char *gates, const char *node, const uint32_t *claims,
+                        uint32_t n, de_rc *rc_out, uint64_t *steps)
+{
+    double best = -1;
+    for (int rep = 0; rep < 3; rep++) {
+        al_opts o;
+        memset(&o, 0, sizeof o);
+        de_gates_default(&o.gates);
+        de_err e;
+        de_err_clear(&e);
+        if (gates)
+            de_gates_parse(&o.gates, gates, &e);
+        al_allocator *a = al_new(g, &o, &e);
+        de_arena *ar = de_arena_new(0);
+        al_outcome out;
+        uint64_t t0 = de_now_ns();
+        *rc_out = al_allocate(a, de_intern_cstr(dg_intern(g), node), claims, n, ar, &out, &e);
+        double ms = (double)(de_now_ns() - t0) / 1e6;
+        *steps = out.steps;
+        if (best < 0 || ms < best)
+            best = ms;
+        de_arena_free(ar);
+        al_free(a);
+    }
+    return best;
+}
+
+static double corpus_trap(FILE *out, const char *dir, const char *name, const char *const *files,
+                          const char *gates, de_rc want)
+{
+    dg_opts go = {0};
+    dg_graph *g = dg_new(NULL, &go);
+    de_err e;
+    de_err_clear(&e);
+    tctx t = {g};
+    de_rc rc = put(g, node_obj("scheduler-perf-dra-0", "node-with-dra", "true"), &e);
+    for (int i = 0; files[i] && rc == DE_OK; i++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        rc = de_doc_each(p, template_as_claim, &t, &e);
+    }
+    double ms = -1;
+    if (rc == DE_OK) {
+        uint32_t ids[4], n = 0;
+        uint32_t ns = de_intern_cstr(dg_intern(g), "default");
+        for (uint32_t c = 0; c < dg_claim_id_limit(g) && n < 4; c++) {
+            const dg_claim *cl = dg_claim_get(g, c);
+            if (cl && !cl->allocated && (cl->meta.ns == ns || !cl->meta.ns))
+                ids[n++] = c;
+        }
+        uint64_t steps = 0;
+        ms = time_trap(g, gates, "scheduler-perf-dra-0", ids, n, &rc, &steps);
+        if (rc != want) {
+            fprintf(stderr, "bench traps: %s: unexpected outcome %s\n", name, de_rc_str(rc));
+            ms = -1;
+        } else {
+            char fig[128];
+            snprintf(fig, sizeof fig, "traps-%s-ms", name);
+            bench_print(out, fig, ms, "ms");
+            snprintf(fig, sizeof fig, "traps-%s-steps", name);
+            bench_print(out, fig, (double)steps, "steps");
+        }
+    } else {
+        fprintf(stderr, "bench traps: %s: %s\n", name, e.msg);
+    }
+    dg_free(g);
+    return ms;
+}
+
+/* Synthetic dead end: request a takes 4 of 64 devices, request b needs a
+ * device with the same "numa" value as a's - none exists; without pruning
+ * that is C(64,4) = 635,376 combinations. */
+static double synthetic_trap(FILE *out)
+{
+    dg_opts go = {0};
+    go.skip_validation = true;
+    dg_graph *g = dg_new(NULL, &go);
+    de_err e;
+    de_err_clear(&e);
+    de_rc rc = put(g, node_obj("trap-node", NULL, NULL), &e);
+    if (rc == DE_OK)
+        rc = put(g, class_obj("a", "device.attributes[\"d.example.com\"].kind == \"a\""), &e);
+    if (rc == DE_OK)
+        rc = put(g, class_obj("b", "device.attributes[\"d.example.com\"].kind == \"b\""), &e);
+    json_t *devs = json_array();
+    for (uint32_t i = 0; i < 72; i++) {
+        char dn[32];
+        snprintf(dn, sizeof dn, "dev-%02u", i);
+        json_array_append_new(devs, json_pack("{s:s, s:{s:{s:s}, s:{s:i}}}", "name", dn, "attributes", "kind",
+                                              "string", i < 64 ? "a" : "b", "numa", "int", i < 64 ? 0 : 1));
+    }
+    if (rc == DE_OK)
+        rc = put(g, slice_obj("trap-slice", "d.example.com", "trap-pool", "trap-node", devs), &e);
+    else
+        json_decref(devs);
+    json_t *reqs = json_pack("[{s:s, s:{s:s, s:i}}, {s:s, s:{s:s, s:i}}]", "name", "a", "exactly",
+                             "deviceClassName", "a", "count", 4, "name", "b", "exactly", "deviceClassName", "b",
+                             "count", 1);
+    json_t *cons = json_pack("[{s:s}]", "matchAttribute", "d.example.com/numa");
+    if (rc == DE_OK)
+        rc = put(g, claim_obj("trap-claim", reqs, cons), &e);
+    else {
+        json_decref(reqs);
+        json_decref(cons);
+    }
+    double ms = -1;
+    if (rc == DE_OK) {
+        uint32_t id = dg_claim_find(g, de_intern_cstr(dg_intern(g), "default"),
+                                    de_intern_cstr(dg_intern(g), "trap-claim"));
+        uint64_t steps = 0;
+        ms = time_trap(g, NULL, "trap-node", &id, 1, &rc, &steps);
+        if (rc != DE_EUNSAT) {
+            fprintf(stderr, "bench traps: synthetic: unexpected outcome %s\n", de_rc_str(rc));
+            ms = -1;
+        } else {
+            bench_print(out, "traps-synthetic-deadend-ms", ms, "ms");
+            bench_print(out, "traps-synthetic-deadend-steps", (double)steps, "steps");
+        }
+    } else {
+        fprintf(stderr, "bench traps: synthetic: %s\n", e.msg);
+    }
+    dg_free(g);
+    return ms;
+}
+
+int bench_traps(FILE *out, int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    const char *dir = corpus_dir();
+    if (!dir) {
+        fprintf(stderr, "bench traps: corpus not found (../shared or spec/fixtures/shared)\n");
+        return 1;
+    }
+    static const char *const counters[] = {"deviceclass-test-class-v1.yaml",
+                                           "resourceslice-partitionable-backtracking-v1.yaml",
+                                           "resourceclaim-count7-backtracking-v1.yaml", NULL};
+    static const char *const lists[] = {"deviceclass-test-class-v1.yaml", "resourceslice-list-attributes-64dev-v1.yaml",
+                                        "resourceclaimtemplate-32req-matchattribute-list-v1.yaml", NULL};
+    static const char *const split[] = {"deviceclass-test-class-v1.yaml",
+                                        "resourceslice-partitionable-split-pool-v1.yaml",
+                                        "resourceclaimtemplate-two-devices-matchattribute-v1beta2.yaml", NULL};
+    double worst = 0, ms;
+    int bad = 0;
+    ms = corpus_trap(out, dir, "counters-count7", counters, NULL, DE_OK);
+    bad |= ms < 0;
+    worst = ms > worst ? ms : worst;
+    ms = corpus_trap(out, dir, "list-32req", lists, "DRAListTypeAttributes=true", DE_OK);
+    bad |= ms < 0;
+    worst = ms > worst ? ms : worst;
+    ms = corpus_trap(out, dir, "split-pool", split, NULL, DE_OK);
+    bad |= ms < 0;
+    worst = ms > worst ? ms : worst;
+    ms = synthetic_trap(out);
+    bad |= ms < 0;
+    worst = ms > worst ? ms : worst;
+    if (bad)
+        return 1;
+    bench_print(out, "traps-max-ms", worst, "ms");
+    return 0;
+}

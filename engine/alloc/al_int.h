@@ -1,0 +1,420 @@
+/*
+ * al_int.h - allocator internals shared by the engine/alloc/ files.
+ *
+ * Layout of the work (one file each):
+ *   al_core.c       allocator object, graph listener, caches, statistics
+ *   al_gather.c     per-node table: pool gathering and the canonical device array
+ *   al_cset.c       candidate sets: (class, selectors) evaluated per device -> bitsets
+ *   al_compile.c    per-call claim compilation and upstream's pre-checks (errors)
+ *   al_search.c     the depth-first search (upstream's allocateOne/allocateDevice)
+ *   al_constraint.c matchAttribute / distinctAttribute state, derived attributes
+ *   al_counters.c   shared counters, KEP-5963 compatibility groups, policy groups
+ *   al_capacity.c   consumable capacity arithmetic
+ *   al_result.c     AllocationResult building (results, config, node selector, shareID)
+ *   al_explain.c    failure explanations for people
+ *   al_place.c      node choice and commit for pods
+ *
+ * Index spaces: a node table ("ntab") flattens the pools gathered for one
+ * node into one array of devices in canonical order (pool order, slice name
+ * order, device order); a device's position there is its "local index" and
+ * the search's start locations are local indices.  Bitsets over local indices
+ * therefore scan in upstream's candidate order.
+ */
+#ifndef AL_INT_H
+#define AL_INT_H
+
+#include "../base/bits.h"
+#include "../base/map.h"
+#include "al.h"
+
+#include <string.h>
+
+/* ---- node tables ----------------------------------------------------------- */
+
+enum { AL_POOL_OK = 0, AL_POOL_INCOMPLETE, AL_POOL_INVALID };
+
+typedef struct al_pool {
+    uint32_t driver, name;   /* interned */
+    uint8_t state;           /* AL_POOL_* */
+    bool binding;            /* a targeting device has bindingConditions (sorts last) */
+    const char *invalid_reason;
+    uint32_t dev_first, ndev; /* range in ntab->devs (targeting-node device slices) */
+    uint32_t *on_slices;     /* DeviceSlicesTargetingNode (sorted by name) */
+    uint32_t non;
+    uint32_t *off_slices;    /* DeviceSlicesNotTargetingNode (rescan case) */
+    uint32_t noff;
+    uint32_t *cnt_slices;    /* counter-set slices (sorted by name) */
+    uint32_t ncnt;
+} al_pool;
+
+enum {
+    AL_DF_COUNTERS = 1 << 0, /* consumesCounters non-empty */
+    AL_DF_MULTI = 1 << 1,    /* allowMultipleAllocations true (and the gate on) */
+    AL_DF_BINDING = 1 << 2,  /* bindingConditions non-empty */
+    AL_DF_TAINTED = 1 << 3,  /* a NoSchedule/NoExecute taint (needs a toleration) */
+    AL_DF_CGROUPS = 1 << 4,  /* declares KEP-5963 compatibility groups */
+    AL_DF_PERDEV = 1 << 5,   /* slice has perDeviceNodeSelection */
+};
+
+typedef struct al_dev {
+    uint32_t devid;          /* graph device id */
+    uint32_t slice;          /* slice id */
+    uint32_t index;          /* index in the slice */
+    uint32_t pool;           /* index into ntab->pools */
+    uint32_t name;           /* interned device name */
+    uint16_t flags;          /* AL_DF_* */
+    int8_t node_ok;          /* per-device node selection: 1 match, 0 no, -1 error */
+    const dg_device *d;
+    const dg_slice *s;
+    const dg_taint *taints;  /* published + DeviceTaintRule taints (gates applied) */
+    uint32_t ntaints;
+    /* policy groups (al_hooks.groups), read at table build */
+    uint32_t pscope, npgroups;
+    const uint32_t *pgroups;
+} al_dev;
+
+/* A candidate set: which devices of one node table a (class, selectors)
+ * combination selects.  `poison` marks devices whose evaluation failed: the
+ * search raises the stored error when (and only when) it reaches one, as
+ * upstream evaluates selectors lazily in candidate order. */
+typedef struct al_cset {
+    uint64_t key;            /* al_cskey hash */
+    uint32_t skey;           /* index into the allocator's selset table */
+    uint64_t *cand;          /* selectable */
+    uint64_t *poison;        /* evaluation error */
+    char **poison_msg;       /* per local index (only for poison bits), "class X: selector #i ..." */
+    uint8_t *poison_kind;    /* 0 = class selector (message final), 1 = claim selector (needs claim name) */
+    uint32_t ncand;          /* popcount(cand) */
+} al_cset;
+
+typedef struct al_ntab {
+    uint32_t node_name;      /* interned */
+    uint32_t node_id;        /* DG_NONE when the node is not in the graph */
+    uint64_t epoch;          /* allocator table epoch it was built at */
+    bool valid;
+    de_arena *ar;
+    uint32_t npools;
+    al_pool *pools;
+    uint32_t ndev, nwords;
+    al_dev *devs;
+    bool any_invalid, any_incomplete, any_shared_dev, any_counters;
+    /* usage (al_core.c: al_ntab_usage) */
+    uint64_t usage_epoch;
+    uint64_t *inuse;         /* exclusively allocated (AllocatedDevices) */
+    uint64_t *allocated;     /* IsDeviceAllocated: exclusive or shared */
+    dg_consumed **agg;       /* aggregated consumed capacity (NULL = none) */
+    uint32_t *nagg;
+    de_arena *usage_ar;
+    /* candidate sets */
+    al_cset *csets;
+    uint32_t ncsets, capcsets;
+    uint64_t gen;            /* hook revision the groups were read at */
+} al_ntab;
+
+/* A selector set: class + request selectors, compiled once per allocator. */
+typedef struct al_selset {
+    uint64_t key;
+    uint32_t class_name;     /* interned */
+    const dg_class *cls;     /* may be NULL (class missing) */
+    uint32_t nclass, nreq;
+    uint32_t *rexpr;         /* request selectors: interned expressions */
+    uint8_t *rhascel;
+    cel_prog **progs;        /* class selectors then request selectors */
+    char **compile_err;      /* per selector: compile error text, or NULL */
+    /* node index (al_place.c): bit per node in canonical order, 1 = may have a
+     * free candidate */
+    uint64_t *maybe_free;
+    uint64_t mf_epoch, mf_usage;
+    uint32_t mf_nodes;
+    uint64_t node_epoch;
+} al_selset;
+
+/* ---- the allocator ---------------------------------------------------------- */
+
+struct al_allocator {
+    dg_graph *g;
+    de_interner *in;
+    al_opts opts;
+    bool own_cel;
+    cel_env *cel;
+    cel_memo *memo;
+    al_hooks hooks;
+    bool has_hooks;
+    uint64_t hook_rev;
+    /* gates, flattened */
+    bool f_admin, f_prio, f_part, f_taints, f_taint_rules, f_cc, f_bind, f_list, f_derived,
+        f_cgroups, f_frac, f_skipops;
+    /* epochs */
+    uint64_t epoch;          /* bumped on slice/class/node/taint-rule changes */
+    uint64_t usage_epoch;    /* bumped on usage changes not made by us */
+    uint64_t last_usage_gen;
+    /* node tables by node name */
+    de_map ntab_by_name;     /* node name -> index + 1 */
+    al_ntab **ntabs;
+    uint32_t nntabs, capntabs;
+    /* selector sets */
+    de_map selset_by_key;
+    al_selset **selsets;
+    uint32_t nselsets, capselsets;
+    /* cluster slice index (rebuilt per epoch) */
+    uint64_t index_epoch;
+    uint32_t *all_slices;    /* live slice ids, input (id) order */
+    uint32_t nall;
+    uint32_t *shared_slices; /* not node-local, or carrying counter sets (id order) */
+    uint32_t nshared;
+    de_map local_first;      /* node name -> first index + 1 into local_slices */
+    uint32_t *local_slices;  /* node-local slices without counters, grouped by node */
+    uint32_t *local_next;    /* chain: next index + 1 for the same node (id order) */
+    /* canonical node order (al_place.c) */
+    uint64_t nodes_epoch;
+    uint32_t *node_order;    /* graph node ids sorted by name (DG_NONE: see below) */
+    uint32_t *node_names;    /* their names; without Node objects in the graph, the
+                              * node names the slices mention stand in for nodes */
+    dg_node *node_stub;      /* label-less stand-ins for those */
+    uint32_t nnodes;
+    de_map node_rank;        /* node id -> rank */
+    /* frequently used interned strings */
+    uint32_t s_metadata_name, s_in;
+    /* scratch */
+    de_arena *scratch;       /* CEL evaluation scratch */
+    al_stats stats;
+};
+
+/* al_core.c */
+void al_sync(al_allocator *a);  /* notice graph changes (epochs) */
+al_ntab *al_ntab_get(al_allocator *a, uint32_t node_name, de_err *e);
+void al_ntab_usage(al_allocator *a, al_ntab *t);
+const char *al_str(const al_allocator *a, uint32_t id);
+uint32_t al_intern(al_allocator *a, const char *s);
+uint32_t al_internf(al_allocator *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* al_gather.c */
+de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e);
+void al_cluster_index(al_allocator *a);
+
+/* al_cset.c */
+al_selset *al_selset_get(al_allocator *a, uint32_t class_name, const dg_selector *sels,
+                         uint32_t nsels);
+al_cset *al_cset_get(al_allocator *a, al_ntab *t, al_selset *ss);
+
+/* ---- one Allocate call ---------------------------------------------------------- */
+
+typedef struct al_call al_call;
+
+/* Compiled derived attribute (KEP-6080). */
+typedef struct al_derived {
+    uint32_t domain, id;
+    cel_prog *prog;
+    const char *compile_err;
+    uint32_t expr;
+} al_derived;
+
+/* One request or firstAvailable subrequest. */
+typedef struct al_rq {
+    const dg_exact *x;
+    uint32_t claim, req, sub; /* indices */
+    bool is_sub;
+    uint32_t full_name;      /* "req" or "req/sub" */
+    uint32_t base_name;      /* request name (the parent's for a subrequest) */
+    uint32_t sub_name;       /* 0 unless is_sub */
+    const dg_class *cls;
+    al_selset *ss;
+    al_cset *cs;
+    bool all;                /* allocationMode All */
+    bool admin;
+    int64_t need;            /* numDevices */
+    uint32_t *all_devs;      /* All: fixed list (local indices) */
+    uint32_t nall;
+    uint64_t *iter;          /* candidates the loop visits: selectable or poison */
+    uint64_t *stat;          /* pure calls: candidates that can pass the static checks */
+    uint32_t *cons;          /* indices of the claim's constraints that apply */
+    uint32_t ncons;
+    bool has_capreq;
+    al_derived *derived;
+    uint32_t nderived;
+    /* derived value memo: per local device index (lazy) */
+    de_attrval *dval;        /* [ndev * nderived] */
+    uint8_t *dstate;         /* [ndev * nderived] 0 unknown, 1 value, 2 absent */
+} al_rq;
+
+typedef struct al_req {
+    uint32_t nrq;            /* 1 for exactly, else number of subrequests */
+    al_rq *rq;
+    bool has_subs;
+    int32_t chosen;          /* chosen subrequest index */
+} al_req;
+
+enum { AL_CK_MATCH = 1, AL_CK_DISTINCT = 2 };
+
+/* A set of attribute values (list semantics): kind + sorted unique keys. */
+typedef struct al_vset {
+    uint8_t kind;            /* scalar kind: DE_V_INT, BOOL, STRING, VERSION; 0 = nil */
+    uint32_t n, cap;
+    uint64_t *v;
+} al_vset;
+
+typedef struct al_dentry {
+    uint32_t req;            /* base request name */
+    de_attrval v;
+    const al_vset *set;      /* list mode: v as a set */
+} al_dentry;
+
+typedef struct al_cons {
+    uint8_t kind;
+    uint32_t name, domain, id; /* FullyQualifiedName and its split */
+    const uint32_t *reqs;
+    uint32_t nreqs;
+    uint32_t ndev;           /* numDevices */
+    de_attrval first;        /* match, scalar mode */
+    al_vset inter;           /* match, list mode: running intersection */
+    al_dentry *map;          /* distinct: map keyed by base request name */
+    al_vset **dset;          /* list mode: per device, its value as a set (lazy) */
+    uint8_t *ks;             /* pruning cache: per device 0 unknown, 1 value, 2 absent */
+    de_attrval *kv;
+    uint32_t nmap, capmap;
+} al_cons;
+
+typedef struct al_claimc {
+    const dg_claim *c;
+    uint32_t id;
+    uint32_t nreq;
+    al_req *req;
+    uint32_t ncons;
+    al_cons *cons;
+    uint64_t *mine;          /* bitset: devices being allocated for this claim (exclusive) */
+} al_claimc;
+
+typedef struct al_resent {
+    al_rq *rq;
+    uint32_t dev;            /* local index */
+    bool shared;             /* multi-allocatable: gets a shareID */
+    bool admin;
+    dg_consumed *consumed;   /* consumed capacity (shared devices with capacity) */
+    uint32_t nconsumed;
+} al_resent;
+
+/* Counter bookkeeping, keyed by pool NAME (upstream quirk, kept). */
+typedef struct al_cgroup {
+    uint32_t pool_name;
+    bool have_avail;
+    bool broken;             /* some available counter < 0: nothing fits */
+    de_map slot;             /* pack(set, counter) -> slot + 1 */
+    uint32_t nslots, capslots;
+    de_qty *avail;
+    bool *has_avail;
+    de_qty *cons;
+} al_cgroup;
+
+/* KEP-5963 / policy group running intersection. */
+typedef struct al_gstate {
+    bool has_members, all_empty;
+    uint32_t n;
+    uint32_t *g;             /* sorted */
+} al_gstate;
+
+struct al_call {
+    al_allocator *a;
+    al_ntab *t;
+    de_arena *ar;
+    uint32_t node_name;
+    const dg_node *node;
+    uint32_t nclaims;
+    al_claimc *claims;
+    uint32_t nwords;
+    uint64_t *busy;          /* bitset: allocating for any claim (exclusive) */
+    uint32_t *busy_cnt;      /* per device: number of claims */
+    /* consumable capacity in flight: per local device, NULL = none */
+    de_qty **acap;
+    bool *acap_present;
+    uint32_t **capkeys;      /* per local device: capacity keys as written (lazy) */
+    /* results per claim */
+    al_resent **res;
+    uint32_t *nres;
+    /* counters */
+    al_cgroup *cg;
+    uint32_t ncg, capcg;
+    int32_t *dev_cg;         /* per local device: counter group, -1 unknown */
+    uint32_t **dev_slots;    /* per local device: slot per consumed counter (or UINT32_MAX) */
+    /* compatibility groups (KEP-5963): (pool name, counter set) -> state */
+    de_map cgrp_idx;
+    al_gstate *cgrp;
+    uint32_t ncgrp, capcgrp;
+    bool *cgrp_seeded;
+    /* policy groups: scope -> state */
+    de_map pgrp_idx;
+    al_gstate *pgrp;
+    uint32_t npgrp, cappgrp;
+    /* undo log for group states */
+    struct al_undo *undo;
+    uint32_t nundo, capundo;
+    /* search */
+    uint64_t steps, max_steps;
+    bool pure;               /* no side effects on failure: pruning allowed */
+    de_err *e;
+    int64_t score;
+    /* diagnostics counters for explanations */
+    uint64_t rej_constraint, rej_counters, rej_taint, rej_capacity, rej_groups;
+};
+
+typedef struct al_undo {
+    uint8_t kind;            /* 1 compat, 2 policy */
+    uint32_t idx;
+    al_gstate prev;
+} al_undo;
+
+/* al_compile.c */
+const char *al_kobj(al_call *c, const al_claimc *cc);
+de_rc al_call_compile(al_call *c, const uint32_t *claims, uint32_t nclaims, de_err *e);
+
+/* al_search.c */
+enum { AL_S_OK = 0, AL_S_FAIL, AL_S_MAXSIZE, AL_S_ERR };
+int al_search(al_call *c);
+bool al_dev_in_use(const al_call *c, uint32_t dev);
+bool al_taint_blocks(const al_dev *dv, const al_rq *rq);
+de_rc al_selectable(al_call *c, al_rq *rq, uint32_t dev, bool *ok);
+
+/* al_constraint.c */
+de_rc al_cons_add(al_call *c, al_cons *k, al_rq *rq, uint32_t dev, bool *ok);
+void al_cons_remove(al_call *c, al_cons *k, al_rq *rq, uint32_t dev);
+bool al_cons_applies(const al_cons *k, const al_rq *rq);
+const de_attr *al_lookup_attr(const al_call *c, uint32_t dev, uint32_t domain, uint32_t id,
+                              const de_devview *view);
+
+/* al_counters.c */
+bool al_counters_take(al_call *c, uint32_t dev);
+void al_counters_release(al_call *c, uint32_t dev);
+bool al_cgroups_skip_disabled(al_call *c, uint32_t dev);
+bool al_cgroups_take(al_call *c, uint32_t dev, uint32_t *undo_mark);
+bool al_pgroups_take(al_call *c, uint32_t dev);
+void al_undo_to(al_call *c, uint32_t mark);
+
+/* al_capacity.c */
+/* CmpRequestOverCapacity: 1 fits, 0 does not, -1 request names a capacity the device lacks */
+int al_capacity_fits(al_call *c, const al_rq *rq, uint32_t dev);
+/* consumption per device capacity (arena), keys as written */
+void al_capacity_consumed(al_call *c, const al_rq *rq, uint32_t dev, dg_consumed **out,
+                          uint32_t *n);
+void al_acap_insert(al_call *c, uint32_t dev, const dg_consumed *v, uint32_t n);
+void al_acap_remove(al_call *c, uint32_t dev, const dg_consumed *v, uint32_t n);
+bool al_capacity_in_use(const al_call *c, uint32_t dev);
+uint32_t al_cap_key(al_allocator *a, const de_cap *cap, uint32_t driver);
+
+/* al_result.c */
+de_rc al_build_results(al_call *c, al_outcome *out, de_err *e);
+uint32_t al_share_id(al_allocator *a, const al_call *c, uint32_t claim, uint32_t idx, uint32_t dev);
+
+/* al_explain.c */
+void al_explain(al_call *c, al_why *why);
+
+/* helpers */
+static inline void *al_zalloc(de_arena *ar, size_t n)
+{
+    void *p = de_arena_zalloc(ar, n ? n : 1);
+    if (!p)
+        abort();
+    return p;
+}
+
+#define AL_NEW(ar, T, n) ((T *)al_zalloc((ar), sizeof(T) * (size_t)(n)))
+
+#endif

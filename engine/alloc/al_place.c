@@ -1,0 +1,553 @@
+/*
+ * al_place.c - scheduling one pod: what kube-scheduler's DynamicResources
+ * plugin (with NodeName, NodeUnschedulable, TaintToleration and NodeAffinity)
+ * decides for it, deterministically.
+ *
+ *  1. Resolve the pod's claims (resourceClaimName, or the claim generated for
+ *     resourceClaimTemplateName - from pod.status.resourceClaimStatuses, or
+ *     instantiated with dg_claim_from_template as the claim controller does).
+ *  2. Filter the nodes in canonical (name) order: pod.spec.nodeName, node
+ *     unschedulable, nodeSelector / required node affinity, node taints the
+ *     pod does not tolerate, node selectors of claims already allocated, and
+ *     finally Allocate() of the pending claims on the node.
+ *  3. Score feasible nodes: upstream's firstAvailable score (8 - chosen index
+ *     per firstAvailable request) plus the policy score hook.  The best total
+ *     wins; ties go to the first node in name order.  Without a score hook the
+ *     first feasible node reaching the maximum possible firstAvailable score
+ *     wins at once, so most pods look at one node.
+ *  4. Commit: dg_claim_set_allocation + a reservation for the pod, and the
+ *     node table's used bits are updated in place.
+ *
+ * Node index: per (class, selectors) a bitset over nodes in canonical order
+ * with 1 = "may have a free candidate".  A node whose table shows no free
+ * candidate clears its bit; bits only come back when usage changes behind
+ * our back (then every bit is set again).  A pod therefore skips full nodes
+ * without touching them.
+ */
+#include "al_int.h"
+#include "../base/buf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- canonical node order --------------------------------------------------------- */
+
+static int cmp_names(const void *x, const void *y, void *ctx)
+{
+    al_allocator *a = ctx;
+    return de_intern_cmp(a->in, *(const uint32_t *)x, *(const uint32_t *)y);
+}
+
+/* Nodes in canonical (name) order.  Offline inputs often carry no Node
+ * objects; then the node names the slices mention (spec.nodeName and
+ * per-device nodeName) stand in for label-less nodes, so pods can still be
+ * placed. */
+static void node_order(al_allocator *a)
+{
+    if (a->nodes_epoch == a->epoch && a->node_order)
+        return;
+    uint32_t lim = dg_node_id_limit(a->g);
+    de_map seen;
+    de_map_init(&seen);
+    uint32_t cap = lim ? lim : 1, n = 0;
+    uint32_t *names = de_xmalloc(cap * sizeof *names);
+    for (uint32_t i = 0; i < lim; i++) {
+        const dg_node *nd = dg_node_get(a->g, i);
+        if (nd && !de_map_get(&seen, nd->meta.name, NULL)) {
+            de_map_put(&seen, nd->meta.name, i);
+            names[n++] = nd->meta.name;
+        }
+    }
+    bool stubs = n == 0;
+    if (stubs) {
+        al_cluster_index(a);
+        for (uint32_t k = 0; k < a->nall; k++) {
+            const dg_slice *s = dg_slice_get(a->g, a->all_slices[k]);
+            for (uint32_t d = 0; d <= s->ndevices; d++) {
+                uint32_t nn = d == 0 ? (s->ns_mode == DG_NS_NODE_NAME ? s->node_name : 0)
+                                     : (s->devices[d - 1].ns_mode == DG_NS_NODE_NAME ? s->devices[d - 1].node_name : 0);
+                if (!nn || de_map_get(&seen, nn, NULL))
+                    continue;
+                de_map_put(&seen, nn, DG_NONE);
+                if (n == cap) {
+                    cap *= 2;
+                    names = de_xrealloc(names, cap * sizeof *names);
+                }
+                names[n++] = nn;
+            }
+        }
+    }
+    qsort_r(names, n, sizeof *names, cmp_names, a);
+    free(a->node_order);
+    free(a->node_names);
+    free(a->node_stub);
+    a->node_names = names;
+    a->node_order = de_xmalloc((n ? n : 1) * sizeof *a->node_order);
+    a->node_stub = stubs ? de_xcalloc(n ? n : 1, sizeof *a->node_stub) : NULL;
+    a->nnodes = n;
+    de_map_clear(&a->node_rank);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t id = DG_NONE;
+        de_map_get(&seen, names[i], &id);
+        a->node_order[i] = stubs ? DG_NONE : (uint32_t)id;
+        if (stubs)
+            a->node_stub[i].meta.name = names[i];
+        else
+            de_map_put(&a->node_rank, a->node_order[i], i);
+    }
+    de_map_destroy(&seen);
+    a->nodes_epoch = a->epoch;
+}
+
+static const dg_node *node_at(al_allocator *a, uint32_t rank)
+{
+    return a->node_stub ? &a->node_stub[rank] : dg_node_get(a->g, a->node_order[rank]);
+}
+
+static uint64_t *maybe_free(al_allocator *a, al_selset *s)
+{
+    uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
+    if (!s->maybe_free || s->mf_epoch != a->epoch || s->mf_usage != a->usage_epoch ||
+        s->mf_nodes != a->nnodes) {
+        free(s->maybe_free);
+        s->maybe_free = de_xmalloc(nw * sizeof(uint64_t));
+        memset(s->maybe_free, 0xff, nw * sizeof(uint64_t));
+        s->mf_epoch = a->epoch;
+        s->mf_usage = a->usage_epoch;
+        s->mf_nodes = a->nnodes;
+    }
+    return s->maybe_free;
+}
+
+/* ---- pod-level filters ------------------------------------------------------------ */
+
+static bool kv_has(const dg_kv *kv, uint32_t n, uint32_t key, uint32_t value)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (kv[i].key == key && kv[i].value == value)
+            return true;
+    return false;
+}
+
+static const char *pod_filter(al_allocator *a, const dg_pod *pod, const dg_node *node)
+{
+    if (pod->node_name && pod->node_name != node->meta.name)
+        return "node(s) didn't match the requested node name";
+    if (node->unschedulable)
+        return "node(s) were unschedulable";
+    for (uint32_t i = 0; i < pod->nnode_selector; i++)
+        if (!kv_has(node->meta.labels, node->meta.nlabels, pod->node_selector[i].key,
+                    pod->node_selector[i].value))
+            return "node(s) didn't match Pod's node affinity/selector";
+    if (pod->has_required_affinity) {
+        bool m = false;
+        de_err e;
+        de_err_clear(&e);
+        if (dg_nodesel_match(a->g, &pod->required_affinity, node->meta.name, node->meta.labels,
+                             node->meta.nlabels, &m, &e) != DE_OK || !m)
+            return "node(s) didn't match Pod's node affinity/selector";
+    }
+    for (uint32_t i = 0; i < node->ntaints; i++) {
+        const dg_node_taint *t = &node->taints[i];
+        const char *eff = al_str(a, t->effect);
+        if (strcmp(eff, "NoSchedule") && strcmp(eff, "NoExecute"))
+            continue;
+        bool ok = false;
+        for (uint32_t j = 0; j < pod->ntolerations && !ok; j++) {
+            const dg_pod_toleration *p = &pod->tolerations[j];
+            if (p->effect && p->effect != t->effect)
+                continue;
+            if (p->key && p->key != t->key)
+                continue;
+            const char *op = p->op ? al_str(a, p->op) : "Equal";
+            if (!strcmp(op, "Exists"))
+                ok = true;
+            else if (!strcmp(op, "Equal"))
+                ok = p->value == t->value && (p->key || !t->key);
+        }
+        if (!ok)
+            return "node(s) had untolerated taint";
+    }
+    return NULL;
+}
+
+/* ---- reasons ------------------------------------------------------------------------- */
+
+typedef struct reasons {
+    de_map idx;   /* text hash -> index + 1 */
+    char **text;
+    uint32_t *count;
+    uint32_t n, cap;
+} reasons;
+
+static void reason_add(reasons *r, const char *s)
+{
+    uint64_t h = de_hash_bytes(s, strlen(s)), v;
+    if (de_map_get(&r->idx, h, &v)) {
+        r->count[v - 1]++;
+        return;
+    }
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 8;
+        r->text = de_xrealloc(r->text, r->cap * sizeof *r->text);
+        r->count = de_xrealloc(r->count, r->cap * sizeof *r->count);
+    }
+    r->text[r->n] = de_xstrdup(s);
+    r->count[r->n] = 1;
+    de_map_put(&r->idx, h, ++r->n);
+}
+
+static const char *reasons_summary(reasons *r, de_arena *ar, uint32_t nnodes)
+{
+    de_buf b;
+    de_buf_init(&b, 16384);
+    if (!nnodes)
+        de_buf_puts(&b, "no nodes in the input");
+    else
+        de_buf_printf(&b, "0/%u nodes are available", nnodes);
+    /* top reasons by count (ties by text), at most 3 */
+    bool *used = de_xcalloc(r->n ? r->n : 1, 1);
+    for (int k = 0; k < 3; k++) {
+        int best = -1;
+        for (uint32_t i = 0; i < r->n; i++) {
+            if (used[i])
+                continue;
+            if (best < 0 || r->count[i] > r->count[best] ||
+                (r->count[i] == r->count[best] && strcmp(r->text[i], r->text[best]) < 0))
+                best = (int)i;
+        }
+        if (best < 0)
+            break;
+        used[best] = true;
+        de_buf_printf(&b, "%s %u x %s", k ? ";" : ":", r->count[best], r->text[best]);
+    }
+    uint32_t rest = 0;
+    for (uint32_t i = 0; i < r->n; i++)
+        if (!used[i])
+            rest += r->count[i];
+    if (rest)
+        de_buf_printf(&b, "; %u node(s) for other reasons", rest);
+    free(used);
+    const char *s = de_arena_strdup(ar, de_buf_str(&b));
+    de_buf_free(&b);
+    return s;
+}
+
+static void reasons_free(reasons *r)
+{
+    for (uint32_t i = 0; i < r->n; i++)
+        free(r->text[i]);
+    free(r->text);
+    free(r->count);
+    de_map_destroy(&r->idx);
+}
+
+/* ---- claims of the pod ------------------------------------------------------------------ */
+
+static de_rc resolve_claims(al_allocator *a, const dg_pod *pod, uint32_t podid, de_arena *ar,
+                            al_pod_outcome *out, const char **why, de_err *e)
+{
+    out->nclaims = pod->nclaims;
+    out->claims = AL_NEW(ar, uint32_t, pod->nclaims ? pod->nclaims : 1);
+    out->allocated_now = AL_NEW(ar, bool, pod->nclaims ? pod->nclaims : 1);
+    out->allocs = AL_NEW(ar, al_claim_alloc, pod->nclaims ? pod->nclaims : 1);
+    for (uint32_t i = 0; i < pod->nclaims; i++) {
+        const dg_pod_claim_ref *ref = &pod->claims[i];
+        uint32_t id = DG_NONE;
+        if (ref->claim_name) {
+            id = dg_claim_find(a->g, pod->meta.ns, ref->claim_name);
+            if (id == DG_NONE) {
+                *why = de_arena_printf(ar, "resourceclaim \"%s\" not found", al_str(a, ref->claim_name));
+                return DE_EUNSAT;
+            }
+        } else if (ref->template_name) {
+            for (uint32_t k = 0; k < pod->nclaim_statuses; k++)
+                if (pod->claim_statuses[k].name == ref->name && pod->claim_statuses[k].claim_name)
+                    id = dg_claim_find(a->g, pod->meta.ns, pod->claim_statuses[k].claim_name);
+            if (id == DG_NONE) {
+                de_err te;
+                de_err_clear(&te);
+                de_rc rc = dg_claim_from_template(a->g, podid, i, &id, &te);
+                /* our own write: not a change the caches must react to */
+                a->last_usage_gen = dg_generation(a->g);
+                if (rc == DE_ENOTFOUND) {
+                    *why = de_arena_printf(ar, "%s", te.msg);
+                    return DE_EUNSAT;
+                }
+                if (rc != DE_OK) {
+                    *e = te;
+                    return rc;
+                }
+            }
+        }
+        out->claims[i] = id;
+    }
+    return DE_OK;
+}
+
+/* ---- commit ---------------------------------------------------------------------------- */
+
+static de_rc commit(al_allocator *a, const dg_pod *pod, al_ntab *t, al_pod_outcome *out,
+                    const uint32_t *pending, uint32_t npending, const al_outcome *res, de_err *e)
+{
+    bool patch = a->last_usage_gen == dg_generation(a->g);
+    for (uint32_t i = 0; i < npending; i++) {
+        DE_TRY(dg_claim_set_allocation(a->g, pending[i], &res->claims[i].alloc, e));
+        const dg_allocation *al = &res->claims[i].alloc;
+        for (uint32_t r = 0; r < al->nresults && patch; r++) {
+            const dg_result *x = &al->results[r];
+            if (x->admin_access == 1)
+                continue;
+            bool found = false;
+            for (uint32_t d = 0; d < t->ndev; d++) {
+                const al_dev *dv = &t->devs[d];
+                if (dv->name != x->device || dv->s->pool != x->pool || dv->s->driver != x->driver)
+                    continue;
+                found = true;
+                bool local = dv->s->ns_mode == DG_NS_NODE_NAME ||
+                             (dv->s->ns_mode == DG_NS_PER_DEVICE && dv->d->ns_mode == DG_NS_NODE_NAME);
+                if (x->share_id || !local)
+                    patch = false; /* shared or network-attached: other tables see it */
+                else {
+                    de_bit_set(t->inuse, d);
+                    de_bit_set(t->allocated, d);
+                }
+                break;
+            }
+            if (!found)
+                patch = false;
+        }
+    }
+    dg_consumer cons = {.api_group = 0, .resource = al_intern(a, "pods"), .name = pod->meta.name,
+                        .uid = pod->meta.uid};
+    for (uint32_t i = 0; i < out->nclaims; i++) {
+        if (out->claims[i] == DG_NONE)
+            continue;
+        const dg_claim *cl = dg_claim_get(a->g, out->claims[i]);
+        bool have = false;
+        for (uint32_t k = 0; cl && k < cl->nreserved_for && !have; k++)
+            have = cl->reserved_for[k].name == pod->meta.name && cl->reserved_for[k].resource == cons.resource &&
+                   (!pod->meta.uid || cl->reserved_for[k].uid == pod->meta.uid);
+        if (!have)
+            DE_TRY(dg_claim_add_reservation(a->g, out->claims[i], &cons, e));
+    }
+    /* our own writes only change usage: patched in place, or re-read lazily */
+    if (!patch)
+        a->usage_epoch++;
+    a->last_usage_gen = dg_generation(a->g);
+    return DE_OK;
+}
+
+/* ---- scheduling ------------------------------------------------------------------------- */
+
+static bool node_matches_allocated(al_allocator *a, const uint32_t *claims, uint32_t n,
+                                   const dg_node *node)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const dg_claim *cl = dg_claim_get(a->g, claims[i]);
+        if (!cl || !cl->allocated || !cl->allocation.has_node_selector)
+            continue;
+        bool m = false;
+        de_err e;
+        de_err_clear(&e);
+        if (dg_nodesel_match(a->g, &cl->allocation.node_selector, node->meta.name, node->meta.labels,
+                             node->meta.nlabels, &m, &e) != DE_OK || !m)
+            return false;
+    }
+    return true;
+}
+
+/* Quick DRA pre-check on a node table: every non-firstAvailable request of
+ * the pending claims has at least one free candidate.  Clears the node's bit
+ * in the selector set index when it has none. */
+static const char *quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t nss,
+                               uint32_t rank)
+{
+    for (uint32_t i = 0; i < nss; i++) {
+        al_cset *cs = al_cset_get(a, t, ss[i]);
+        bool any = false;
+        for (uint32_t w = 0; w < t->nwords && !any; w++)
+            any = (cs->cand[w] & ~t->inuse[w]) || cs->poison[w];
+        if (!any) {
+            de_bit_clr(maybe_free(a, ss[i]), rank);
+            return de_arena_printf(a->scratch, "no free device of class %s", al_str(a, ss[i]->class_name));
+        }
+    }
+    return NULL;
+}
+
+de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outcome *out, de_err *e)
+{
+    memset(out, 0, sizeof *out);
+    out->pod = podid;
+    out->node = DG_NONE;
+    al_sync(a);
+    const dg_pod *pod = dg_pod_get(a->g, podid);
+    if (!pod)
+        return de_errf(e, DE_ENOTFOUND, "pod #%u does not exist", podid);
+    const char *why = NULL;
+    de_rc rc = resolve_claims(a, pod, podid, ar, out, &why, e);
+    if (rc == DE_EUNSAT) {
+        out->why = why;
+        return rc;
+    }
+    if (rc != DE_OK)
+        return rc;
+    pod = dg_pod_get(a->g, podid);
+    al_sync(a);
+    /* pending claims and the selector sets of their plain requests */
+    uint32_t *pending = AL_NEW(ar, uint32_t, out->nclaims ? out->nclaims : 1), npending = 0;
+    uint32_t *pidx = AL_NEW(ar, uint32_t, out->nclaims ? out->nclaims : 1);
+    al_selset **ss = NULL;
+    uint32_t nss = 0, capss = 0;
+    int64_t max_score = 0;
+    for (uint32_t i = 0; i < out->nclaims; i++) {
+        const dg_claim *cl = out->claims[i] == DG_NONE ? NULL : dg_claim_get(a->g, out->claims[i]);
+        if (!cl || cl->allocated)
+            continue;
+        pidx[npending] = i;
+        pending[npending++] = out->claims[i];
+        for (uint32_t r = 0; r < cl->spec.nrequests; r++) {
+            const dg_request *rq = &cl->spec.requests[r];
+            if (rq->nsubs) {
+                max_score += 8;
+                continue;
+            }
+            if (!rq->has_exactly || !rq->exactly.class_name || rq->exactly.mode != DG_AMODE_EXACT_COUNT ||
+                rq->exactly.admin_access == 1)
+                continue;
+            bool bad = false;
+            for (uint32_t k = 0; k < rq->exactly.nselectors; k++)
+                bad |= !rq->exactly.selectors[k].has_cel;
+            if (bad || dg_class_find(a->g, rq->exactly.class_name) == DG_NONE)
+                continue;
+            if (nss == capss) {
+                capss = capss ? capss * 2 : 8;
+                ss = de_xrealloc(ss, capss * sizeof *ss);
+            }
+            ss[nss++] = al_selset_get(a, rq->exactly.class_name, rq->exactly.selectors, rq->exactly.nselectors);
+        }
+    }
+    node_order(a);
+    bool scoring = a->has_hooks && a->hooks.score;
+    reasons rs = {0};
+    de_map_init(&rs.idx);
+    uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
+    uint64_t *cand = AL_NEW(ar, uint64_t, nw);
+    memset(cand, 0xff, nw * sizeof *cand);
+    for (uint32_t i = 0; i < nss; i++)
+        de_bits_and(cand, maybe_free(a, ss[i]), nw);
+    double best_total = 0;
+    int64_t best_k8s = 0;
+    double best_policy = 0;
+    uint32_t best_rank = UINT32_MAX;
+    al_outcome best;
+    memset(&best, 0, sizeof best);
+    de_rc result = DE_OK;
+    for (size_t r = de_bits_next(cand, a->nnodes, 0); r < a->nnodes; r = de_bits_next(cand, a->nnodes, r + 1)) {
+        const dg_node *node = node_at(a, (uint32_t)r);
+        const char *f = pod_filter(a, pod, node);
+        if (!f && !node_matches_allocated(a, out->claims, out->nclaims, node))
+            f = "node(s) didn't match the node selector of an allocated claim";
+        if (f) {
+            reason_add(&rs, f);
+            continue;
+        }
+        out->nodes_checked++;
+        if (!npending) {
+            out->nodes_feasible++;
+            best_rank = (uint32_t)r;
+            break;
+        }
+        de_err ne;
+        de_err_clear(&ne);
+        al_ntab *t = al_ntab_get(a, node->meta.name, &ne);
+        if (!t) {
+            reason_add(&rs, ne.msg);
+            continue;
+        }
+        const char *q = quick_check(a, t, ss, nss, (uint32_t)r);
+        if (q) {
+            reason_add(&rs, q);
+            continue;
+        }
+        de_arena_mark m = de_arena_save(ar);
+        al_outcome o;
+        rc = al_allocate(a, node->meta.name, pending, npending, ar, &o, &ne);
+        if (rc != DE_OK) {
+            if (rc == DE_EUNSAT || o.invalid_pools || rc == DE_EBUDGET)
+                reason_add(&rs, o.why.summary ? o.why.summary : ne.msg);
+            de_arena_rewind(ar, m);
+            if (rc == DE_EUNSAT || o.invalid_pools || rc == DE_EBUDGET)
+                continue;
+            /* a hard error aborts the attempt for the pod, as upstream */
+            *e = ne;
+            result = rc;
+            break;
+        }
+        out->nodes_feasible++;
+        double ps = 0;
+        if (scoring) {
+            al_placement pl = {.node = a->node_order[r],
+                               .node_name = node->meta.name, .pod = podid, .nclaims = npending,
+                               .claims = pending, .k8s_score = o.k8s_score};
+            dg_allocation *al = AL_NEW(ar, dg_allocation, npending);
+            for (uint32_t i = 0; i < npending; i++)
+                al[i] = o.claims[i].alloc;
+            pl.allocs = al;
+            de_err se;
+            de_err_clear(&se);
+            if (a->hooks.score(a->hooks.ctx, a->g, &pl, &ps, &se) != DE_OK) {
+                *e = se;
+                if (!e->rc)
+                    e->rc = DE_EPOLICY;
+                result = e->rc;
+                break;
+            }
+        }
+        double total = (double)o.k8s_score + ps;
+        if (best_rank == UINT32_MAX || total > best_total) {
+            best_rank = (uint32_t)r;
+            best_total = total;
+            best_k8s = o.k8s_score;
+            best_policy = ps;
+            best = o;
+        }
+        if (!scoring && o.k8s_score >= max_score)
+            break;
+    }
+    free(ss);
+    if (result != DE_OK) {
+        reasons_free(&rs);
+        return result;
+    }
+    if (best_rank == UINT32_MAX) {
+        /* nodes the index skipped count as "no free device" in the summary */
+        for (uint32_t r = 0; r < a->nnodes; r++)
+            if (!de_bit_get(cand, r)) {
+                const dg_node *node = node_at(a, (uint32_t)r);
+                const char *f = pod_filter(a, pod, node);
+                reason_add(&rs, f ? f : "no free device matching a request");
+            }
+        out->why = reasons_summary(&rs, ar, a->nnodes);
+        reasons_free(&rs);
+        return DE_EUNSAT;
+    }
+    reasons_free(&rs);
+    uint32_t nid = a->node_order[best_rank];
+    const dg_node *node = node_at(a, best_rank);
+    out->node = nid;
+    out->node_name = node->meta.name;
+    out->k8s_score = best_k8s;
+    out->policy_score = best_policy;
+    for (uint32_t i = 0; i < npending; i++) {
+        out->allocated_now[pidx[i]] = true;
+        out->allocs[pidx[i]] = best.claims[i];
+    }
+    al_ntab *t = npending ? al_ntab_get(a, node->meta.name, e) : NULL;
+    if (npending && !t)
+        return e->rc;
+    if (npending || out->nclaims)
+        DE_TRY(commit(a, pod, t, out, pending, npending, &best, e));
+    return DE_OK;
+}

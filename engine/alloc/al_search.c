@@ -1,0 +1,585 @@
+/*
+ * al_search.c - the depth-first search with backtracking (upstream's
+ * allocateOne / allocateDevice) and al_allocate().
+ *
+ * The control flow is upstream's, step for step: claims in order, requests in
+ * spec order, firstAvailable subrequests in list order, device slots
+ * 0..count-1; a slot considers candidates after the previous slot's device
+ * (combinations), the next request starts over; the 32-results limit is
+ * checked on entering a slot and reported upwards ("MaxSize") so that a
+ * firstAvailable parent tries its next subrequest; the first complete
+ * assignment wins.  Per candidate, in order: in use, selectable (CEL errors
+ * are raised here), capacity, then allocateDevice: in use again,
+ * partitionable-off, counters, compatibility groups, taints, constraints,
+ * mark, capacity again.  Rejections after the counters were charged do not
+ * give them back (v0.36.2 behaviour the vectors pin), and neither does undoing
+ * a multi-allocatable device.
+ *
+ * Pruning.  A failed subtree normally leaves no trace, but upstream has a few
+ * stateful quirks (counter leaks, the list-intersection that does not widen,
+ * the distinctAttribute map, lazy CEL errors, All-mode constraint errors).
+ * The call is "pure" when none of them can fire; then the search may skip
+ * subtrees that provably cannot succeed without changing which solution is
+ * found first (the first-fit order is untouched; only dead ends are cut):
+ *  - statically rejected devices (tainted, partitionable-off, skipped for
+ *    compatibility groups) are not visited;
+ *  - a placement is undone at once when some remaining slot of the claim
+ *    cannot be filled by the devices still free and compatible with the
+ *    matchAttribute values already fixed (forward checking);
+ *  - a claim set with a request that no free device can ever serve fails
+ *    before searching.
+ * Cutting a subtree can turn upstream's internal "MaxSize" answer into a
+ * plain failure; that only ever skips subtrees without solutions, so the
+ * first solution is the same (see the comment at prune_ok).
+ */
+#include "al_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct placed {
+    al_rq *rq;
+    uint32_t dev;
+    bool multi;
+    uint32_t gmark;
+    dg_consumed *cons;
+    uint32_t ncons;
+    uint32_t nres;
+} placed;
+
+bool al_dev_in_use(const al_call *c, uint32_t dev)
+{
+    return de_bit_get(c->t->inuse, dev) || c->busy_cnt[dev] > 0;
+}
+
+/* resourceclaim.ToleratesTaint */
+static bool tolerates(const dg_toleration *t, const dg_taint *x)
+{
+    if (t->effect_raw) {
+        bool same = x->effect_raw ? t->effect_raw == x->effect_raw : t->effect == x->effect;
+        if (!same)
+            return false;
+    }
+    if (t->key && t->key != x->key)
+        return false;
+    switch (t->op) {
+    case DG_TOLOP_EQUAL: return t->value == x->value;
+    case DG_TOLOP_EXISTS: return true;
+    default: return false;
+    }
+}
+
+bool al_taint_blocks(const al_dev *dv, const al_rq *rq)
+{
+    if (!(dv->flags & AL_DF_TAINTED))
+        return false;
+    for (uint32_t i = 0; i < dv->ntaints; i++) {
+        const dg_taint *x = &dv->taints[i];
+        if (x->effect != DG_EFFECT_NO_SCHEDULE && x->effect != DG_EFFECT_NO_EXECUTE)
+            continue;
+        bool ok = false;
+        for (uint32_t j = 0; j < rq->x->ntolerations && !ok; j++)
+            ok = tolerates(&rq->x->tolerations[j], x);
+        if (!ok)
+            return true;
+    }
+    return false;
+}
+
+static void mark(al_call *c, uint32_t claim, uint32_t dev, bool on)
+{
+    uint64_t *mine = c->claims[claim].mine;
+    if (on) {
+        if (!de_bit_get(mine, dev)) {
+            de_bit_set(mine, dev);
+            c->busy_cnt[dev]++;
+        }
+    } else if (de_bit_get(mine, dev)) {
+        de_bit_clr(mine, dev);
+        c->busy_cnt[dev]--;
+    }
+}
+
+/* upstream allocateDevice; AL_S_OK with *p filled, AL_S_FAIL, or AL_S_ERR */
+static int allocate_device(al_call *c, al_rq *rq, uint32_t dev, bool must, placed *p)
+{
+    al_allocator *a = c->a;
+    al_claimc *cc = &c->claims[rq->claim];
+    const al_dev *dv = &c->t->devs[dev];
+    bool multi = dv->flags & AL_DF_MULTI;
+    if (!multi && rq->admin && de_bit_get(cc->mine, dev))
+        return AL_S_FAIL;
+    if (!rq->admin && al_dev_in_use(c, dev))
+        return AL_S_FAIL;
+    if (!a->f_part && (dv->flags & AL_DF_COUNTERS))
+        return AL_S_FAIL;
+    if (a->f_part && !a->f_cgroups && (dv->flags & AL_DF_COUNTERS) && al_cgroups_skip_disabled(c, dev))
+        return AL_S_FAIL;
+    bool counted = false;
+    if ((dv->flags & AL_DF_COUNTERS) && !(multi && al_capacity_in_use(c, dev))) {
+        if (!al_counters_take(c, dev)) {
+            c->rej_counters++;
+            return AL_S_FAIL;
+        }
+        counted = true;
+    }
+    uint32_t gmark = c->nundo;
+    if (a->f_cgroups && (dv->flags & AL_DF_COUNTERS) && !al_cgroups_take(c, dev, &gmark)) {
+        if (counted)
+            al_counters_release(c, dev);
+        c->rej_groups++;
+        return AL_S_FAIL;
+    }
+    if (dv->pscope && !al_pgroups_take(c, dev)) {
+        al_undo_to(c, gmark);
+        if (counted)
+            al_counters_release(c, dev);
+        c->rej_groups++;
+        return AL_S_FAIL;
+    }
+    if (a->f_taints && al_taint_blocks(dv, rq)) {
+        al_undo_to(c, gmark);
+        c->rej_taint++;
+        return AL_S_FAIL; /* counters stay charged (upstream) */
+    }
+    for (uint32_t i = 0; i < rq->ncons; i++) {
+        bool ok;
+        if (al_cons_add(c, &cc->cons[rq->cons[i]], rq, dev, &ok) != DE_OK)
+            return AL_S_ERR;
+        if (ok)
+            continue;
+        if (must) {
+            de_errf(c->e, DE_EINVAL,
+                    "claim %s, request %s: cannot add device %s/%s/%s because a claim constraint would not be satisfied",
+                    al_kobj(c, cc), al_str(a, rq->is_sub ? rq->sub_name : rq->base_name),
+                    al_str(a, dv->s->driver), al_str(a, dv->s->pool), al_str(a, dv->name));
+            return AL_S_ERR;
+        }
+        for (uint32_t j = 0; j < i; j++)
+            al_cons_remove(c, &cc->cons[rq->cons[j]], rq, dev);
+        al_undo_to(c, gmark);
+        c->rej_constraint++;
+        return AL_S_FAIL; /* counters stay charged (upstream) */
+    }
+    if (!multi)
+        mark(c, rq->claim, dev, true);
+    dg_consumed *cons = NULL;
+    uint32_t ncons = 0;
+    if (a->f_cc) {
+        if (al_capacity_fits(c, rq, dev) != 1) {
+            c->rej_capacity++;
+            return AL_S_FAIL; /* upstream leaves constraints and marks in place here */
+        }
+        if (multi) {
+            al_capacity_consumed(c, rq, dev, &cons, &ncons);
+            al_acap_insert(c, dev, cons, ncons);
+        }
+    }
+    al_resent *r = &c->res[rq->claim][c->nres[rq->claim]];
+    memset(r, 0, sizeof *r);
+    r->rq = rq;
+    r->dev = dev;
+    r->shared = multi;
+    r->admin = rq->admin;
+    r->consumed = ncons ? cons : NULL;
+    r->nconsumed = ncons;
+    p->rq = rq;
+    p->dev = dev;
+    p->multi = multi;
+    p->gmark = gmark;
+    p->cons = cons;
+    p->ncons = ncons;
+    p->nres = c->nres[rq->claim]++;
+    return AL_S_OK;
+}
+
+static void undo_device(al_call *c, placed *p)
+{
+    al_claimc *cc = &c->claims[p->rq->claim];
+    for (uint32_t i = 0; i < p->rq->ncons; i++)
+        al_cons_remove(c, &cc->cons[p->rq->cons[i]], p->rq, p->dev);
+    if (p->multi) {
+        if (p->ncons)
+            al_acap_remove(c, p->dev, p->cons, p->ncons);
+    } else {
+        mark(c, p->rq->claim, p->dev, false);
+        if (c->a->f_part && (c->t->devs[p->dev].flags & AL_DF_COUNTERS))
+            al_counters_release(c, p->dev);
+    }
+    al_undo_to(c, p->gmark);
+    c->nres[p->rq->claim] = p->nres;
+}
+
+/* ---- pruning (pure calls only) ------------------------------------------------------ */
+
+/* A device that the candidate loop could take for rq right now, ignoring
+ * counters, capacity and constraints. */
+static inline bool free_for(const al_call *c, const al_rq *rq, uint32_t d)
+{
+    if (rq->admin)
+        return !de_bit_get(c->claims[rq->claim].mine, d);
+    return !de_bit_get(c->t->inuse, d) && !c->busy_cnt[d];
+}
+
+/* value of constraint k's attribute on device d (cached per call) */
+static const de_attrval *kval(al_call *c, al_cons *k, uint32_t d, bool *found)
+{
+    if (!k->ks) {
+        k->ks = AL_NEW(c->ar, uint8_t, c->t->ndev ? c->t->ndev : 1);
+        k->kv = AL_NEW(c->ar, de_attrval, c->t->ndev ? c->t->ndev : 1);
+    }
+    if (!k->ks[d]) {
+        de_devview view;
+        dg_device_view(c->a->g, c->t->devs[d].devid, &view);
+        const de_attr *at = al_lookup_attr(c, d, k->domain, k->id, &view);
+        if (at) {
+            k->kv[d] = at->v;
+            k->ks[d] = 1;
+        } else {
+            k->ks[d] = 2;
+        }
+    }
+    *found = k->ks[d] == 1;
+    return &k->kv[d];
+}
+
+static bool values_equal(const de_attrval *x, const de_attrval *y)
+{
+    if (x->kind != y->kind || de_vkind_is_list(x->kind) || x->kind == DE_V_NONE)
+        return false;
+    switch (x->kind) {
+    case DE_V_INT: return x->u.i == y->u.i;
+    case DE_V_BOOL: return x->u.b == y->u.b;
+    default: return x->u.s == y->u.s;
+    }
+}
+
+/* Can rq still get `need` devices from [from, ndev)? */
+static bool rq_feasible(al_call *c, al_rq *rq, uint32_t from, int64_t need)
+{
+    if (need <= 0 || rq->all)
+        return true;
+    al_claimc *cc = &c->claims[rq->claim];
+    al_cons *bound[64];
+    uint32_t nb = 0;
+    for (uint32_t i = 0; i < rq->ncons && nb < 64; i++) {
+        al_cons *k = &cc->cons[rq->cons[i]];
+        if (k->kind == AL_CK_MATCH && k->ndev)
+            bound[nb++] = k;
+        else if (k->kind == AL_CK_MATCH)
+            bound[nb++] = k; /* unbound: the device must at least have the attribute */
+    }
+    int64_t n = 0;
+    const uint64_t *st = rq->stat;
+    for (size_t d = de_bits_next(st, c->t->ndev, from); d < c->t->ndev;
+         d = de_bits_next(st, c->t->ndev, d + 1)) {
+        if (!free_for(c, rq, (uint32_t)d))
+            continue;
+        bool ok = true;
+        for (uint32_t i = 0; i < nb && ok; i++) {
+            bool found;
+            const de_attrval *v = kval(c, bound[i], (uint32_t)d, &found);
+            ok = found && (!bound[i]->ndev || values_equal(v, &bound[i]->first));
+        }
+        if (ok && ++n >= need)
+            return true;
+    }
+    return false;
+}
+
+static bool req_feasible(al_call *c, al_req *rr)
+{
+    for (uint32_t s = 0; s < rr->nrq; s++)
+        if (rq_feasible(c, &rr->rq[s], 0, rr->rq[s].need))
+            return true;
+    return false;
+}
+
+/*
+ * Forward check after a placement: the current request still needs
+ * `left` devices after position `from`, and every later request of the claim
+ * needs its devices.  Returning false cuts a subtree that cannot succeed.
+ * Upstream might have answered "MaxSize" from inside it instead of "fail";
+ * MaxSize only prunes alternatives with the same subrequest choices, which
+ * all exceed the limit too, so no solution is lost and the first one found
+ * is unchanged.
+ */
+static bool prune_ok(al_call *c, al_rq *rq, int64_t left, uint32_t from)
+{
+    if (!rq_feasible(c, rq, from, left))
+        return false;
+    al_claimc *cc = &c->claims[rq->claim];
+    for (uint32_t r = rq->req + 1; r < cc->nreq; r++)
+        if (!req_feasible(c, &cc->req[r]))
+            return false;
+    return true;
+}
+
+/* ---- the search ---------------------------------------------------------------------- */
+
+static int solve(al_call *c, uint32_t ci, uint32_t ri, uint32_t si, int64_t k, bool in_sub,
+                 uint32_t start)
+{
+    if (++c->steps > c->max_steps) {
+        de_errf(c->e, DE_EBUDGET,
+                "search limit reached on node %s: more than %llu steps; the claims allow too many combinations (raise --max-search-steps)",
+                al_str(c->a, c->node_name), (unsigned long long)c->max_steps);
+        return AL_S_ERR;
+    }
+    if (ci >= c->nclaims)
+        return AL_S_OK;
+    al_claimc *cc = &c->claims[ci];
+    if (ri >= cc->nreq) {
+        int r = solve(c, ci + 1, 0, 0, 0, false, 0);
+        return r == AL_S_MAXSIZE ? AL_S_FAIL : r;
+    }
+    al_req *rr = &cc->req[ri];
+    if (!in_sub && rr->has_subs) {
+        bool all_exceeded = true;
+        for (uint32_t s = 0; s < rr->nrq; s++) {
+            int r = solve(c, ci, ri, s, 0, true, 0);
+            if (r == AL_S_MAXSIZE)
+                continue;
+            all_exceeded = false;
+            if (r == AL_S_ERR)
+                return r;
+            if (r == AL_S_OK) {
+                rr->chosen = (int32_t)s;
+                return AL_S_OK;
+            }
+        }
+        return all_exceeded ? AL_S_MAXSIZE : AL_S_FAIL;
+    }
+    al_rq *rq = &rr->rq[si];
+    if (rq->all && rq->nall == 0)
+        return AL_S_FAIL;
+    if (k >= rq->need)
+        return solve(c, ci, ri + 1, 0, 0, false, 0);
+    if ((int64_t)c->nres[ci] + rq->need - k > AL_MAX_RESULTS)
+        return AL_S_MAXSIZE;
+    if (rq->all) {
+        placed p;
+        int r = allocate_device(c, rq, rq->all_devs[k], true, &p);
+        if (r != AL_S_OK)
+            return r;
+        r = solve(c, ci, ri, si, k + 1, in_sub, 0);
+        if (r != AL_S_OK)
+            undo_device(c, &p);
+        return r;
+    }
+    const uint64_t *cand = c->pure ? rq->stat : rq->iter;
+    uint32_t nd = c->t->ndev;
+    for (size_t d = de_bits_next(cand, nd, start); d < nd; d = de_bits_next(cand, nd, d + 1)) {
+        uint32_t dev = (uint32_t)d;
+        if (rq->admin ? de_bit_get(cc->mine, dev) : al_dev_in_use(c, dev))
+            continue;
+        bool ok;
+        if (al_selectable(c, rq, dev, &ok) != DE_OK)
+            return AL_S_ERR;
+        if (!ok)
+            continue;
+        if (c->a->f_cc && al_capacity_fits(c, rq, dev) != 1)
+            continue;
+        placed p;
+        int r = allocate_device(c, rq, dev, false, &p);
+        if (r == AL_S_ERR)
+            return r;
+        if (r != AL_S_OK)
+            continue;
+        if (c->pure && !prune_ok(c, rq, rq->need - k - 1, dev + 1)) {
+            c->a->stats.pruned++;
+            undo_device(c, &p);
+            continue;
+        }
+        r = solve(c, ci, ri, si, k + 1, in_sub, dev + 1);
+        if (r == AL_S_OK)
+            return r;
+        undo_device(c, &p);
+        if (r != AL_S_FAIL)
+            return r;
+    }
+    return AL_S_FAIL;
+}
+
+/* ---- purity ---------------------------------------------------------------------------- */
+
+static bool any_bits(const uint64_t *b, uint32_t nw)
+{
+    return de_bits_any(b, nw);
+}
+
+/* Decide whether failed subtrees can leave traces (see the header comment),
+ * and build each request's iteration and static candidate sets. */
+static void prepare(al_call *c)
+{
+    al_allocator *a = c->a;
+    al_ntab *t = c->t;
+    bool pure = true;
+    for (uint32_t ci = 0; ci < c->nclaims; ci++) {
+        al_claimc *cc = &c->claims[ci];
+        for (uint32_t k = 0; k < cc->ncons; k++)
+            if (cc->cons[k].kind == AL_CK_DISTINCT || a->f_list)
+                pure = false;
+        for (uint32_t ri = 0; ri < cc->nreq; ri++)
+            for (uint32_t s = 0; s < cc->req[ri].nrq; s++) {
+                al_rq *rq = &cc->req[ri].rq[s];
+                rq->iter = AL_NEW(c->ar, uint64_t, c->nwords);
+                rq->stat = AL_NEW(c->ar, uint64_t, c->nwords);
+                for (uint32_t w = 0; w < c->nwords; w++)
+                    rq->iter[w] = rq->cs->cand[w] | rq->cs->poison[w];
+                if (any_bits(rq->cs->poison, c->nwords) || rq->nderived ||
+                    (rq->all && rq->ncons))
+                    pure = false;
+                for (size_t d = de_bits_next(rq->cs->cand, t->ndev, 0); d < t->ndev;
+                     d = de_bits_next(rq->cs->cand, t->ndev, d + 1)) {
+                    const al_dev *dv = &t->devs[d];
+                    bool tainted = a->f_taints && al_taint_blocks(dv, rq);
+                    if (dv->flags & AL_DF_COUNTERS) {
+                        if (tainted || rq->ncons || (dv->flags & AL_DF_MULTI))
+                            pure = false;
+                        if (!a->f_part)
+                            continue;
+                        if (!a->f_cgroups && al_cgroups_skip_disabled(c, (uint32_t)d))
+                            continue;
+                    }
+                    if (rq->all && (dv->flags & AL_DF_MULTI))
+                        pure = false;
+                    if (tainted)
+                        continue;
+                    de_bit_set(rq->stat, d);
+                }
+            }
+    }
+    c->pure = pure;
+}
+
+/* In a pure call, a request that can never be served means no solution. */
+static bool statically_impossible(al_call *c)
+{
+    for (uint32_t ci = 0; ci < c->nclaims; ci++) {
+        al_claimc *cc = &c->claims[ci];
+        for (uint32_t ri = 0; ri < cc->nreq; ri++) {
+            al_req *rr = &cc->req[ri];
+            bool ok = false;
+            for (uint32_t s = 0; s < rr->nrq && !ok; s++) {
+                al_rq *rq = &rr->rq[s];
+                if (rq->all) {
+                    ok = rq->nall > 0;
+                    for (uint32_t i = 0; i < rq->nall && ok && !rq->admin; i++)
+                        ok = !de_bit_get(c->t->inuse, rq->all_devs[i]);
+                } else {
+                    int64_t n = 0;
+                    for (size_t d = de_bits_next(rq->stat, c->t->ndev, 0); d < c->t->ndev && n < rq->need;
+                         d = de_bits_next(rq->stat, c->t->ndev, d + 1))
+                        if (rq->admin || !de_bit_get(c->t->inuse, d))
+                            n++;
+                    ok = n >= rq->need;
+                }
+            }
+            if (!ok)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* ---- al_allocate ------------------------------------------------------------------------ */
+
+static void call_init(al_call *c, al_allocator *a, al_ntab *t, de_arena *ar, uint32_t node_name)
+{
+    memset(c, 0, sizeof *c);
+    c->a = a;
+    c->t = t;
+    c->ar = ar;
+    c->node_name = node_name;
+    c->nwords = t->nwords;
+    uint32_t nd = t->ndev ? t->ndev : 1;
+    c->busy_cnt = AL_NEW(ar, uint32_t, nd);
+    c->acap = AL_NEW(ar, de_qty *, nd);
+    c->acap_present = AL_NEW(ar, bool, nd);
+    c->capkeys = AL_NEW(ar, uint32_t *, nd);
+    c->dev_cg = AL_NEW(ar, int32_t, nd);
+    for (uint32_t i = 0; i < nd; i++)
+        c->dev_cg[i] = -1;
+    c->dev_slots = AL_NEW(ar, uint32_t *, nd);
+    de_map_init(&c->cgrp_idx);
+    de_map_init(&c->pgrp_idx);
+    c->max_steps = a->opts.max_steps;
+}
+
+static void call_done(al_call *c)
+{
+    de_map_destroy(&c->cgrp_idx);
+    de_map_destroy(&c->pgrp_idx);
+    for (uint32_t i = 0; i < c->ncg; i++)
+        de_map_destroy(&c->cg[i].slot);
+}
+
+static de_rc run(al_call *c, const uint32_t *claims, uint32_t nclaims, al_outcome *out, de_err *e)
+{
+    al_allocator *a = c->a;
+    c->e = e;
+    /* policy admission first: a refused claim is unsatisfiable, not an error */
+    if (a->has_hooks && a->hooks.admit)
+        for (uint32_t i = 0; i < nclaims; i++) {
+            de_err why;
+            de_err_clear(&why);
+            de_rc rc = a->hooks.admit(a->hooks.ctx, a->g, claims[i], &why);
+            if (rc == DE_EPOLICY) {
+                const dg_claim *cl = dg_claim_get(a->g, claims[i]);
+                out->why.summary = de_arena_printf(c->ar, "claim %s refused by policy: %s",
+                                                   cl ? al_str(a, cl->meta.name) : "?", why.msg);
+                return DE_EUNSAT;
+            }
+            if (rc != DE_OK) {
+                *e = why;
+                if (!e->rc)
+                    e->rc = rc;
+                return rc;
+            }
+        }
+    DE_TRY(al_call_compile(c, claims, nclaims, e));
+    c->res = AL_NEW(c->ar, al_resent *, nclaims ? nclaims : 1);
+    c->nres = AL_NEW(c->ar, uint32_t, nclaims ? nclaims : 1);
+    for (uint32_t i = 0; i < nclaims; i++)
+        c->res[i] = AL_NEW(c->ar, al_resent, AL_MAX_RESULTS + 1);
+    prepare(c);
+    int r;
+    if (c->pure && statically_impossible(c))
+        r = AL_S_FAIL;
+    else
+        r = solve(c, 0, 0, 0, 0, false, 0);
+    out->steps = c->steps;
+    a->stats.steps += c->steps;
+    if (r == AL_S_ERR)
+        return e->rc ? e->rc : DE_EINTERNAL;
+    if (r == AL_S_MAXSIZE)
+        return de_errf(e, DE_EINVAL, "allocation max size exceeded");
+    if (r != AL_S_OK) {
+        al_explain(c, &out->why);
+        if (c->t->any_invalid) {
+            const char *s = out->why.summary;
+            out->invalid_pools = true;
+            return de_errf(e, DE_EINVAL, "invalid resource pools were encountered%s%s",
+                           s ? ": " : "", s ? s : "");
+        }
+        return DE_EUNSAT;
+    }
+    return al_build_results(c, out, e);
+}
+
+de_rc al_allocate(al_allocator *a, uint32_t node_name, const uint32_t *claims, uint32_t nclaims,
+                  de_arena *arena, al_outcome *out, de_err *e)
+{
+    memset(out, 0, sizeof *out);
+    al_sync(a);
+    a->stats.allocate_calls++;
+    al_ntab *t = al_ntab_get(a, node_name, e);
+    if (!t)
+        return e->rc ? e->rc : DE_EINTERNAL;
+    al_call c;
+    call_init(&c, a, t, arena, node_name);
+    de_rc rc = run(&c, claims, nclaims, out, e);
+    call_done(&c);
+    return rc;
+}

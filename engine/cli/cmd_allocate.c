@@ -1,0 +1,575 @@
+/*
+ * cmd_allocate.c - `draengine allocate`: offline allocation from manifests.
+ *
+ *   draengine allocate -f PATH... [--node NAME] [--feature-gates A=true,...]
+ *                      [--policies DIR] [--max-search-steps N] [--seed N]
+ *                      [-o json|yaml|table]
+ *
+ * With --node: upstream's Allocate for one pod on that node - every pending
+ * claim of the input (claims without status.allocation, input order)
+ * together, all-or-nothing.  Exit 0 and a List of those claims with
+ * status.allocation; exit 1 when they cannot be satisfied there (the reason on
+ * stderr); exit 2 for invalid input or a hard allocation error (upstream's
+ * message on stderr).
+ *
+ * Without --node: every Pod of the input that references claims, in input
+ * order, is scheduled like kube-scheduler would (al_schedule_pod): a node is
+ * chosen among the input's Nodes and the pod's claims are allocated there;
+ * each allocation is visible to the next pod.  Exit 0 when every pod found a
+ * node, 1 when some did not (each reason on stderr), 2 for invalid input.
+ */
+#include "cli.h"
+#include "../alloc/al.h"
+#include "../base/buf.h"
+#include "../base/doc.h"
+#include "../base/gates.h"
+#include "../base/map.h"
+#include "../base/quantity.h"
+#include "../model/dg.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The policy host plugs in here (engine/policy); weak until it lands. */
+typedef struct pol_host pol_host;
+de_rc pol_host_for_allocate(dg_graph *g, const char *dir, const de_gates *gates, al_hooks *hooks,
+                            pol_host **out, de_err *e) __attribute__((weak));
+void pol_host_free_for_allocate(pol_host *h) __attribute__((weak));
+
+enum { OUT_JSON, OUT_YAML, OUT_TABLE };
+
+static void usage(FILE *o)
+{
+    fprintf(o,
+            "usage: draengine allocate -f PATH... [--node NAME] [--feature-gates A=true,...]\n"
+            "                          [--policies DIR] [--max-search-steps N] [--seed N]\n"
+            "                          [-o json|yaml|table]\n\n"
+            "Allocate pending ResourceClaims offline, with kube-scheduler 1.37 semantics.\n\n"
+            "  -f, --filename PATH   manifests (file, directory, or - for stdin); repeatable\n"
+            "  --node NAME           allocate every pending claim together for one pod on NAME\n"
+            "                        (exit 0 allocated, 1 cannot be satisfied, 2 invalid input)\n"
+            "                        without --node: schedule every Pod that references claims,\n"
+            "                        in input order, choosing a node among the input's Nodes\n"
+            "  --feature-gates SPEC  Kubernetes feature gates (1.37 defaults), e.g.\n"
+            "                        DRAListTypeAttributes=true,DRAConsumableCapacity=false\n"
+            "  --policies DIR        load Lua policies (derived attributes, groups, scores)\n"
+            "  --validate MODE       warn (default): report objects the API server would refuse\n"
+            "                        and allocate anyway, as the scheduler works on what it gets;\n"
+            "                        strict: refuse them (exit 2); none: no checks\n"
+            "  --max-search-steps N  per-node search budget (default %u)\n"
+            "  --seed N              seed for generated shareIDs (default 0)\n"
+            "  -o, --output FORMAT   json (default), yaml, or table\n",
+            AL_DEFAULT_MAX_STEPS);
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+
+static json_t *claim_with_allocation(dg_graph *g, uint32_t clid, const dg_allocation *al)
+{
+    json_t *src = dg_claim_json(g, clid);
+    json_t *c = src ? json_deep_copy(src) : json_object();
+    if (al) {
+        json_t *st = json_object_get(c, "status");
+        if (!json_is_object(st)) {
+            st = json_object();
+            json_object_set_new(c, "status", st);
+        }
+        json_object_set_new(st, "allocation", dg_encode_allocation(g, al));
+    }
+    return c;
+}
+
+static int print_doc(json_t *doc, int fmt)
+{
+    if (fmt == OUT_YAML) {
+        de_buf b;
+        de_buf_init(&b, (size_t)1 << 31);
+        de_err e;
+        de_err_clear(&e);
+        if (de_yaml_emit(doc, &b, &e) != DE_OK) {
+            cli_errorf("allocate", "%s", e.msg);
+            de_buf_free(&b);
+            return CLI_EXIT_INTERNAL;
+        }
+        fputs(de_buf_str(&b), stdout);
+        de_buf_free(&b);
+        return 0;
+    }
+    char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (!s)
+        return CLI_EXIT_INTERNAL;
+    puts(s);
+    free(s);
+    return 0;
+}
+
+/* Attribute names a CEL selector reads: device.attributes["dom"].id or
+ * device.attributes["dom"]["id"]. */
+static void selector_attrs(de_interner *in, const char *s, uint32_t *out, uint32_t *n, uint32_t cap)
+{
+    const char *p = s;
+    while ((p = strstr(p, "attributes[")) && *n < cap) {
+        p += strlen("attributes[");
+        char q = *p;
+        if (q != '"' && q != '\'')
+            continue;
+        const char *d0 = ++p;
+        while (*p && *p != q)
+            p++;
+        if (!*p)
+            break;
+        size_t dl = (size_t)(p - d0);
+        p++;
+        if (*p != ']')
+            continue;
+        p++;
+        const char *i0, *i1;
+        if (*p == '.') {
+            i0 = ++p;
+            if (*p == '?')
+                i0 = ++p;
+            while (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))
+                p++;
+            i1 = p;
+        } else if (*p == '[' && (p[1] == '"' || p[1] == '\'')) {
+            char q2 = p[1];
+            i0 = p + 2;
+            p = i0;
+            while (*p && *p != q2)
+                p++;
+            i1 = p;
+        } else {
+            continue;
+        }
+        if (i1 == i0)
+            continue;
+        char buf[256];
+        int m = snprintf(buf, sizeof buf, "%.*s/%.*s", (int)dl, d0, (int)(i1 - i0), i0);
+        if (m > 0 && (size_t)m < sizeof buf) {
+            uint32_t id = de_intern(in, buf, (size_t)m);
+            bool dup = false;
+            for (uint32_t k = 0; k < *n; k++)
+                dup |= out[k] == id;
+            if (!dup)
+                out[(*n)++] = id;
+        }
+    }
+}
+
+static void fmt_attr(de_interner *in, const de_attrval *v, de_buf *b)
+{
+    switch (v->kind) {
+    case DE_V_INT: de_buf_printf(b, "%lld", (long long)v->u.i); break;
+    case DE_V_BOOL: de_buf_puts(b, v->u.b ? "true" : "false"); break;
+    case DE_V_STRING:
+    case DE_V_VERSION: de_buf_puts(b, de_intern_str(in, v->u.s)); break;
+    default:
+        de_buf_puts(b, "[");
+        for (uint32_t i = 0; i < v->n; i++) {
+            if (i)
+                de_buf_puts(b, ",");
+            if (v->kind == DE_V_INTS)
+                de_buf_printf(b, "%lld", (long long)v->u.ints[i]);
+            else if (v->kind == DE_V_BOOLS)
+                de_buf_puts(b, v->u.bools[i] ? "true" : "false");
+            else
+                de_buf_puts(b, de_intern_str(in, v->u.strs[i]));
+        }
+        de_buf_puts(b, "]");
+    }
+}
+
+typedef struct table {
+    char **cells; /* rows x 8 */
+    uint32_t rows, cap;
+} table;
+
+static void table_add(table *t, const char *const *cols)
+{
+    if (t->rows == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 32;
+        t->cells = de_xrealloc(t->cells, t->cap * 8 * sizeof *t->cells);
+    }
+    for (int i = 0; i < 8; i++)
+        t->cells[t->rows * 8 + i] = de_xstrdup(cols[i] ? cols[i] : "");
+    t->rows++;
+}
+
+static void table_print(table *t)
+{
+    static const char *const hdr[8] = {"POD", "CLAIM", "REQUEST", "NODE", "DRIVER", "POOL", "DEVICE", "ATTRIBUTES"};
+    size_t w[8];
+    for (int i = 0; i < 8; i++)
+        w[i] = strlen(hdr[i]);
+    for (uint32_t r = 0; r < t->rows; r++)
+        for (int i = 0; i < 8; i++)
+            if (strlen(t->cells[r * 8 + i]) > w[i])
+                w[i] = strlen(t->cells[r * 8 + i]);
+    for (int i = 0; i < 8; i++)
+        printf(i < 7 ? "%-*s  " : "%-*s\n", i < 7 ? (int)w[i] : 0, hdr[i]);
+    for (uint32_t r = 0; r < t->rows; r++)
+        for (int i = 0; i < 8; i++)
+            printf(i < 7 ? "%-*s  " : "%-*s\n", i < 7 ? (int)w[i] : 0, t->cells[r * 8 + i]);
+    for (uint32_t i = 0; i < t->rows * 8; i++)
+        free(t->cells[i]);
+    free(t->cells);
+}
+
+/* one row per allocated device */
+static void table_rows(table *t, dg_graph *g, const char *pod, uint32_t clid, const dg_allocation *al,
+                       const char *node)
+{
+    de_interner *in = dg_intern(g);
+    const dg_claim *cl = dg_claim_get(g, clid);
+    char cname[512];
+    snprintf(cname, sizeof cname, "%s%s%s", cl->meta.ns ? de_intern_str(in, cl->meta.ns) : "",
+             cl->meta.ns ? "/" : "", de_intern_str(in, cl->meta.name));
+    for (uint32_t i = 0; i < al->nresults; i++) {
+        const dg_result *x = &al->results[i];
+        /* attributes that decided it: the selectors' and the constraints' */
+        uint32_t names[64], nn = 0;
+        const char *req = de_intern_str(in, x->request);
+        for (uint32_t r = 0; r < cl->spec.nrequests; r++) {
+            const dg_request *rq = &cl->spec.requests[r];
+            const dg_exact *ex = rq->has_exactly ? &rq->exactly : NULL;
+            for (uint32_t s = 0; s < rq->nsubs; s++) {
+                char full[512];
+                snprintf(full, sizeof full, "%s/%s", de_intern_str(in, rq->name), de_intern_str(in, rq->subs[s].name));
+                if (!strcmp(full, req))
+                    ex = &rq->subs[s];
+            }
+            if (!ex || (rq->nsubs == 0 && rq->name != x->request) ||
+                (rq->nsubs && ex == &rq->exactly))
+                continue;
+            for (uint32_t k = 0; k < ex->nselectors; k++)
+                if (ex->selectors[k].has_cel)
+                    selector_attrs(in, de_intern_str(in, ex->selectors[k].expr), names, &nn, 64);
+            uint32_t cid = dg_class_find(g, ex->class_name);
+            const dg_class *cls = cid == DG_NONE ? NULL : dg_class_get(g, cid);
+            for (uint32_t k = 0; cls && k < cls->nselectors; k++)
+                if (cls->selectors[k].has_cel)
+                    selector_attrs(in, de_intern_str(in, cls->selectors[k].expr), names, &nn, 64);
+        }
+        for (uint32_t k = 0; k < cl->spec.nconstraints && nn < 64; k++) {
+            uint32_t a = cl->spec.constraints[k].match_attribute ? cl->spec.constraints[k].match_attribute
+                                                                  : cl->spec.constraints[k].distinct_attribute;
+            bool dup = false;
+            for (uint32_t m = 0; m < nn; m++)
+                dup |= names[m] == a;
+            if (a && !dup)
+                names[nn++] = a;
+        }
+        de_buf b;
+        de_buf_init(&b, 4096);
+        uint32_t devid = dg_device_find(g, x->driver, x->pool, x->device);
+        if (devid != DG_NONE) {
+            de_devview v;
+            dg_device_view(g, devid, &v);
+            for (uint32_t k = 0; k < nn; k++) {
+                const char *full = de_intern_str(in, names[k]);
+                const char *slash = strchr(full, '/');
+                if (!slash)
+                    continue;
+                uint32_t dom = de_intern(in, full, (size_t)(slash - full));
+                uint32_t id = de_intern_cstr(in, slash + 1);
+                const de_attr *at = NULL;
+                for (uint32_t m = 0; m < v.nderived && !at; m++)
+                    if (v.derived[m].domain == dom && v.derived[m].name == id)
+                        at = &v.derived[m];
+                for (uint32_t m = 0; m < v.nattrs && !at; m++)
+                    if (v.attrs[m].domain == dom && v.attrs[m].name == id)
+                        at = &v.attrs[m];
+                if (!at)
+                    continue;
+                de_buf_printf(&b, "%s%s=", b.len ? " " : "", at->bare ? de_intern_str(in, id) : full);
+                fmt_attr(in, &at->v, &b);
+            }
+        }
+        for (uint32_t k = 0; k < x->nconsumed; k++) {
+            char q[DE_QTY_TEXT_MAX];
+            de_qty_format(x->consumed[k].value, q, sizeof q);
+            de_buf_printf(&b, "%sconsumed:%s=%s", b.len ? " " : "", de_intern_str(in, x->consumed[k].key), q);
+        }
+        if (x->share_id)
+            de_buf_printf(&b, "%sshareID=%s", b.len ? " " : "", de_intern_str(in, x->share_id));
+        const char *cols[8] = {pod, cname, req, node, de_intern_str(in, x->driver), de_intern_str(in, x->pool),
+                               de_intern_str(in, x->device), de_buf_str(&b)};
+        table_add(t, cols);
+        de_buf_free(&b);
+    }
+}
+
+static void warn_object(void *ctx, const de_err *e)
+{
+    (void)ctx;
+    fprintf(stderr, "draengine allocate: warning: %s (an API server would refuse this object; allocating anyway)\n",
+            e->msg);
+}
+
+/* ---- modes ---------------------------------------------------------------------- */
+
+static int report_unsat(const char *node, const al_outcome *o)
+{
+    fprintf(stderr, "draengine allocate: cannot allocate all claims on node %s: %s\n", node,
+            o->why.summary ? o->why.summary : "no solution");
+    if (o->why.detail)
+        fprintf(stderr, "%s", o->why.detail);
+    return CLI_EXIT_UNSAT;
+}
+
+static int run_node(al_allocator *al, dg_graph *g, al_input *lc, const char *node, int fmt)
+{
+    de_interner *in = dg_intern(g);
+    uint32_t *ids = de_xmalloc((lc->npending ? lc->npending : 1) * sizeof *ids);
+    for (uint32_t i = 0; i < lc->npending; i++)
+        ids[i] = al_input_claim(g, lc, i);
+    de_arena *ar = de_arena_new(0);
+    al_outcome o;
+    de_err e;
+    de_err_clear(&e);
+    de_rc rc = al_allocate(al, de_intern_cstr(in, node), ids, lc->npending, ar, &o, &e);
+    int ret;
+    if (rc == DE_EUNSAT) {
+        ret = report_unsat(node, &o);
+    } else if (rc != DE_OK) {
+        cli_errorf("allocate", "%s", e.msg);
+        ret = rc == DE_EINTERNAL || rc == DE_ENOMEM ? CLI_EXIT_INTERNAL : CLI_EXIT_INVALID;
+    } else if (fmt == OUT_TABLE) {
+        table t = {0};
+        for (uint32_t i = 0; i < o.nclaims; i++)
+            table_rows(&t, g, "-", ids[i], &o.claims[i].alloc, node);
+        table_print(&t);
+        ret = 0;
+    } else {
+        json_t *items = json_array();
+        for (uint32_t i = 0; i < o.nclaims; i++)
+            json_array_append_new(items, claim_with_allocation(g, ids[i], &o.claims[i].alloc));
+        json_t *doc = json_pack("{s:s, s:s, s:o}", "apiVersion", "v1", "kind", "List", "items", items);
+        ret = print_doc(doc, fmt);
+        json_decref(doc);
+    }
+    de_arena_free(ar);
+    free(ids);
+    return ret;
+}
+
+static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, int fmt)
+{
+    de_interner *in = dg_intern(g);
+    de_arena *ar = de_arena_new(0);
+    json_t *items = json_array();
+    table t = {0};
+    int ret = 0;
+    uint32_t scheduled = 0, unsched = 0, considered = 0;
+    for (uint32_t i = 0; i < lc->npods; i++) {
+        uint32_t pid = al_input_pod(g, lc, i);
+        const dg_pod *pod = pid == DG_NONE ? NULL : dg_pod_get(g, pid);
+        if (!pod || !pod->nclaims)
+            continue;
+        considered++;
+        char pname[512];
+        snprintf(pname, sizeof pname, "%s%s%s", pod->meta.ns ? de_intern_str(in, pod->meta.ns) : "",
+                 pod->meta.ns ? "/" : "", de_intern_str(in, pod->meta.name));
+        de_arena_reset(ar);
+        al_pod_outcome po;
+        de_err e;
+        de_err_clear(&e);
+        de_rc rc = al_schedule_pod(al, pid, ar, &po, &e);
+        if (rc == DE_EUNSAT) {
+            fprintf(stderr, "draengine allocate: pod %s: unschedulable: %s\n", pname, po.why ? po.why : "?");
+            unsched++;
+            if (!ret)
+                ret = CLI_EXIT_UNSAT;
+            continue;
+        }
+        if (rc != DE_OK) {
+            cli_errorf("allocate", "pod %s: %s", pname, e.msg);
+            ret = CLI_EXIT_INVALID;
+            break;
+        }
+        scheduled++;
+        const char *node = po.node_name ? de_intern_str(in, po.node_name) : "-";
+        for (uint32_t k = 0; k < po.nclaims; k++) {
+            if (po.claims[k] == DG_NONE)
+                continue;
+            const dg_claim *cl = dg_claim_get(g, po.claims[k]);
+            if (fmt == OUT_TABLE) {
+                if (cl && cl->allocated)
+                    table_rows(&t, g, pname, po.claims[k], &cl->allocation, node);
+            } else if (po.allocated_now[k]) {
+                json_array_append_new(items, claim_with_allocation(g, po.claims[k], NULL));
+            }
+        }
+    }
+    if (fmt == OUT_TABLE) {
+        table_print(&t);
+        if (considered)
+            printf("\n%u pod(s) scheduled, %u unschedulable\n", scheduled, unsched);
+        else
+            printf("no pods reference resource claims; use --node NAME to allocate the pending claims\n");
+    } else if (ret != CLI_EXIT_INVALID) {
+        json_t *doc = json_pack("{s:s, s:s, s:o}", "apiVersion", "v1", "kind", "List", "items", items);
+        int r = print_doc(doc, fmt);
+        json_decref(doc);
+        if (r)
+            ret = r;
+        items = NULL;
+    }
+    if (items)
+        json_decref(items);
+    de_arena_free(ar);
+    return ret;
+}
+
+int cli_cmd_allocate(int argc, char **argv)
+{
+    const char **files = de_xcalloc((size_t)argc + 1, sizeof *files);
+    int nfiles = 0, fmt = OUT_JSON;
+    const char *node = NULL, *policies = NULL, *validate = "warn";
+    al_opts opts;
+    memset(&opts, 0, sizeof opts);
+    de_gates_default(&opts.gates);
+    de_err e;
+    de_err_clear(&e);
+    int ret = CLI_EXIT_INVALID;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = NULL;
+        size_t al = 0;
+#define FLAG(name) (al = strlen(name), !strncmp(a, name, al) && (a[al] == 0 || a[al] == '='))
+#define VALUE()                                                                          \
+    do {                                                                                 \
+        if (a[al] == '=')                                                                \
+            val = a + al + 1;                                                            \
+        else if (i + 1 < argc)                                                           \
+            val = argv[++i];                                                             \
+        else {                                                                           \
+            cli_errorf("allocate", "flag %s needs a value", a);                          \
+            goto done;                                                                   \
+        }                                                                                \
+    } while (0)
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            ret = 0;
+            goto done;
+        } else if (FLAG("-f") || FLAG("--filename")) {
+            VALUE();
+            files[nfiles++] = val;
+        } else if (FLAG("--node")) {
+            VALUE();
+            node = val;
+        } else if (FLAG("--feature-gates")) {
+            VALUE();
+            if (de_gates_parse(&opts.gates, val, &e) != DE_OK) {
+                cli_errorf("allocate", "--feature-gates: %s", e.msg);
+                goto done;
+            }
+        } else if (FLAG("--validate")) {
+            VALUE();
+            if (strcmp(val, "warn") && strcmp(val, "strict") && strcmp(val, "none")) {
+                cli_errorf("allocate", "--validate: want warn, strict or none, got \"%s\"", val);
+                goto done;
+            }
+            validate = val;
+        } else if (FLAG("--policies")) {
+            VALUE();
+            policies = val;
+        } else if (FLAG("--max-search-steps")) {
+            VALUE();
+            char *end;
+            unsigned long long v = strtoull(val, &end, 10);
+            if (*end || !v) {
+                cli_errorf("allocate", "--max-search-steps: want a positive integer, got \"%s\"", val);
+                goto done;
+            }
+            opts.max_steps = v;
+        } else if (FLAG("--seed")) {
+            VALUE();
+            char *end;
+            opts.seed = strtoull(val, &end, 10);
+            if (*end) {
+                cli_errorf("allocate", "--seed: want an integer, got \"%s\"", val);
+                goto done;
+            }
+        } else if (FLAG("-o") || FLAG("--output")) {
+            VALUE();
+            if (!strcmp(val, "json"))
+                fmt = OUT_JSON;
+            else if (!strcmp(val, "yaml"))
+                fmt = OUT_YAML;
+            else if (!strcmp(val, "table"))
+                fmt = OUT_TABLE;
+            else {
+                cli_errorf("allocate", "-o: unknown output format \"%s\" (json, yaml, table)", val);
+                goto done;
+            }
+        } else {
+            cli_errorf("allocate", "unknown flag \"%s\"", a);
+            usage(stderr);
+            goto done;
+        }
+#undef FLAG
+#undef VALUE
+    }
+    if (!nfiles) {
+        cli_errorf("allocate", "no input: give manifests with -f PATH");
+        usage(stderr);
+        goto done;
+    }
+    dg_opts gopts = {0};
+    gopts.gates = &opts.gates;
+    gopts.skip_validation = strcmp(validate, "strict") != 0;
+    dg_graph *g = dg_new(NULL, &gopts);
+    dg_graph *checker = NULL;
+    al_input lc;
+    al_input_init(&lc);
+    if (!strcmp(validate, "none"))
+        lc.keep_duplicates = true;
+    if (!strcmp(validate, "warn")) {
+        dg_opts copts = {0};
+        copts.gates = &opts.gates;
+        checker = dg_new(dg_intern(g), &copts);
+        lc.checker = checker;
+        lc.warn = warn_object;
+        lc.keep_duplicates = true;
+    }
+    pol_host *host = NULL;
+    al_allocator *alc = NULL;
+    for (int i = 0; i < nfiles; i++)
+        if (al_input_load(g, &lc, files[i], &e) != DE_OK) {
+            cli_errorf("allocate", "%s", e.msg);
+            goto out;
+        }
+    opts.cel = NULL;
+    alc = al_new(g, &opts, &e);
+    if (!alc) {
+        cli_errorf("allocate", "%s", e.msg);
+        ret = CLI_EXIT_INTERNAL;
+        goto out;
+    }
+    if (policies) {
+        if (!pol_host_for_allocate) {
+            cli_errorf("allocate", "--policies: the policy engine is not available in this build");
+            goto out;
+        }
+        al_hooks hooks;
+        memset(&hooks, 0, sizeof hooks);
+        if (pol_host_for_allocate(g, policies, &opts.gates, &hooks, &host, &e) != DE_OK) {
+            cli_errorf("allocate", "--policies %s: %s", policies, e.msg);
+            goto out;
+        }
+        al_set_hooks(alc, &hooks);
+    }
+    ret = node ? run_node(alc, g, &lc, node, fmt) : run_pods(alc, g, &lc, fmt);
+out:
+    al_free(alc);
+    if (host && pol_host_free_for_allocate)
+        pol_host_free_for_allocate(host);
+    dg_free(g);
+    al_input_free(&lc);
+    dg_free(checker);
+done:
+    free(files);
+    return ret;
+}

@@ -1,0 +1,775 @@
+/*
+ * dec_fast.c - the fast path for large JSON snapshots: a ResourceSlice
+ * decoded straight from JSON text into dg_slice, without building a jansson
+ * tree (jansson alone needs ~2 s for a 100,000-device List; this path does
+ * the whole load in a fraction of that).
+ *
+ * It handles the common shape only - resource.k8s.io/v1 or v1beta2, metadata
+ * name/generateName/uid/resourceVersion/generation/creationTimestamp/labels/
+ * ownerReferences, spec driver/pool/nodeName/allNodes/devices, devices with
+ * attributes (scalars and lists), capacity values and
+ * allowMultipleAllocations; ASCII strings
+ * without escapes - and it only accepts what it has fully validated with the
+ * same rules as dec_slice.c/dec_device.c.  Anything else (another field, a
+ * list attribute, a request policy, a value that fails a check, a duplicate
+ * key, a JSON number with a fraction...) returns "not handled" and the
+ * caller decodes the item with jansson and the full decoder, which also
+ * produces every error message.  So the fast path can only ever be faster,
+ * never different; a spec decodes the corpus both ways and compares.
+ *
+ * While parsing it computes the same structural hash as graph_load.c's
+ * json_hash, so duplicate detection sees no difference between the paths.
+ */
+#include "dec.h"
+#include "../base/semver.h"
+
+#include <string.h>
+
+typedef struct fx {
+    const char *p, *end;
+    dec *d;
+    bool bail;
+} fx;
+
+#define BAIL(f)            \
+    do {                   \
+        (f)->bail = true;  \
+        return 0;          \
+    } while (0)
+
+static void ws(fx *f)
+{
+    while (f->p < f->end && (*f->p == ' ' || *f->p == '\n' || *f->p == '\r' || *f->p == '\t'))
+        f->p++;
+}
+
+static bool eat(fx *f, char c)
+{
+    ws(f);
+    if (f->p < f->end && *f->p == c) {
+        f->p++;
+        return true;
+    }
+    return false;
+}
+
+/* A string without escapes or non-ASCII bytes (anything else: bail). */
+static bool str(fx *f, const char **s, size_t *n)
+{
+    ws(f);
+    if (f->p >= f->end || *f->p != '"') {
+        f->bail = true;
+        return false;
+    }
+    const char *b = ++f->p;
+    while (f->p < f->end) {
+        unsigned char c = (unsigned char)*f->p;
+        if (c == '"') {
+            *s = b;
+            *n = (size_t)(f->p - b);
+            f->p++;
+            return true;
+        }
+        if (c == '\\' || c < 0x20 || c >= 0x80) {
+            f->bail = true;
+            return false;
+        }
+        f->p++;
+    }
+    f->bail = true;
+    return false;
+}
+
+static uint64_t hstr(const char *s, size_t n) { return de_hash_bytes(s, n) ^ 3; }
+
+static bool integer(fx *f, int64_t *v, uint64_t *h)
+{
+    ws(f);
+    const char *b = f->p;
+    bool neg = false;
+    if (f->p < f->end && *f->p == '-') {
+        neg = true;
+        f->p++;
+    }
+    if (f->p >= f->end || *f->p < '0' || *f->p > '9' || (*f->p == '0' && f->p + 1 < f->end && f->p[1] >= '0' && f->p[1] <= '9')) {
+        f->bail = true;
+        return false;
+    }
+    uint64_t x = 0;
+    while (f->p < f->end && *f->p >= '0' && *f->p <= '9') {
+        if (x > (UINT64_MAX - 9) / 10) {
+            f->bail = true;
+            return false;
+        }
+        x = x * 10 + (uint64_t)(*f->p - '0');
+        f->p++;
+    }
+    if (f->p < f->end && (*f->p == '.' || *f->p == 'e' || *f->p == 'E')) {
+        f->bail = true;
+        return false;
+    }
+    if ((!neg && x > INT64_MAX) || (neg && x > (uint64_t)INT64_MAX + 1) || f->p - b > 20) {
+        f->bail = true;
+        return false;
+    }
+    *v = neg ? (int64_t)(0 - x) : (int64_t)x;
+    *h = de_hash_u64((uint64_t)*v ^ 4);
+    return true;
+}
+
+static bool boolean(fx *f, bool *v, uint64_t *h)
+{
+    ws(f);
+    if (f->end - f->p >= 4 && !memcmp(f->p, "true", 4)) {
+        f->p += 4;
+        *v = true;
+        *h = 6;
+        return true;
+    }
+    if (f->end - f->p >= 5 && !memcmp(f->p, "false", 5)) {
+        f->p += 5;
+        *v = false;
+        *h = 7;
+        return true;
+    }
+    f->bail = true;
+    return false;
+}
+
+/* Object iteration: begin with '{', then next_key until it returns false.
+ * `keys` collects the member names to refuse duplicates. */
+typedef struct objit {
+    uint64_t h;
+    bool first;
+    const char *keys[40];
+    size_t klen[40];
+    int nkeys;
+} objit;
+
+static bool obj_begin(fx *f, objit *it)
+{
+    it->h = 0x9e3779b97f4a7c15ULL;
+    it->first = true;
+    it->nkeys = 0;
+    if (!eat(f, '{')) {
+        f->bail = true;
+        return false;
+    }
+    return true;
+}
+
+static bool next_key(fx *f, objit *it, const char **k, size_t *kn)
+{
+    if (f->bail)
+        return false;
+    if (eat(f, '}'))
+        return false;
+    if (!it->first && !eat(f, ',')) {
+        f->bail = true;
+        return false;
+    }
+    it->first = false;
+    if (!str(f, k, kn) || !eat(f, ':')) {
+        f->bail = true;
+        return false;
+    }
+    for (int i = 0; i < it->nkeys; i++)
+        if (it->klen[i] == *kn && !memcmp(it->keys[i], *k, *kn)) {
+            f->bail = true; /* duplicate key: leave it to jansson's rules */
+            return false;
+        }
+    if (it->nkeys == 40) {
+        f->bail = true;
+        return false;
+    }
+    it->keys[it->nkeys] = *k;
+    it->klen[it->nkeys++] = *kn;
+    return true;
+}
+
+static void member(objit *it, const char *k, size_t kn, uint64_t vh)
+{
+    it->h += de_hash_u64(de_hash_bytes(k, kn) ^ vh);
+}
+
+static uint64_t obj_hash(const objit *it) { return de_hash_u64(it->h ^ 1); }
+
+#define KEY(lit) (kn == sizeof(lit) - 1 && !memcmp(k, lit, sizeof(lit) - 1))
+
+/* string member: interned id + hash */
+static bool str_id(fx *f, uint32_t *id, uint64_t *h, const char **s, size_t *n)
+{
+    if (!str(f, s, n))
+        return false;
+    *id = dec_intern(f->d, *s, *n);
+    *h = hstr(*s, *n);
+    return true;
+}
+
+static bool driver_ok(const char *s, size_t n)
+{
+    char low[64];
+    if (n == 0 || n > 63)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        low[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
+    return dg_is_dns_subdomain(low, n);
+}
+
+static bool qname_ok(const char *s, size_t n)
+{
+    const char *slash = memchr(s, '/', n);
+    if (!slash)
+        return n <= 32 && dg_is_c_ident(s, n);
+    size_t dl = (size_t)(slash - s), il = n - dl - 1;
+    if (memchr(slash + 1, '/', il))
+        return false;
+    return driver_ok(s, dl) && il <= 32 && dg_is_c_ident(slash + 1, il);
+}
+
+static bool pool_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > 253)
+        return false;
+    size_t start = 0;
+    for (size_t i = 0; i <= n; i++)
+        if (i == n || s[i] == '/') {
+            if (!dg_is_dns_subdomain(s + start, i - start))
+                return false;
+            start = i + 1;
+        }
+    return true;
+}
+
+/* ---- pieces -------------------------------------------------------------------------- */
+
+static uint64_t kv_map(fx *f, dg_kv **out, uint32_t *n, bool labels)
+{
+    objit it;
+    if (!obj_begin(f, &it))
+        return 0;
+    dg_kv tmp[40];
+    const char *k;
+    size_t kn;
+    while (next_key(f, &it, &k, &kn)) {
+        const char *s;
+        size_t sn;
+        if (!str(f, &s, &sn))
+            return 0;
+        if (!dg_is_label_name(k, kn) || (labels && !dg_is_label_value(s, sn)) || !labels)
+            BAIL(f); /* annotations (size rules) and odd labels: full decoder */
+        tmp[it.nkeys - 1] = (dg_kv){dec_intern(f->d, k, kn), dec_intern(f->d, s, sn)};
+        member(&it, k, kn, hstr(s, sn));
+    }
+    if (f->bail)
+        return 0;
+    *n = (uint32_t)it.nkeys;
+    if (it.nkeys) {
+        *out = DEC_NEW(f->d, dg_kv, it.nkeys);
+        if (!*out)
+            BAIL(f);
+        memcpy(*out, tmp, it.nkeys * sizeof *tmp);
+    }
+    return obj_hash(&it);
+}
+
+static uint64_t owners(fx *f, dg_meta *m)
+{
+    if (!eat(f, '['))
+        BAIL(f);
+    uint64_t h = 0x51ed270b27f1a3c5ULL;
+    dg_ownerref tmp[8];
+    uint32_t n = 0;
+    if (!eat(f, ']')) {
+        do {
+            if (n == 8)
+                BAIL(f);
+            dg_ownerref *r = &tmp[n];
+            memset(r, 0, sizeof *r);
+            objit it;
+            if (!obj_begin(f, &it))
+                return 0;
+            const char *k, *s;
+            size_t kn, sn;
+            uint64_t vh;
+            while (next_key(f, &it, &k, &kn)) {
+                if (KEY("apiVersion") || KEY("kind") || KEY("name") || KEY("uid")) {
+                    uint32_t *dst = KEY("apiVersion") ? &r->api_version : KEY("kind") ? &r->kind
+                                    : KEY("name") ? &r->name : &r->uid;
+                    if (!str_id(f, dst, &vh, &s, &sn))
+                        return 0;
+                } else if (KEY("controller") || KEY("blockOwnerDeletion")) {
+                    bool b;
+                    if (!boolean(f, &b, &vh))
+                        return 0;
+                    if (KEY("controller"))
+                        r->controller = b;
+                } else {
+                    BAIL(f);
+                }
+                member(&it, k, kn, vh);
+            }
+            if (f->bail)
+                return 0;
+            h = de_hash_u64(h ^ obj_hash(&it));
+            n++;
+        } while (eat(f, ','));
+        if (!eat(f, ']'))
+            BAIL(f);
+    }
+    if (n) {
+        m->owners = DEC_NEW(f->d, dg_ownerref, n);
+        if (!m->owners)
+            BAIL(f);
+        memcpy(m->owners, tmp, n * sizeof *tmp);
+    }
+    m->nowners = n;
+    return de_hash_u64(h ^ 2);
+}
+
+static uint64_t meta(fx *f, dg_meta *m)
+{
+    objit it;
+    if (!obj_begin(f, &it))
+        return 0;
+    const char *k, *s;
+    size_t kn, sn;
+    uint64_t h;
+    while (next_key(f, &it, &k, &kn)) {
+        if (KEY("name")) {
+            if (!str_id(f, &m->name, &h, &s, &sn) || !dg_is_dns_subdomain(s, sn))
+                BAIL(f);
+        } else if (KEY("uid")) {
+            if (!str_id(f, &m->uid, &h, &s, &sn))
+                return 0;
+        } else if (KEY("resourceVersion")) {
+            if (!str_id(f, &m->resource_version, &h, &s, &sn))
+                return 0;
+        } else if (KEY("generation")) {
+            if (!integer(f, &m->generation, &h))
+                return 0;
+        } else if (KEY("creationTimestamp")) {
+            if (!str(f, &s, &sn) || !dg_parse_time(s, sn, &m->creation))
+                BAIL(f);
+            h = hstr(s, sn);
+        } else if (KEY("labels")) {
+            h = kv_map(f, &m->labels, &m->nlabels, true);
+        } else if (KEY("generateName")) {
+            if (!str_id(f, &m->generate_name, &h, &s, &sn))
+                return 0;
+        } else if (KEY("ownerReferences")) {
+            h = owners(f, m);
+        } else {
+            BAIL(f);
+        }
+        if (f->bail)
+            return 0;
+        member(&it, k, kn, h);
+    }
+    if (f->bail || !m->name)
+        BAIL(f);
+    return obj_hash(&it);
+}
+
+static uint64_t pool(fx *f, dg_slice *s)
+{
+    objit it;
+    if (!obj_begin(f, &it))
+        return 0;
+    const char *k, *v;
+    size_t kn, vn;
+    uint64_t h;
+    bool name = false, gen = false, cnt = false;
+    while (next_key(f, &it, &k, &kn)) {
+        if (KEY("name")) {
+            if (!str_id(f, &s->pool, &h, &v, &vn) || !pool_ok(v, vn))
+                BAIL(f);
+            name = true;
+        } else if (KEY("generation")) {
+            if (!integer(f, &s->generation, &h) || s->generation < 0)
+                BAIL(f);
+            gen = true;
+        } else if (KEY("resourceSliceCount")) {
+            if (!integer(f, &s->slice_count, &h) || s->slice_count <= 0)
+                BAIL(f);
+            cnt = true;
+        } else {
+            BAIL(f);
+        }
+        member(&it, k, kn, h);
+    }
+    if (f->bail || !name || !cnt)
+        BAIL(f);
+    (void)gen;
+    return obj_hash(&it);
+}
+
+/* A non-empty list attribute of at most 48 values (the per-device total is
+ * checked by the caller). */
+static uint64_t attr_list(fx *f, de_attrval *v, int kind)
+{
+    if (!eat(f, '['))
+        BAIL(f);
+    uint64_t h = 0x51ed270b27f1a3c5ULL;
+    int64_t ints[48];
+    bool bools[48];
+    uint32_t strs[48];
+    uint32_t n = 0;
+    if (eat(f, ']'))
+        BAIL(f); /* empty lists are invalid: the full decoder says so */
+    do {
+        if (n == 48)
+            BAIL(f);
+        uint64_t eh;
+        if (kind == DE_V_INTS) {
+            if (!integer(f, &ints[n], &eh))
+                return 0;
+        } else if (kind == DE_V_BOOLS) {
+            if (!boolean(f, &bools[n], &eh))
+                return 0;
+        } else {
+            const char *s;
+            size_t sn;
+            if (!str(f, &s, &sn) || sn > 64)
+                BAIL(f);
+            if (kind == DE_V_VERSIONS && de_semver_parse(s, sn, &(de_semver){0}, NULL) != DE_OK)
+                BAIL(f);
+            strs[n] = dec_intern(f->d, s, sn);
+            eh = hstr(s, sn);
+        }
+        h = de_hash_u64(h ^ eh);
+        n++;
+    } while (eat(f, ','));
+    if (!eat(f, ']'))
+        BAIL(f);
+    v->kind = (uint8_t)kind;
+    v->n = n;
+    size_t eb = kind == DE_V_INTS ? sizeof(int64_t) : kind == DE_V_BOOLS ? sizeof(bool) : sizeof(uint32_t);
+    void *arr = dec_alloc(f->d, eb * n);
+    if (!arr)
+        BAIL(f);
+    memcpy(arr, kind == DE_V_INTS ? (void *)ints : kind == DE_V_BOOLS ? (void *)bools : (void *)strs, eb * n);
+    v->u.ints = arr;
+    return de_hash_u64(h ^ 2);
+}
+
+/* {"int": 1} and friends: exactly one member. */
+static uint64_t attr_value(fx *f, de_attrval *v)
+{
+    objit it;
+    if (!obj_begin(f, &it))
+        return 0;
+    const char *k, *s;
+    size_t kn, sn;
+    uint64_t h = 0;
+    while (next_key(f, &it, &k, &kn)) {
+        if (it.nkeys > 1)
+            BAIL(f);
+        if (KEY("int")) {
+            v->kind = DE_V_INT;
+            if (!integer(f, &v->u.i, &h))
+                return 0;
+        } else if (KEY("bool")) {
+            v->kind = DE_V_BOOL;
+            if (!boolean(f, &v->u.b, &h))
+                return 0;
+        } else if (KEY("string") || KEY("version")) {
+            bool ver = KEY("version");
+            if (!str(f, &s, &sn) || sn > 64)
+                BAIL(f);
+            if (ver && de_semver_parse(s, sn, &(de_semver){0}, NULL) != DE_OK)
+                BAIL(f);
+            v->kind = ver ? DE_V_VERSION : DE_V_STRING;
+            v->u.s = dec_intern(f->d, s, sn);
+            h = hstr(s, sn);
+        } else if (KEY("ints") || KEY("bools") || KEY("strings") || KEY("versions")) {
+            h = attr_list(f, v, KEY("ints") ? DE_V_INTS : KEY("bools") ? DE_V_BOOLS
+                                : KEY("strings") ? DE_V_STRINGS : DE_V_VERSIONS);
+            if (f->bail)
+                return 0;
+            it.nkeys = 1;
+            member(&it, k, kn, h);
+            continue;
+        } else {
+            BAIL(f);
+        }
+        v->n = 1;
+        member(&it, k, kn, h);
+    }
+    if (f->bail || it.nkeys != 1)
+        BAIL(f);
+    return obj_hash(&it);
+}
+
+static void split(fx *f, const char *k, size_t kn, uint32_t driver, uint32_t *domain, uint32_t *name, uint8_t *bare)
+{
+    const char *slash = memchr(k, '/', kn);
+    if (slash) {
+        *domain = dec_intern(f->d, k, (size_t)(slash - k));
+        *name = dec_intern(f->d, slash + 1, kn - (size_t)(slash - k) - 1);
+        *bare = 0;
+    } else {
+        *domain = driver;
+        *name = dec_intern(f->d, k, kn);
+        *bare = 1;
+    }
+}
+
+static uint64_t attributes(fx *f, dg_device *dev, uint32_t driver)
+{
+    objit it;
+    if (!obj_begin(f, &it))
+        return 0;
+    de_attr tmp[40];
+    const char *k;
+    size_t kn;
+    while (next_key(f, &it, &k, &kn)) {
+        if (!qname_ok(k, kn))
+            BAIL(f);
+        de_attr *a = &tmp[it.nkeys - 1];
+        memset(a, 0, sizeof *a);
+        split(f, k, kn, driver, &a->domain, &a->name, &a->bare);
+        uint64_t h = attr_value(f, &a->v);
+        if (f->bail)
+            return 0;
+        member(&it, k, kn, h);
+    }
+    if (f->bail)
+        return 0;
+    if (it.nkeys) {
+        dev->attrs = DEC_NEW(f->d, de_attr, it.nkeys);
+        if (!dev->attrs)
+            BAIL(f);
+        memcpy(dev->attrs, tmp, it.nkeys * sizeof *tmp);
+    }
+    dev->nattrs = (uint32_t)it.nkeys;
+    return obj_hash(&it);
+}
+
+static uint64_t capacity(fx *f, dg_device *dev, uint32_t driver)
+{
+    objit it;
+    if (!obj_begin(f, &it))
+        return 0;
+    de_cap tmp[40];
+    const char *k;
+    size_t kn;
+    while (next_key(f, &it, &k, &kn)) {
+        if (!qname_ok(k, kn))
+            BAIL(f);
+        de_cap *c = &tmp[it.nkeys - 1];
+        memset(c, 0, sizeof *c);
+        split(f, k, kn, driver, &c->domain, &c->name, &c->bare);
+        objit vi;
+        if (!obj_begin(f, &vi))
+            return 0;
+        const char *vk, *s;
+        size_t vkn, sn;
+        while (next_key(f, &vi, &vk, &vkn)) {
+            if (!(vkn == 5 && !memcmp(vk, "value", 5)) || !str(f, &s, &sn))
+                BAIL(f);
+            if (de_qty_parse(s, sn, &c->value, NULL) != DE_OK)
+                BAIL(f);
+            member(&vi, vk, vkn, hstr(s, sn));
+        }
+        if (f->bail || vi.nkeys != 1)
+            BAIL(f);
+        member(&it, k, kn, obj_hash(&vi));
+    }
+    if (f->bail)
+        return 0;
+    if (it.nkeys) {
+        dev->caps = DEC_NEW(f->d, de_cap, it.nkeys);
+        dev->policies = DEC_NEW(f->d, dg_reqpolicy *, it.nkeys);
+        if (!dev->caps || !dev->policies)
+            BAIL(f);
+        memcpy(dev->caps, tmp, it.nkeys * sizeof *tmp);
+    }
+    dev->ncaps = (uint32_t)it.nkeys;
+    return obj_hash(&it);
+}
+
+static uint64_t device(fx *f, dg_device *dev, uint32_t driver, bool *lists)
+{
+    memset(dev, 0, sizeof *dev);
+    dev->binds_to_node = -1;
+    dev->allow_multi = -1;
+    objit it;
+    if (!obj_begin(f, &it))
+        return 0;
+    const char *k, *s;
+    size_t kn, sn;
+    uint64_t h;
+    bool named = false;
+    while (next_key(f, &it, &k, &kn)) {
+        if (KEY("name")) {
+            if (!str_id(f, &dev->name, &h, &s, &sn) || !dg_is_dns_label(s, sn))
+                BAIL(f);
+            named = true;
+        } else if (KEY("attributes")) {
+            h = attributes(f, dev, driver);
+        } else if (KEY("capacity")) {
+            h = capacity(f, dev, driver);
+        } else if (KEY("allowMultipleAllocations")) {
+            bool b;
+            if (!boolean(f, &b, &h))
+                return 0;
+            dev->allow_multi = b;
+        } else {
+            BAIL(f);
+        }
+        if (f->bail)
+            return 0;
+        member(&it, k, kn, h);
+    }
+    uint32_t values = 0;
+    for (uint32_t i = 0; i < dev->nattrs; i++) {
+        values += dev->attrs[i].v.n;
+        if (de_vkind_is_list(dev->attrs[i].v.kind))
+            *lists = true;
+    }
+    if (f->bail || !named || dev->nattrs + dev->ncaps > 32 || values > 48)
+        BAIL(f);
+    return obj_hash(&it);
+}
+
+/* "devices" and "driver" may come in any order (kubectl -o json sorts keys
+ * in YAML but not in JSON): bare names get their domain in spec(). */
+static uint64_t devices(fx *f, dg_slice *s, uint32_t driver)
+{
+    ws(f);
+    if (!eat(f, '['))
+        BAIL(f);
+    uint64_t h = 0x51ed270b27f1a3c5ULL;
+    dg_device tmp[128];
+    uint32_t n = 0;
+    bool lists = false;
+    if (!eat(f, ']')) {
+        do {
+            if (n == 128)
+                BAIL(f);
+            uint64_t dh = device(f, &tmp[n], driver, &lists);
+            if (f->bail)
+                return 0;
+            for (uint32_t j = 0; j < n; j++)
+                if (tmp[j].name == tmp[n].name)
+                    BAIL(f);
+            h = de_hash_u64(h ^ dh);
+            n++;
+        } while (eat(f, ','));
+        if (!eat(f, ']'))
+            BAIL(f);
+    }
+    if (lists && n > 64)
+        BAIL(f); /* list attributes lower the cap to 64 devices */
+    if (n) {
+        s->devices = DEC_NEW(f->d, dg_device, n);
+        if (!s->devices)
+            BAIL(f);
+        memcpy(s->devices, tmp, n * sizeof *tmp);
+    }
+    s->ndevices = n;
+    return de_hash_u64(h ^ 2);
+}
+
+static uint64_t spec(fx *f, dg_slice *s)
+{
+    objit it;
+    if (!obj_begin(f, &it))
+        return 0;
+    const char *k, *v;
+    size_t kn, vn;
+    uint64_t h;
+    int nsel = 0;
+    bool have_driver = false;
+    while (next_key(f, &it, &k, &kn)) {
+        if (KEY("driver")) {
+            if (!str_id(f, &s->driver, &h, &v, &vn) || !driver_ok(v, vn))
+                BAIL(f);
+            have_driver = true;
+        } else if (KEY("pool")) {
+            h = pool(f, s);
+        } else if (KEY("nodeName")) {
+            if (!str_id(f, &s->node_name, &h, &v, &vn) || !dg_is_dns_subdomain(v, vn))
+                BAIL(f);
+            s->ns_mode = DG_NS_NODE_NAME;
+            nsel++;
+        } else if (KEY("allNodes")) {
+            bool b;
+            if (!boolean(f, &b, &h) || !b)
+                BAIL(f);
+            s->ns_mode = DG_NS_ALL_NODES;
+            nsel++;
+        } else if (KEY("devices")) {
+            h = devices(f, s, s->driver); /* bare names fixed up below if driver comes later */
+        } else {
+            BAIL(f);
+        }
+        if (f->bail)
+            return 0;
+        member(&it, k, kn, h);
+    }
+    if (f->bail || nsel != 1 || !have_driver || !s->pool)
+        BAIL(f);
+    /* attribute and capacity names without a domain belong to the driver */
+    for (uint32_t i = 0; i < s->ndevices; i++) {
+        for (uint32_t j = 0; j < s->devices[i].nattrs; j++)
+            if (s->devices[i].attrs[j].bare)
+                s->devices[i].attrs[j].domain = s->driver;
+        for (uint32_t j = 0; j < s->devices[i].ncaps; j++)
+            if (s->devices[i].caps[j].bare)
+                s->devices[i].caps[j].domain = s->driver;
+    }
+    return obj_hash(&it);
+}
+
+int dec_fast_slice(dec *d, const char *text, size_t len, dg_slice **out, size_t *used, uint64_t *hash)
+{
+    fx f = {text, text + len, d, false};
+    dg_slice *s = DEC_NEW(d, dg_slice, 1);
+    if (!s)
+        return 0;
+    objit it;
+    if (!obj_begin(&f, &it))
+        return 0;
+    const char *k, *v;
+    size_t kn, vn;
+    uint64_t h;
+    bool api = false, kind = false, sp = false, md = false;
+    while (next_key(&f, &it, &k, &kn)) {
+        if (KEY("apiVersion")) {
+            if (!str(&f, &v, &vn))
+                return 0;
+            if (vn == 18 && !memcmp(v, "resource.k8s.io/v1", 18))
+                s->input_version = DG_INPUT_V1;
+            else if (vn == 23 && !memcmp(v, "resource.k8s.io/v1beta2", 23))
+                s->input_version = DG_INPUT_V1BETA2;
+            else
+                return 0;
+            api = true;
+            h = hstr(v, vn);
+        } else if (KEY("kind")) {
+            if (!str(&f, &v, &vn) || vn != 13 || memcmp(v, "ResourceSlice", 13))
+                return 0;
+            kind = true;
+            h = hstr(v, vn);
+        } else if (KEY("metadata")) {
+            h = meta(&f, &s->meta);
+            md = true;
+        } else if (KEY("spec")) {
+            h = spec(&f, s);
+            sp = true;
+        } else {
+            return 0;
+        }
+        if (f.bail)
+            return 0;
+        member(&it, k, kn, h);
+    }
+    if (f.bail || !api || !kind || !sp || !md)
+        return 0;
+    *out = s;
+    *used = (size_t)(f.p - text);
+    *hash = obj_hash(&it);
+    return 1;
+}

@@ -1,0 +1,338 @@
+/*
+ * graph_load.c - dg_apply / dg_check / dg_remove / dg_load_path: decode,
+ * validate and upsert objects, and load manifest files.
+ *
+ * Every object is decoded into its own arena whose first chunk is sized from
+ * the JSON it came from, so a 100,000-device snapshot does not pay for
+ * doubling chunks; the arena is freed when the object is replaced.
+ */
+#include "graph_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- dg_apply --------------------------------------------------------------------- */
+
+static size_t estimate_bytes(json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        size_t n = 48;
+        const char *k;
+        json_t *x;
+        json_object_foreach(v, k, x) n += 16 + estimate_bytes(x);
+        return n;
+    }
+    case JSON_ARRAY: {
+        size_t n = 32;
+        for (size_t i = 0; i < json_array_size(v); i++)
+            n += 8 + estimate_bytes(json_array_get(v, i));
+        return n;
+    }
+    default:
+        return 8;
+    }
+}
+
+void dg_object_label(json_t *obj, char *buf, size_t cap)
+{
+    json_t *md = json_object_get(obj, "metadata");
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    const char *name = json_is_object(md) ? json_string_value(json_object_get(md, "name")) : NULL;
+    const char *ns = json_is_object(md) ? json_string_value(json_object_get(md, "namespace")) : NULL;
+    if (!name && json_is_object(md))
+        name = json_string_value(json_object_get(md, "generateName"));
+    if (!kind)
+        kind = "object";
+    if (name && ns)
+        snprintf(buf, cap, "%s \"%s/%s\"", kind, ns, name);
+    else if (name)
+        snprintf(buf, cap, "%s \"%s\"", kind, name);
+    else
+        snprintf(buf, cap, "%s (no name)", kind);
+}
+
+static de_rc fail(dec *d, json_t *obj, const de_origin *o, de_err *e)
+{
+    if (!e)
+        return DE_EINVAL;
+    char where[512] = "", label[320];
+    if (o)
+        de_origin_format(o, where, sizeof where);
+    dg_object_label(obj, label, sizeof label);
+    char more[64] = "";
+    if (d->nerr > DEC_MAX_ERRORS)
+        snprintf(more, sizeof more, " (and %u more errors)", d->nerr - DEC_MAX_ERRORS);
+    de_errf(e, DE_EINVAL, "%s%s%s: %s%s", where, where[0] ? ": " : "", label, de_buf_str(&d->msgs), more);
+    snprintf(e->path, sizeof e->path, "%s", d->first_path);
+    if (o && o->file)
+        snprintf(e->file, sizeof e->file, "%s", o->file);
+    return DE_EINVAL;
+}
+
+static de_rc apply_one(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e, bool commit);
+
+de_arena *dg_scratch(dg_graph *g)
+{
+    if (!g->scratch)
+        g->scratch = de_arena_new_sized((size_t)256 << 20, (size_t)1 << 20);
+    de_arena_reset(g->scratch);
+    return g->scratch;
+}
+
+/* Copy a slice decoded in the scratch arena into its own exact-size arena
+ * and put it into the graph. */
+de_rc dg_commit_slice(dg_graph *g, const dg_slice *tmp, json_t *json, de_err *e)
+{
+    size_t used = de_arena_used(g->scratch);
+    de_arena *a = de_arena_new_sized((size_t)256 << 20, used ? used : 64);
+    dg_slice *s = dg_slice_copy(tmp, a);
+    if (!s) {
+        de_arena_free(a);
+        if (json)
+            json_decref(json);
+        return de_errf(e, DE_EINTERNAL, "ResourceSlice copy did not fit its arena");
+    }
+    uint32_t id;
+    return dg_slice_upsert(g, s, a, json, &id);
+}
+
+static de_rc apply_list(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e, bool commit)
+{
+    json_t *items = json_object_get(obj, "items");
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        de_origin io = o ? *o : (de_origin){"<object>", 1, -1};
+        io.item = (int)i;
+        DE_TRY(apply_one(g, json_array_get(items, i), &io, kind_out, e, commit));
+    }
+    if (kind_out)
+        *kind_out = DG_KIND_OTHER;
+    return DE_OK;
+}
+
+bool dg_is_list(json_t *obj)
+{
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    size_t n = kind ? strlen(kind) : 0;
+    return n >= 4 && !strcmp(kind + n - 4, "List") && json_is_array(json_object_get(obj, "items"));
+}
+
+static de_rc apply_one(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e, bool commit)
+{
+    if (kind_out)
+        *kind_out = DG_KIND_NONE;
+    if (!json_is_object(obj)) {
+        char where[512] = "";
+        if (o)
+            de_origin_format(o, where, sizeof where);
+        return de_errf(e, DE_EINVAL, "%s%snot an object (%s)", where, where[0] ? ": " : "",
+                       obj ? dec_json_type(obj) : "nothing");
+    }
+    if (dg_is_list(obj))
+        return apply_list(g, obj, o, kind_out, e, commit);
+    dec d;
+    dec_init(&d, g->in, NULL, &g->gates, !g->opts.skip_validation);
+    dg_kind kind = dec_classify(&d, obj, &d.version);
+    de_arena *a;
+    if (kind == DG_KIND_RESOURCE_SLICE) {
+        /* decoded in scratch, then copied into an arena of the exact size */
+        a = dg_scratch(g);
+    } else {
+        size_t est = estimate_bytes(obj);
+        a = de_arena_new_sized((size_t)256 << 20, est < 512 ? 512 : est);
+    }
+    d.a = a;
+    void *decoded = NULL;
+    switch (kind) {
+    case DG_KIND_RESOURCE_SLICE: decoded = dec_slice(&d, obj); break;
+    case DG_KIND_DEVICE_CLASS: decoded = dec_class(&d, obj); break;
+    case DG_KIND_RESOURCE_CLAIM: {
+        dg_claim *c = dec_claim(&d, obj);
+        if (c && d.validate)
+            dg_check_admin(g, &d, &c->spec, c->meta.ns, "spec.");
+        decoded = c;
+        break;
+    }
+    case DG_KIND_RESOURCE_CLAIM_TEMPLATE: {
+        dg_claim_template *t = dec_template(&d, obj);
+        if (t && d.validate)
+            dg_check_admin(g, &d, &t->spec, t->meta.ns, "spec.spec.");
+        decoded = t;
+        break;
+    }
+    case DG_KIND_DEVICE_TAINT_RULE: decoded = dec_taint_rule(&d, obj); break;
+    case DG_KIND_RESOURCE_POOL_STATUS_REQUEST: decoded = dec_pool_status_request(&d, obj); break;
+    case DG_KIND_NODE: decoded = dec_node(&d, obj); break;
+    case DG_KIND_POD: decoded = dec_pod(&d, obj); break;
+    case DG_KIND_NAMESPACE: decoded = dec_namespace(&d, obj); break;
+    default: break;
+    }
+    if (d.nerr || (kind != DG_KIND_OTHER && kind != DG_KIND_NONE && !decoded)) {
+        de_rc rc = fail(&d, obj, o, e);
+        dec_fini(&d);
+        if (a != g->scratch)
+            de_arena_free(a);
+        return rc;
+    }
+    dec_fini(&d);
+    if (kind_out)
+        *kind_out = kind;
+    if (kind == DG_KIND_OTHER || !commit) {
+        if (a != g->scratch)
+            de_arena_free(a);
+        return DE_OK;
+    }
+    json_t *keep = NULL;
+    bool replaced;
+    uint32_t id;
+    switch (kind) {
+    case DG_KIND_RESOURCE_SLICE:
+        return dg_commit_slice(g, decoded, g->opts.keep_slice_json ? json_incref(obj) : NULL, e);
+    case DG_KIND_RESOURCE_CLAIM:
+        dg_claim_upsert(g, decoded, a, json_incref(obj), &id);
+        return DE_OK;
+    case DG_KIND_POD:
+        dg_pod_upsert(g, decoded, a, json_incref(obj), &id);
+        return DE_OK;
+    case DG_KIND_DEVICE_TAINT_RULE:
+        dg_rule_upsert(g, decoded, a, json_incref(obj), &id);
+        return DE_OK;
+    case DG_KIND_DEVICE_CLASS: {
+        dg_class *c = decoded;
+        uint32_t old_ern = 0;
+        uint32_t old = dg_class_find(g, c->meta.name);
+        if (old != DG_NONE)
+            old_ern = ((dg_class *)g->classes.e[old].o)->extended_resource_name;
+        id = obj_table_put(g, &g->classes, 0, c->meta.name, c, a, json_incref(obj), &replaced);
+        dg_ext_recompute(g, old_ern);
+        if (c->extended_resource_name != old_ern)
+            dg_ext_recompute(g, c->extended_resource_name);
+        dg_notify(g, kind, replaced ? DG_OP_UPDATE : DG_OP_ADD, id);
+        return DE_OK;
+    }
+    case DG_KIND_RESOURCE_CLAIM_TEMPLATE: {
+        dg_claim_template *t = decoded;
+        keep = json_incref(obj);
+        id = obj_table_put(g, &g->templates, t->meta.ns, t->meta.name, t, a, keep, &replaced);
+        break;
+    }
+    case DG_KIND_NODE: {
+        dg_node *n = decoded;
+        id = obj_table_put(g, &g->nodes, 0, n->meta.name, n, a, NULL, &replaced);
+        break;
+    }
+    case DG_KIND_NAMESPACE: {
+        dg_namespace *n = decoded;
+        id = obj_table_put(g, &g->namespaces, 0, n->meta.name, n, a, NULL, &replaced);
+        break;
+    }
+    case DG_KIND_RESOURCE_POOL_STATUS_REQUEST: {
+        dg_pool_status_request *r = decoded;
+        id = obj_table_put(g, &g->psrs, 0, r->meta.name, r, a, NULL, &replaced);
+        break;
+    }
+    default:
+        de_arena_free(a);
+        return DE_OK;
+    }
+    dg_notify(g, kind, replaced ? DG_OP_UPDATE : DG_OP_ADD, id);
+    return DE_OK;
+}
+
+de_rc dg_apply(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e)
+{
+    return apply_one(g, obj, o, kind_out, e, true);
+}
+
+de_rc dg_check(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e)
+{
+    return apply_one(g, obj, o, kind_out, e, false);
+}
+
+de_rc dg_remove(dg_graph *g, dg_kind kind, const char *ns, const char *name, de_err *e)
+{
+    uint32_t nsid = ns && *ns ? de_intern_cstr(g->in, ns) : 0;
+    uint32_t nid = de_intern_cstr(g->in, name);
+    uint32_t id = DG_NONE;
+    switch (kind) {
+    case DG_KIND_RESOURCE_SLICE:
+        id = dg_slice_find(g, name);
+        if (id != DG_NONE)
+            return dg_slice_delete(g, id);
+        break;
+    case DG_KIND_RESOURCE_CLAIM:
+        id = dg_claim_find(g, nsid ? nsid : de_intern_cstr(g->in, "default"), nid);
+        if (id != DG_NONE) {
+            dg_claim_delete(g, id);
+            return DE_OK;
+        }
+        break;
+    case DG_KIND_POD:
+        id = dg_pod_find(g, nsid ? nsid : de_intern_cstr(g->in, "default"), nid);
+        if (id != DG_NONE) {
+            dg_pod_delete(g, id);
+            return DE_OK;
+        }
+        break;
+    case DG_KIND_DEVICE_TAINT_RULE:
+        id = obj_table_find(&g->rules, 0, nid);
+        if (id != DG_NONE) {
+            dg_rule_delete(g, id);
+            return DE_OK;
+        }
+        break;
+    case DG_KIND_DEVICE_CLASS:
+        id = dg_class_find(g, nid);
+        if (id != DG_NONE) {
+            uint32_t ern = ((dg_class *)g->classes.e[id].o)->extended_resource_name;
+            obj_table_del(g, &g->classes, id);
+            dg_ext_recompute(g, ern);
+        }
+        break;
+    case DG_KIND_RESOURCE_CLAIM_TEMPLATE: {
+        id = obj_table_find(&g->templates, nsid ? nsid : de_intern_cstr(g->in, "default"), nid);
+        if (id != DG_NONE)
+            obj_table_del(g, &g->templates, id);
+        break;
+    }
+    case DG_KIND_NODE:
+        id = obj_table_find(&g->nodes, 0, nid);
+        if (id != DG_NONE)
+            obj_table_del(g, &g->nodes, id);
+        break;
+    case DG_KIND_NAMESPACE:
+        id = obj_table_find(&g->namespaces, 0, nid);
+        if (id != DG_NONE)
+            obj_table_del(g, &g->namespaces, id);
+        break;
+    case DG_KIND_RESOURCE_POOL_STATUS_REQUEST:
+        id = obj_table_find(&g->psrs, 0, nid);
+        if (id != DG_NONE)
+            obj_table_del(g, &g->psrs, id);
+        break;
+    default:
+        return de_errf(e, DE_EINVAL, "cannot remove objects of kind %s", dg_kind_name(kind));
+    }
+    if (id == DG_NONE)
+        return de_errf(e, DE_ENOTFOUND, "%s \"%s%s%s\" not found", dg_kind_name(kind), nsid ? ns : "",
+                       nsid ? "/" : "", name);
+    dg_notify(g, kind, DG_OP_DELETE, id);
+    return DE_OK;
+}
+
+de_rc dg_decode_allocation(dg_graph *g, json_t *v, de_arena *a, dg_allocation *out, de_err *e)
+{
+    dec d;
+    dec_init(&d, g->in, a, &g->gates, true);
+    dec_allocation(&d, v, out);
+    de_rc rc = DE_OK;
+    if (d.nerr) {
+        rc = de_errf(e, DE_EINVAL, "allocation: %s", de_buf_str(&d.msgs));
+        if (e)
+            snprintf(e->path, sizeof e->path, "%s", d.first_path);
+    }
+    dec_fini(&d);
+    return rc;
+}
+

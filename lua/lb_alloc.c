@@ -1,0 +1,270 @@
+/*
+ * lb_alloc.c - the allocator for specs and tools.
+ *
+ *   local r = core.allocate{files = {...} | file = "x.yaml", text = "...",
+ *                           node = "node-1", gates = "A=true,...",
+ *                           max_steps = N, seed = N}
+ *     r.status  "allocated" | "unsatisfiable" | "error"
+ *     r.error   upstream's message (status "error"); r.code = de_rc name
+ *     r.reason, r.detail   why it is unsatisfiable
+ *     r.steps   search steps used
+ *     r.claims  { {namespace=, name=, allocation = <AllocationResult table>,
+ *                  chosen = {per request: firstAvailable index or -1}} ... }
+ *     r.score   firstAvailable score on the node
+ *
+ *   local s = core.schedule{files = ..., text = ..., gates = ..., max_steps = N, seed = N}
+ *     s.pods  { {namespace=, name=, status = "scheduled"|"unschedulable"|"error",
+ *                node=, reason=, error=, claims = { {namespace=, name=,
+ *                allocated_now=, allocation=} } } ... }   (pods with claims, input order)
+ *     s.stats { allocate_calls=, steps=, node_tables_built=, ... }
+ *
+ * Each call builds its own graph from the manifests, so specs stay
+ * independent of one another.
+ */
+#include "../engine/alloc/al.h"
+#include "lb.h"
+#include "lb_json.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct lin {
+    dg_graph *g;
+    al_input in;
+    al_opts opts;
+    const char *node;
+} lin;
+
+static int fail_load(lua_State *L, lin *x, const de_err *e)
+{
+    al_input_free(&x->in);
+    dg_free(x->g);
+    lua_pushstring(L, e->msg[0] ? e->msg : de_rc_str(e->rc));
+    return lua_error(L);
+}
+
+/* Read the argument table: gates first (they shape validation), then input. */
+static void read_input(lua_State *L, lin *x)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    memset(x, 0, sizeof *x);
+    de_gates_default(&x->opts.gates);
+    de_err e;
+    de_err_clear(&e);
+    lua_getfield(L, 1, "gates");
+    if (lua_isstring(L, -1) && de_gates_parse(&x->opts.gates, lua_tostring(L, -1), &e) != DE_OK)
+        luaL_error(L, "gates: %s", e.msg);
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "max_steps");
+    x->opts.max_steps = (uint64_t)luaL_optinteger(L, -1, 0);
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "seed");
+    x->opts.seed = (uint64_t)luaL_optinteger(L, -1, 0);
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "node");
+    x->node = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
+    lua_pop(L, 1); /* the string stays alive: the table holds it */
+    dg_opts go = {0};
+    go.gates = &x->opts.gates;
+    x->g = dg_new(NULL, &go);
+    al_input_init(&x->in);
+    lua_getfield(L, 1, "file");
+    if (lua_isstring(L, -1) && al_input_load(x->g, &x->in, lua_tostring(L, -1), &e) != DE_OK)
+        fail_load(L, x, &e);
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "files");
+    if (lua_istable(L, -1)) {
+        lua_Integer n = luaL_len(L, -1);
+        for (lua_Integer i = 1; i <= n; i++) {
+            lua_geti(L, -1, i);
+            const char *p = lua_tostring(L, -1);
+            if (p && al_input_load(x->g, &x->in, p, &e) != DE_OK)
+                fail_load(L, x, &e);
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "text");
+    if (lua_isstring(L, -1)) {
+        size_t len;
+        const char *t = lua_tolstring(L, -1, &len);
+        if (al_input_load_text(x->g, &x->in, "<text>", t, len, &e) != DE_OK)
+            fail_load(L, x, &e);
+    }
+    lua_pop(L, 1);
+}
+
+static void set_str(lua_State *L, const char *k, const char *v)
+{
+    if (!v)
+        return;
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static void push_claim(lua_State *L, dg_graph *g, uint32_t clid, const dg_allocation *al,
+                       const int32_t *chosen, uint32_t nreq)
+{
+    de_interner *in = dg_intern(g);
+    const dg_claim *cl = dg_claim_get(g, clid);
+    lua_newtable(L);
+    if (cl) {
+        set_str(L, "namespace", de_intern_str(in, cl->meta.ns));
+        set_str(L, "name", de_intern_str(in, cl->meta.name));
+    }
+    if (al) {
+        json_t *j = dg_encode_allocation(g, al);
+        lb_push_json(L, j);
+        json_decref(j);
+        lua_setfield(L, -2, "allocation");
+    }
+    if (chosen) {
+        lua_createtable(L, (int)nreq, 0);
+        for (uint32_t i = 0; i < nreq; i++) {
+            lua_pushinteger(L, chosen[i]);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        lua_setfield(L, -2, "chosen");
+    }
+}
+
+static int l_allocate(lua_State *L)
+{
+    lin x;
+    read_input(L, &x);
+    de_err e;
+    de_err_clear(&e);
+    if (!x.node) {
+        al_input_free(&x.in);
+        dg_free(x.g);
+        return luaL_error(L, "allocate: node = NAME is required (use core.schedule for pods)");
+    }
+    al_allocator *a = al_new(x.g, &x.opts, &e);
+    if (!a)
+        return fail_load(L, &x, &e);
+    uint32_t n = x.in.npending;
+    uint32_t *ids = de_xmalloc((n ? n : 1) * sizeof *ids);
+    for (uint32_t i = 0; i < n; i++)
+        ids[i] = al_input_claim(x.g, &x.in, i);
+    de_arena *ar = de_arena_new(0);
+    al_outcome o;
+    de_rc rc = al_allocate(a, de_intern_cstr(dg_intern(x.g), x.node), ids, n, ar, &o, &e);
+    lua_newtable(L);
+    lua_pushinteger(L, (lua_Integer)o.steps);
+    lua_setfield(L, -2, "steps");
+    if (rc == DE_OK) {
+        set_str(L, "status", "allocated");
+        lua_pushinteger(L, o.k8s_score);
+        lua_setfield(L, -2, "score");
+        lua_createtable(L, (int)n, 0);
+        for (uint32_t i = 0; i < o.nclaims; i++) {
+            push_claim(L, x.g, ids[i], &o.claims[i].alloc, o.claims[i].chosen_sub, o.claims[i].nrequests);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        lua_setfield(L, -2, "claims");
+    } else if (rc == DE_EUNSAT) {
+        set_str(L, "status", "unsatisfiable");
+        set_str(L, "reason", o.why.summary);
+        set_str(L, "detail", o.why.detail);
+    } else {
+        set_str(L, "status", "error");
+        set_str(L, "error", e.msg);
+        set_str(L, "code", de_rc_str(rc));
+    }
+    de_arena_free(ar);
+    free(ids);
+    al_free(a);
+    al_input_free(&x.in);
+    dg_free(x.g);
+    return 1;
+}
+
+static void push_stats(lua_State *L, const al_allocator *a)
+{
+    al_stats s;
+    al_get_stats(a, &s);
+    lua_newtable(L);
+#define F(x)                              \
+    lua_pushinteger(L, (lua_Integer)s.x); \
+    lua_setfield(L, -2, #x)
+    F(allocate_calls);
+    F(steps);
+    F(node_tables_built);
+    F(candidate_sets_built);
+    F(cel_evals);
+    F(pruned);
+#undef F
+}
+
+static int l_schedule(lua_State *L)
+{
+    lin x;
+    read_input(L, &x);
+    de_err e;
+    de_err_clear(&e);
+    al_allocator *a = al_new(x.g, &x.opts, &e);
+    if (!a)
+        return fail_load(L, &x, &e);
+    de_interner *in = dg_intern(x.g);
+    de_arena *ar = de_arena_new(0);
+    lua_newtable(L);
+    lua_newtable(L);
+    lua_Integer k = 0;
+    for (uint32_t i = 0; i < x.in.npods; i++) {
+        uint32_t pid = al_input_pod(x.g, &x.in, i);
+        const dg_pod *pod = pid == DG_NONE ? NULL : dg_pod_get(x.g, pid);
+        if (!pod || !pod->nclaims)
+            continue;
+        lua_newtable(L);
+        set_str(L, "namespace", de_intern_str(in, pod->meta.ns));
+        set_str(L, "name", de_intern_str(in, pod->meta.name));
+        de_arena_reset(ar);
+        al_pod_outcome po;
+        de_err_clear(&e);
+        de_rc rc = al_schedule_pod(a, pid, ar, &po, &e);
+        if (rc == DE_OK) {
+            set_str(L, "status", "scheduled");
+            set_str(L, "node", po.node_name ? de_intern_str(in, po.node_name) : NULL);
+            lua_pushinteger(L, po.k8s_score);
+            lua_setfield(L, -2, "score");
+            lua_newtable(L);
+            for (uint32_t c = 0; c < po.nclaims; c++) {
+                if (po.claims[c] == DG_NONE)
+                    continue;
+                const dg_claim *cl = dg_claim_get(x.g, po.claims[c]);
+                push_claim(L, x.g, po.claims[c], cl && cl->allocated ? &cl->allocation : NULL,
+                           po.allocated_now[c] ? po.allocs[c].chosen_sub : NULL,
+                           po.allocated_now[c] ? po.allocs[c].nrequests : 0);
+                lua_pushboolean(L, po.allocated_now[c]);
+                lua_setfield(L, -2, "allocated_now");
+                lua_rawseti(L, -2, (lua_Integer)c + 1);
+            }
+            lua_setfield(L, -2, "claims");
+        } else if (rc == DE_EUNSAT) {
+            set_str(L, "status", "unschedulable");
+            set_str(L, "reason", po.why);
+        } else {
+            set_str(L, "status", "error");
+            set_str(L, "error", e.msg);
+        }
+        lua_rawseti(L, -2, ++k);
+    }
+    lua_setfield(L, -2, "pods");
+    push_stats(L, a);
+    lua_setfield(L, -2, "stats");
+    de_arena_free(ar);
+    al_free(a);
+    al_input_free(&x.in);
+    dg_free(x.g);
+    return 1;
+}
+
+void lb_open_alloc(lua_State *L)
+{
+    static const luaL_Reg fns[] = {
+        {"allocate", l_allocate},
+        {"schedule", l_schedule},
+        {NULL, NULL},
+    };
+    luaL_setfuncs(L, fns, 0);
+}

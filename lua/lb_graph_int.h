@@ -1,0 +1,74 @@
+/*
+ * lb_graph_int.h - helpers shared by lb_graph.c and lb_graph_claims.c
+ * (the draengine.Graph class).  Not part of lb.h.
+ */
+#ifndef LB_GRAPH_INT_H
+#define LB_GRAPH_INT_H
+
+#include "../engine/base/quantity.h"
+#include "../engine/model/dg.h"
+#include "lb.h"
+#include "lb_json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define GRAPH_CLASS "draengine.Graph"
+
+typedef struct lgraph {
+    dg_graph *g;
+} lgraph;
+
+static inline dg_graph *check_graph(lua_State *L)
+{
+    lgraph *u = luaL_checkudata(L, 1, GRAPH_CLASS);
+    if (!u->g)
+        luaL_error(L, "graph is closed");
+    return u->g;
+}
+
+static inline int raise_err(lua_State *L, const de_err *e)
+{
+    lua_pushstring(L, e->msg[0] ? e->msg : de_rc_str(e->rc));
+    return lua_error(L);
+}
+
+static inline uint32_t id_of(dg_graph *g, const char *s)
+{
+    return de_intern_cstr(dg_intern(g), s ? s : "");
+}
+
+static inline const char *S(dg_graph *g, uint32_t id)
+{
+    return de_intern_str(dg_intern(g), id);
+}
+
+static inline void set_str(lua_State *L, const char *k, const char *v)
+{
+    lua_pushstring(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static inline void set_int(lua_State *L, const char *k, lua_Integer v)
+{
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static inline void set_bool(lua_State *L, const char *k, bool v)
+{
+    lua_pushboolean(L, v);
+    lua_setfield(L, -2, k);
+}
+
+static inline void push_qty(lua_State *L, de_qty q)
+{
+    char buf[DE_QTY_TEXT_MAX];
+    de_qty_format(q, buf, sizeof buf);
+    lua_pushstring(L, buf);
+}
+
+
+void lb_graph_claim_methods(lua_State *L); /* adds the claim/pod/usage methods to the table on top */
+
+#endif

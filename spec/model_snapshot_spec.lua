@@ -1,0 +1,190 @@
+-- model_snapshot_spec.lua - JSON List snapshots: the fast path (slices
+-- decoded straight from text) must give exactly what jansson + the full
+-- decoder give, errors included; and it must really be used.
+local core = require "draengine.core"
+local H = require "support.helper"
+
+local function write_json(value)
+  return H.write_temp(core.json_encode(value), ".json")
+end
+
+local function list(items)
+  return { apiVersion = "v1", kind = "List", items = items }
+end
+
+-- Everything a device says, without the fields that depend on load history.
+local function snapshot(g)
+  local out = {}
+  for _, d in ipairs(g:devices { full = true }) do
+    d.id, d.gen = nil, nil
+    out[#out + 1] = d
+  end
+  local pools = g:pools()
+  for _, p in ipairs(pools) do p.gen, p.id = nil, nil end
+  return { devices = out, pools = pools, nodes = g:nodes(), shared = g:shared_slices() }
+end
+
+local function both(path)
+  local fast = core.graph()
+  local slow = core.graph { no_fast_path = true }
+  local okf, ef = pcall(fast.load, fast, path)
+  local oks, es = pcall(slow.load, slow, path)
+  return fast, slow, okf, ef, oks, es
+end
+
+local function gpu(i, extra)
+  local d = {
+    name = "gpu-" .. i,
+    attributes = { model = { string = "H100" }, index = { int = i }, ["resource.kubernetes.io/pcieRoot"] = { string = "pci0000:" .. i },
+                   driverVersion = { version = "580.95.5" }, mig = { bool = false } },
+    capacity = { memory = { value = "80Gi" } },
+  }
+  for k, v in pairs(extra or {}) do d[k] = v end
+  return d
+end
+
+local function rs(name, node, devices, extra)
+  local spec = { driver = "gpu.example.com", nodeName = node,
+                 pool = { name = node, generation = 1, resourceSliceCount = 1 }, devices = devices }
+  for k, v in pairs(extra or {}) do spec[k] = v end
+  return { apiVersion = "resource.k8s.io/v1", kind = "ResourceSlice", metadata = { name = name }, spec = spec }
+end
+
+describe("JSON snapshot fast path", function()
+  it("decodes common slices itself and agrees with the full decoder", function()
+    local items = {}
+    for n = 1, 20 do items[#items + 1] = rs("s" .. n, "node-" .. n, { gpu(0), gpu(1), gpu(2) }) end
+    local path = write_json(list(items))
+    local fast, slow, okf, _, oks = both(path)
+    os.remove(path)
+    assert.is_true(okf and oks)
+    assert.are.equal(20, fast:stats().fast_path_slices)
+    assert.are.equal(0, slow:stats().fast_path_slices)
+    assert.are.same(snapshot(slow), snapshot(fast))
+  end)
+
+  it("hands unusual shapes to the full decoder, with the same result", function()
+    local items = {
+      rs("plain", "n1", { gpu(0) }),
+      rs("list-attr", "n2", { gpu(0, { attributes = { roots = { strings = { "a", "b" } } } }) }),
+      rs("policy", "n3", { gpu(0, { allowMultipleAllocations = true,
+        capacity = { bw = { value = "10Gi", requestPolicy = { default = "1Gi", validRange = { min = "1Gi", step = "1Gi" } } } } }) }),
+      rs("tainted", "n4", { gpu(0, { taints = { { key = "k", effect = "NoSchedule" } } }) }),
+      rs("escaped", "n5", { gpu(0, { attributes = { note = { string = "quote \" inside" } } }) }),
+      rs("unicode", "n6", { gpu(0, { attributes = { note = { string = "Gr\u{00e4}fik" } } }) }),
+      rs("selector", "n7", { gpu(0) }, { nodeName = core.null,
+        nodeSelector = { nodeSelectorTerms = { { matchExpressions = { { key = "rack", operator = "In", values = { "r1" } } } } } } }),
+      rs("labels", "n8", { gpu(0) }),
+      { apiVersion = "resource.k8s.io/v1beta1", kind = "ResourceSlice", metadata = { name = "beta" },
+        spec = { driver = "gpu.example.com", nodeName = "n9", pool = { name = "n9", generation = 0, resourceSliceCount = 1 },
+                 devices = { { name = "gpu-0", basic = { attributes = { model = { string = "A100" } } } } } } },
+      { apiVersion = "resource.k8s.io/v1", kind = "DeviceClass", metadata = { name = "gpu" },
+        spec = { selectors = { { cel = { expression = "device.driver == 'gpu.example.com'" } } } } },
+    }
+    items[8].metadata.labels = { team = "a" }
+    items[8].metadata.creationTimestamp = "2026-03-10T12:00:00Z"
+    local path = write_json(list(items))
+    local fast, slow, okf, ef, oks, es = both(path)
+    os.remove(path)
+    assert.is_true(okf, ef)
+    assert.is_true(oks, es)
+    -- plain, list-attr, labels: fast; everything else went through jansson
+    assert.are.equal(3, fast:stats().fast_path_slices)
+    assert.are.same(snapshot(slow), snapshot(fast))
+    assert.are.equal("Gr\u{00e4}fik", fast:device("gpu.example.com", "n6", "gpu-0").attributes["gpu.example.com/note"])
+    assert.is_not_nil(fast:class("gpu"))
+  end)
+
+  it("reports an invalid slice exactly as the full decoder does", function()
+    local bad = rs("bad", "n1", { gpu(0), gpu(0) }) -- duplicate device name
+    local bad2 = rs("bad2", "n2", { gpu(0, { name = "GPU_0" }) })
+    local path = write_json(list({ rs("ok", "n0", { gpu(0) }), bad, bad2 }))
+    local fast, _, okf, ef, oks, es = both(path)
+    assert.is_false(okf)
+    assert.is_false(oks)
+    assert.are.equal(es, ef)
+    assert.truthy(ef:find(path .. ': document 1: items[1]: ResourceSlice "bad": spec.devices[1]: Duplicate value: "gpu-0"', 1, true), ef)
+    -- with keep_going every invalid item is reported once
+    local g = core.graph { keep_going = true }
+    local ok, err = pcall(g.load, g, path)
+    os.remove(path)
+    assert.is_false(ok)
+    assert.truthy(err:find('items[2]: ResourceSlice "bad2": spec.devices[0].name: Invalid value: "GPU_0"', 1, true), err)
+    local _, n = err:gsub("\n", "")
+    assert.are.equal(1, n)
+    assert.are.equal(1, g:stats().slices)
+    assert.is_not_nil(fast)
+  end)
+
+  it("falls back to the manifest reader on malformed JSON, loading nothing twice", function()
+    local good = core.json_encode(rs("ok", "n0", { gpu(0) }))
+    -- the List's brackets balance, so the fast path starts; item 1 is not JSON
+    local text = '{"apiVersion":"v1","kind":"List","items":[' .. good .. ',{"kind": tru}]}'
+    local path = H.write_temp(text, ".json")
+    local fast, slow, okf, ef, oks, es = both(path)
+    assert.is_false(okf)
+    assert.is_false(oks)
+    assert.are.equal(es, ef)
+    assert.truthy(ef:find(path, 1, true))
+    local g = core.graph { keep_going = true }
+    assert.has_error(function() g:load(path) end)
+    os.remove(path)
+    assert.are.equal(1, g:stats().slices)
+    assert.is_not_nil(fast)
+    assert.is_not_nil(slow)
+  end)
+
+  it("accepts the same slice again but refuses a different one under the same name", function()
+    local a = write_json(list({ rs("s", "n1", { gpu(0) }) }))
+    local b = write_json(rs("s", "n1", { gpu(0) }))
+    local c = write_json(rs("s", "n1", { gpu(1) }))
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. H.shell_quote(dir))
+    os.execute("cp " .. H.shell_quote(a) .. " " .. H.shell_quote(dir .. "/a.json"))
+    os.execute("cp " .. H.shell_quote(b) .. " " .. H.shell_quote(dir .. "/b.json"))
+    local g = core.graph()
+    g:load(dir)
+    assert.are.equal(1, g:stats().fast_path_slices)
+    os.execute("cp " .. H.shell_quote(c) .. " " .. H.shell_quote(dir .. "/c.json"))
+    local g2 = core.graph()
+    local ok, err = pcall(g2.load, g2, dir)
+    os.execute("rm -rf " .. H.shell_quote(dir))
+    os.remove(a); os.remove(b); os.remove(c)
+    assert.is_false(ok)
+    assert.truthy(err:find('c.json: document 1: ResourceSlice "s": AlreadyExists: defined differently in ' .. dir .. "/a.json: document 1: items[0]", 1, true), err)
+  end)
+
+  it("agrees with the full decoder on every corpus slice", function()
+    local shared = H.shared_dir()
+    if not shared then return pending("no corpus") end
+    local p = io.popen("find " .. H.shell_quote(shared .. "/corpus/manifests") .. " -name '*.yaml' | LC_ALL=C sort")
+    local used, files = 0, 0
+    for f in p:lines() do
+      local ok, docs = pcall(core.load_docs, f)
+      if ok then
+        local items = {}
+        for _, d in ipairs(docs) do
+          local o = d.object
+          if type(o) == "table" and o.kind == "ResourceSlice" then items[#items + 1] = o end
+        end
+        if #items > 0 then
+          files = files + 1
+          local path = write_json(list(items))
+          local fast, slow, okf, ef, oks, es = both(path)
+          os.remove(path)
+          assert.are.equal(oks, okf, f)
+          if oks then
+            assert.are.same(snapshot(slow), snapshot(fast), f)
+            used = used + fast:stats().fast_path_slices
+          else
+            assert.are.equal(es, ef, f)
+          end
+        end
+      end
+    end
+    p:close()
+    assert.is_true(files >= 20)
+    assert.is_true(used >= 15, "fast path used for " .. used .. " corpus slices")
+  end)
+end)
