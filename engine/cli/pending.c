@@ -19,4 +19,3 @@
 
 PENDING(cli_cmd_run, "run")
 PENDING(cli_cmd_serve, "serve")
-PENDING(cli_cmd_policy, "policy")

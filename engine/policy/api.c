@@ -415,9 +415,6 @@ void pol_log_to_engine(void *ctx, de_log_level lvl, const char *file, int line, 
 
 /* ---- opening ---------------------------------------------------------------- */
 
-#pragma weak pol_testapi_open
-void pol_testapi_open(lua_State *L);
-
 static void class(lua_State *L, const char *name, const luaL_Reg *meta, const luaL_Reg *methods)
 {
     luaL_newmetatable(L, name);
@@ -467,7 +464,7 @@ void pol_api_open(lua_State *L, bool test)
     luaL_newlib(L, fns);
     lua_pushinteger(L, POL_API);
     lua_setfield(L, -2, "api");
-    if (test && pol_testapi_open) {
+    if (test) {
         pol_testapi_open(L);
         lua_setfield(L, -2, "test");
     }

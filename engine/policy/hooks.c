@@ -250,9 +250,9 @@ static void conv_groups(lua_State *L, callctx *c, int idx)
             result_error(L, c, "an unknown field; groups returns {scope = \"...\", groups = {...}}");
     }
     lua_getfield(L, idx, "scope");
-    size_t sl;
-    const char *scope = lua_tolstring(L, -1, &sl);
-    if (lua_type(L, -1) != LUA_TSTRING || sl == 0 || sl > POL_MAX_SCOPE)
+    size_t sl = 0;
+    const char *scope = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &sl) : NULL;
+    if (!scope || sl == 0 || sl > POL_MAX_SCOPE)
         result_error(L, c, "a scope that is not a string of 1-%d bytes", POL_MAX_SCOPE);
     pol_policy *p = c->p;
     lua_pushfstring(L, "%s:%s", p->name, scope);
@@ -271,9 +271,9 @@ static void conv_groups(lua_State *L, callctx *c, int idx)
             result_error(L, c, "%zu groups (at most %d per device)", n, POL_MAX_GROUPS);
         for (size_t i = 0; i < n; i++) {
             lua_rawgeti(L, g, (lua_Integer)i + 1);
-            size_t gl;
-            const char *gs = lua_tolstring(L, -1, &gl);
-            if (lua_type(L, -1) != LUA_TSTRING || gl == 0 || gl > 63)
+            size_t gl = 0;
+            const char *gs = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &gl) : NULL;
+            if (!gs || gl == 0 || gl > 63)
                 result_error(L, c, "group %zu that is not a string of 1-63 bytes", i + 1);
             uint32_t id = de_intern(p->vm.in, gs, gl);
             pol_set *s = c->set;

@@ -455,3 +455,24 @@ de_rc pol_host_reload_now(pol_host *h, pol_cycle *out)
     advance(h, out, 0);
     return out->failed ? out->err.rc : DE_OK;
 }
+
+/* ---- `draengine allocate --policies DIR` (cmd_allocate.c) ----------------------- */
+
+de_rc pol_host_for_allocate(dg_graph *g, const char *dir, const de_gates *gates, al_hooks *hooks, pol_host **out,
+                            de_err *e)
+{
+    (void)gates;
+    pol_host_opts o;
+    pol_host_opts_default(&o);
+    o.watch = false;
+    o.rescan_ns = 0;
+    o.cfg.log = pol_log_to_engine;
+    DE_TRY(pol_host_new(dir, g, &o, out, e));
+    pol_host_al_hooks(*out, hooks);
+    return DE_OK;
+}
+
+void pol_host_free_for_allocate(pol_host *h)
+{
+    pol_host_free(h);
+}

@@ -279,8 +279,8 @@ typedef struct lintctx {
     pol_lint_cb cb;
     void *ctx;
     pol_lint_summary *sum;
-    lua_State *G; /* a sandbox VM to ask which globals exist */
-    pol_vm vm;
+    pol_vm vm;  /* sandbox VMs to ask which globals exist: policies */
+    pol_vm tvm; /* and spec files (dra.test) */
 } lintctx;
 
 static void problem(lintctx *c, const char *file, int line, bool error, const char *fmt, ...)
@@ -308,9 +308,9 @@ static const char *const spec_globals[] = {
 };
 
 /* Does the sandbox define name (and name.field)? */
-static bool sandbox_has(lintctx *c, const char *name, const char *field, bool *field_ok)
+static bool sandbox_has(lintctx *c, bool spec, const char *name, const char *field, bool *field_ok)
 {
-    lua_State *L = c->vm.L;
+    lua_State *L = spec ? c->tvm.L : c->vm.L;
     pol_sandbox_push_globals(L);
     lua_pushstring(L, name);
     int t = lua_rawget(L, -2);
@@ -397,7 +397,7 @@ static void lint_globals(lintctx *c, const char *path, bool spec)
         if (is_spec_global)
             continue;
         bool field_ok;
-        if (!sandbox_has(c, u->name, u->field, &field_ok))
+        if (!sandbox_has(c, spec, u->name, u->field, &field_ok))
             problem(c, path, u->line, true, "undeclared global '%s' (not in the policy sandbox)", u->name);
         else if (!field_ok)
             problem(c, path, u->line, true, "'%s.%s' is not available in the policy sandbox", u->name,
@@ -459,7 +459,7 @@ static void walk(lintctx *c, const char *dir, int depth)
 void pol_lint_dir(const char *dir, const pol_config *cfg, pol_lint_cb cb, void *ctx, pol_lint_summary *sum)
 {
     memset(sum, 0, sizeof *sum);
-    lintctx c = {cb, ctx, sum, NULL, {0}};
+    lintctx c = {cb, ctx, sum, {0}, {0}};
     de_interner *in = de_intern_new();
     de_err e;
     de_err_clear(&e);
@@ -468,14 +468,17 @@ void pol_lint_dir(const char *dir, const pol_config *cfg, pol_lint_cb cb, void *
         de_intern_free(in);
         return;
     }
-    if (pol_vm_open(&c.vm, cfg, in, "lint", "", "lint", false, &e) != DE_OK) {
+    if (pol_vm_open(&c.vm, cfg, in, "lint", "", "lint", false, &e) != DE_OK ||
+        pol_vm_open(&c.tvm, cfg, in, "lint", "", "lint", true, &e) != DE_OK) {
         problem(&c, dir, 0, true, "%s", e.msg);
+        pol_vm_close(&c.vm);
         de_intern_free(in);
         return;
     }
     uint32_t before = sum->errors;
     walk(&c, dir, 0);
     pol_vm_close(&c.vm);
+    pol_vm_close(&c.tvm);
     /* Metadata, hooks, domains and ownership: load the set as the engine
      * would (only when the files themselves are clean, so one mistake is
      * not reported twice). */

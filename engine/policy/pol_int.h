@@ -152,6 +152,9 @@ void pol_push_attrval(lua_State *L, const de_attrval *a);
 /* ---- devbuild.c: a device view from a Lua table (tests, bindings) -------- */
 void pol_build_device(lua_State *L, int idx, de_interner *in, de_arena *a, uint32_t id, de_devview *out);
 
+/* ---- testapi.c: dra.test (pushes the table) ---------------------------- */
+void pol_testapi_open(lua_State *L);
+
 /* ---- sdk.c: the embedded Lua SDK ------------------------------------------ */
 
 typedef struct pol_sdk_module {

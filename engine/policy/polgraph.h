@@ -106,6 +106,12 @@ de_rc pol_host_reload_now(pol_host *h, pol_cycle *out);
 /* SIGHUP: install a handler that makes every host reload at its next cycle. */
 void pol_host_install_sighup(void);
 
+/* `draengine allocate --policies DIR`: a host without watching, reporting
+ * to the engine log, and its allocator hooks. */
+de_rc pol_host_for_allocate(dg_graph *g, const char *dir, const de_gates *gates, al_hooks *hooks, pol_host **out,
+                            de_err *e);
+void pol_host_free_for_allocate(pol_host *h);
+
 /* Content hash of a policy directory (file names and contents). */
 void pol_dir_hash(const char *dir, char hex[65]);
 

@@ -15,7 +15,9 @@
  *                           "domain/name"; raises the engine's report when
  *                           the hook fails or returns something refused
  *   h:groups(device)        {scope=, groups={...}} per groups policy, or nil
- *   h:score(node, devices)  node = {name=, labels=, devices=, free_devices=}
+ *   h:score(node, devices)  what the engine adds for this node: the sum of
+ *                           weight x score; node = {name=, labels=, devices=,
+ *                           free_devices=}
  *   h:admit(claim)          claim = {namespace=, name=, labels=, requests=...}
  *   h.name, h.version, h.revision, h.domains
  *   dra.test.protect(fn)    run fn under a fresh per-test budget (the runner)
@@ -475,15 +477,10 @@ static int t_set(lua_State *L)
     return 1;
 }
 
-#pragma weak pol_test_snapshot
-int pol_test_snapshot(lua_State *L, pol_testctx *c, const char *path);
-
 static int t_snapshot(lua_State *L)
 {
     pol_testctx *c = ctx_of(L);
     const char *path = rel_path(L, c, 1);
-    if (!pol_test_snapshot)
-        return pol_raise(L, "dra.test.snapshot needs the device graph, which is not in this build");
     return pol_test_snapshot(L, c, path);
 }
 

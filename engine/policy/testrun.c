@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#pragma weak pol_test_snapshots_free
 
 pol_set *pol_set_single(pol_policy *p, de_interner *in, const pol_config *cfg)
 {
@@ -217,8 +216,7 @@ static void run_file(const char *root, const char *path, const pol_config *cfg, 
     }
     pol_vm_end(&vm);
     pol_vm_close(&vm);
-    if (pol_test_snapshots_free)
-        pol_test_snapshots_free(&ctx);
+    pol_test_snapshots_free(&ctx);
     free(text);
 }
 

@@ -46,7 +46,9 @@ de_rc pol_test_run(const char *dir, const pol_config *cfg, pol_test_cb cb, void 
 /* A set holding one already-loaded policy (the test API). */
 pol_set *pol_set_single(struct pol_policy *p, de_interner *in, const pol_config *cfg);
 
-/* Free what dra.test.snapshot loaded (testgraph.c; weak). */
+/* dra.test.snapshot (testgraph.c), and freeing what it loaded. */
+struct lua_State;
+int pol_test_snapshot(struct lua_State *L, pol_testctx *c, const char *path);
 void pol_test_snapshots_free(pol_testctx *c);
 
 #endif
