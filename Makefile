@@ -93,7 +93,7 @@ $(BUILD)/obj/engine/policy/sdk.o: $(wildcard lua/draengine/*.lua)
 
 # ---- run -------------------------------------------------------------------
 run: all
-	./$(BIN) run
+	./$(BIN) inspect -f examples/cluster
 
 # ---- tests -----------------------------------------------------------------
 # busted runs under lua5.4 with the module path pointing at this build; the

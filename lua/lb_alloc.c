@@ -3,7 +3,10 @@
  *
  *   local r = core.allocate{files = {...} | file = "x.yaml", text = "...",
  *                           node = "node-1", gates = "A=true,...",
- *                           max_steps = N, seed = N}
+ *                           max_steps = N, seed = N, validate = "warn"}
+ *     validate: "warn" (default, as the allocate command: objects an API
+ *               server would refuse are allocated anyway and listed in
+ *               r.warnings), "strict" (raise), "none" 
  *     r.status  "allocated" | "unsatisfiable" | "error"
  *     r.error   upstream's message (status "error"); r.code = de_rc name
  *     r.reason, r.detail   why it is unsatisfiable
@@ -30,15 +33,50 @@
 
 typedef struct lin {
     dg_graph *g;
+    dg_graph *checker;
     al_input in;
     al_opts opts;
     const char *node;
+    char **warnings;
+    uint32_t nwarn;
 } lin;
 
-static int fail_load(lua_State *L, lin *x, const de_err *e)
+static void on_warn(void *ctx, const de_err *e)
+{
+    lin *x = ctx;
+    if (x->nwarn >= 1000)
+        return;
+    x->warnings = de_xrealloc(x->warnings, (x->nwarn + 1) * sizeof *x->warnings);
+    x->warnings[x->nwarn++] = de_xstrdup(e->msg);
+}
+
+static void lin_free(lin *x)
 {
     al_input_free(&x->in);
     dg_free(x->g);
+    dg_free(x->checker);
+    for (uint32_t i = 0; i < x->nwarn; i++)
+        free(x->warnings[i]);
+    free(x->warnings);
+    x->g = x->checker = NULL;
+    x->warnings = NULL;
+    x->nwarn = 0;
+}
+
+/* result.warnings: objects an API server would refuse (validate = "warn") */
+static void push_warnings(lua_State *L, const lin *x)
+{
+    lua_createtable(L, (int)x->nwarn, 0);
+    for (uint32_t i = 0; i < x->nwarn; i++) {
+        lua_pushstring(L, x->warnings[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "warnings");
+}
+
+static int fail_load(lua_State *L, lin *x, const de_err *e)
+{
+    lin_free(x);
     lua_pushstring(L, e->msg[0] ? e->msg : de_rc_str(e->rc));
     return lua_error(L);
 }
@@ -64,10 +102,26 @@ static void read_input(lua_State *L, lin *x)
     lua_getfield(L, 1, "node");
     x->node = lua_isstring(L, -1) ? lua_tostring(L, -1) : NULL;
     lua_pop(L, 1); /* the string stays alive: the table holds it */
+    lua_getfield(L, 1, "validate");
+    const char *v = luaL_optstring(L, -1, "warn");
+    if (strcmp(v, "warn") && strcmp(v, "strict") && strcmp(v, "none"))
+        luaL_error(L, "validate: want warn, strict or none, got \"%s\"", v);
+    bool strict = !strcmp(v, "strict"), warn = !strcmp(v, "warn");
+    lua_pop(L, 1);
     dg_opts go = {0};
     go.gates = &x->opts.gates;
+    go.skip_validation = !strict;
     x->g = dg_new(NULL, &go);
     al_input_init(&x->in);
+    x->in.keep_duplicates = !strict;
+    if (warn) {
+        dg_opts co = {0};
+        co.gates = &x->opts.gates;
+        x->checker = dg_new(dg_intern(x->g), &co);
+        x->in.checker = x->checker;
+        x->in.warn = on_warn;
+        x->in.warn_ctx = x;
+    }
     lua_getfield(L, 1, "file");
     if (lua_isstring(L, -1) && al_input_load(x->g, &x->in, lua_tostring(L, -1), &e) != DE_OK)
         fail_load(L, x, &e);
@@ -135,8 +189,7 @@ static int l_allocate(lua_State *L)
     de_err e;
     de_err_clear(&e);
     if (!x.node) {
-        al_input_free(&x.in);
-        dg_free(x.g);
+        lin_free(&x);
         return luaL_error(L, "allocate: node = NAME is required (use core.schedule for pods)");
     }
     al_allocator *a = al_new(x.g, &x.opts, &e);
@@ -150,6 +203,7 @@ static int l_allocate(lua_State *L)
     al_outcome o;
     de_rc rc = al_allocate(a, de_intern_cstr(dg_intern(x.g), x.node), ids, n, ar, &o, &e);
     lua_newtable(L);
+    push_warnings(L, &x);
     lua_pushinteger(L, (lua_Integer)o.steps);
     lua_setfield(L, -2, "steps");
     if (rc == DE_OK) {
@@ -174,8 +228,7 @@ static int l_allocate(lua_State *L)
     de_arena_free(ar);
     free(ids);
     al_free(a);
-    al_input_free(&x.in);
-    dg_free(x.g);
+    lin_free(&x);
     return 1;
 }
 
@@ -208,6 +261,7 @@ static int l_schedule(lua_State *L)
     de_interner *in = dg_intern(x.g);
     de_arena *ar = de_arena_new(0);
     lua_newtable(L);
+    push_warnings(L, &x);
     lua_newtable(L);
     lua_Integer k = 0;
     for (uint32_t i = 0; i < x.in.npods; i++) {
@@ -254,8 +308,7 @@ static int l_schedule(lua_State *L)
     lua_setfield(L, -2, "stats");
     de_arena_free(ar);
     al_free(a);
-    al_input_free(&x.in);
-    dg_free(x.g);
+    lin_free(&x);
     return 1;
 }
 

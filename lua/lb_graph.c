@@ -40,6 +40,16 @@ static dg_kind kind_of(lua_State *L, int idx)
 
 /* ---- construction ---------------------------------------------------------------- */
 
+static void on_change(void *ctx, dg_kind kind, dg_op op, uint32_t id)
+{
+    lgraph *u = ctx;
+    if (u->nev == u->capev) {
+        u->capev = u->capev ? u->capev * 2 : 16;
+        u->ev = realloc(u->ev, u->capev * sizeof *u->ev);
+    }
+    u->ev[u->nev++] = (lgevent){(uint8_t)kind, (uint8_t)op, id};
+}
+
 static int l_graph(lua_State *L)
 {
     dg_opts opts = {0};
@@ -66,9 +76,10 @@ static int l_graph(lua_State *L)
     }
     opts.gates = &gates;
     lgraph *u = lua_newuserdatauv(L, sizeof *u, 0);
-    u->g = NULL;
+    memset(u, 0, sizeof *u);
     luaL_setmetatable(L, GRAPH_CLASS);
     u->g = dg_new(NULL, &opts);
+    dg_add_listener(u->g, on_change, u);
     return 1;
 }
 
@@ -77,7 +88,28 @@ static int l_gc(lua_State *L)
     lgraph *u = luaL_checkudata(L, 1, GRAPH_CLASS);
     dg_free(u->g);
     u->g = NULL;
+    free(u->ev);
+    u->ev = NULL;
+    u->nev = u->capev = 0;
     return 0;
+}
+
+/* g:events() -> {{kind=, op=, id=}, ...} since the last call (then cleared) */
+static int l_events(lua_State *L)
+{
+    check_graph(L);
+    lgraph *u = luaL_checkudata(L, 1, GRAPH_CLASS);
+    static const char *const ops[] = {"add", "update", "delete"};
+    lua_createtable(L, (int)u->nev, 0);
+    for (uint32_t i = 0; i < u->nev; i++) {
+        lua_newtable(L);
+        set_str(L, "kind", dg_kind_name((dg_kind)u->ev[i].kind));
+        set_str(L, "op", ops[u->ev[i].op < 3 ? u->ev[i].op : 0]);
+        set_int(L, "id", u->ev[i].id);
+        lua_rawseti(L, -2, i + 1);
+    }
+    u->nev = 0;
+    return 1;
 }
 
 static int l_tostring(lua_State *L)
@@ -671,6 +703,7 @@ void lb_open_graph(lua_State *L)
         {"device", l_device},
         {"set_derived", l_set_derived},
         {"stats", l_stats},
+        {"events", l_events},
         {"generation", l_generation},
         {NULL, NULL},
     };

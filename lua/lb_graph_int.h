@@ -15,8 +15,15 @@
 
 #define GRAPH_CLASS "draengine.Graph"
 
+typedef struct lgevent {
+    uint8_t kind, op;
+    uint32_t id;
+} lgevent;
+
 typedef struct lgraph {
     dg_graph *g;
+    lgevent *ev; /* change notifications since the last :events() */
+    uint32_t nev, capev;
 } lgraph;
 
 static inline dg_graph *check_graph(lua_State *L)

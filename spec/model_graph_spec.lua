@@ -136,6 +136,23 @@ describe("incremental updates", function()
     assert.has_error(function() g:remove("ResourceSlice", nil, "s") end, 'ResourceSlice "s" not found')
   end)
 
+  it("notifies listeners of every add, update and delete", function()
+    local g = core.graph()
+    g:apply(slice("s", { nodeName = "node-1", devices = gpus(1) }))
+    g:apply(slice("s", { nodeName = "node-1", devices = gpus(2) }))
+    g:apply(claim("default", "c"))
+    g:remove("ResourceClaim", "default", "c")
+    g:apply({ apiVersion = "resource.k8s.io/v1", kind = "DeviceTaintRule", metadata = { name = "r" },
+              spec = { taint = { key = "k", effect = "None" } } })
+    g:remove("DeviceTaintRule", nil, "r")
+    g:remove("ResourceSlice", nil, "s")
+    local got = {}
+    for _, e in ipairs(g:events()) do got[#got + 1] = e.kind .. ":" .. e.op end
+    assert.are.same({ "ResourceSlice:add", "ResourceSlice:update", "ResourceClaim:add", "ResourceClaim:delete",
+                      "DeviceTaintRule:add", "DeviceTaintRule:delete", "ResourceSlice:delete" }, got)
+    assert.are.same({}, g:events())
+  end)
+
   it("every change bumps the graph generation", function()
     local g = core.graph()
     local g0 = g:generation()

@@ -516,8 +516,8 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         if (!scoring && o.k8s_score >= max_score)
             break;
     }
-    free(ss);
     if (result != DE_OK) {
+        free(ss);
         reasons_free(&rs);
         return result;
     }
@@ -527,13 +527,21 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
             if (!de_bit_get(cand, r)) {
                 const dg_node *node = node_at(a, (uint32_t)r);
                 const char *f = pod_filter(a, pod, node);
+                char buf[512];
+                for (uint32_t i = 0; i < nss && !f; i++)
+                    if (!de_bit_get(maybe_free(a, ss[i]), r)) {
+                        snprintf(buf, sizeof buf, "no free device of class %s", al_str(a, ss[i]->class_name));
+                        f = buf;
+                    }
                 reason_add(&rs, f ? f : "no free device matching a request");
             }
         out->why = reasons_summary(&rs, ar, a->nnodes);
         reasons_free(&rs);
+        free(ss);
         return DE_EUNSAT;
     }
     reasons_free(&rs);
+    free(ss);
     uint32_t nid = a->node_order[best_rank];
     const dg_node *node = node_at(a, best_rank);
     out->node = nid;

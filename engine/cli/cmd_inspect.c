@@ -123,9 +123,9 @@ static void attr_text(const ictx *c, const de_attrval *v, char *buf, size_t cap)
 
 /* The attributes worth a column: well-known identity/topology ones first,
  * then the rest in published order; short values only. */
-static const char *const key_attrs[] = {"type", "productName", "model", "family", "profile", "partitionProfile",
-                                        "architecture", "numaNode", "pcieRoot", "pciBusID", "driverVersion",
-                                        "index", NULL};
+static const char *const key_attrs[] = {"type", "productName", "model", "pciDevice", "profile",
+                                        "partitionProfile", "numaNode", "pcieRoot", "family", "architecture",
+                                        "pciBusID", "driverVersion", "index", NULL};
 
 static void key_attributes(const ictx *c, const de_devview *v, char *out, size_t cap)
 {
@@ -345,6 +345,20 @@ static void pool_table(const ictx *c, uint32_t pid, slice_filter want, uint32_t 
     fprintf(out, "  pool %s/%s  generation %lld, %u/%lld slices%s\n", S(c, p.driver), S(c, p.name),
             (long long)p.max_generation, p.nslices_at_max, (long long)p.slice_count,
             dg_pool_complete(c->g, pid) ? "" : " (incomplete)");
+    /* column widths over the pool's rows */
+    int wname = 6, wstate = 5;
+    for (uint32_t i = 0; i < p.nslices; i++) {
+        const dg_slice *s = dg_slice_get(c->g, p.slices[i]);
+        if (!want(s, node))
+            continue;
+        for (uint32_t j = 0; j < s->ndevices; j++) {
+            char state[300];
+            state_text(c, pid, s->devices[j].name, state, sizeof state);
+            int ln = (int)strlen(S(c, s->devices[j].name)), ls = (int)strlen(state);
+            wname = ln > wname ? ln : wname;
+            wstate = ls > wstate ? (ls > 48 ? 48 : ls) : wstate;
+        }
+    }
     int rows = 0;
     for (uint32_t i = 0; i < p.nslices; i++) {
         const dg_slice *s = dg_slice_get(c->g, p.slices[i]);
@@ -375,8 +389,8 @@ static void pool_table(const ictx *c, uint32_t pid, slice_filter want, uint32_t 
             taints_text(c, devid, taints, sizeof taints);
             state_text(c, pid, v.name, state, sizeof state);
             if (rows++ == 0)
-                fprintf(out, "    %-16s %-10s %s\n", "DEVICE", "STATE", "ATTRIBUTES / CAPACITY / TAINTS");
-            fprintf(out, "    %-16s %-10s %s", S(c, v.name), state, attrs);
+                fprintf(out, "    %-*s  %-*s  %s\n", wname, "DEVICE", wstate, "STATE", "ATTRIBUTES | CAPACITY | TAINTS");
+            fprintf(out, "    %-*s  %-*s  %s", wname, S(c, v.name), wstate, state, attrs);
             if (caps[0])
                 fprintf(out, "%s%s", attrs[0] ? " | " : "", caps);
             if (taints[0])

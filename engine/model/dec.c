@@ -5,6 +5,7 @@
  */
 #include "dec.h"
 #include "../base/quantity.h"
+#include "../cel/cel.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -488,19 +489,34 @@ void *dec_alloc(dec *d, size_t n)
 
 void dec_cel_expression(dec *d, const char *child, const char *expr, size_t len, bool derived)
 {
-    (void)derived;
     if (!d->validate)
         return;
     if (len == 0) {
         dec_required(d, child, NULL);
         return;
     }
-    if (len > 10 * 1024) {
-        dec_too_long(d, child, 10 * 1024);
+    if (len > CEL_MAX_EXPR_LEN) {
+        dec_too_long(d, child, CEL_MAX_EXPR_LEN);
         return;
     }
-    (void)expr;
-    /* dec_cel_check_hook: once engine/cel lands, compile with the
-     * NewExpressions environment here, refuse compile errors (Invalid value)
-     * and estimated costs over 1,000,000 ("too complex, exceeds cost limit"). */
+    if (!d->cel)
+        return;
+    cel_prog *p;
+    de_err e;
+    de_err_clear(&e);
+    de_rc rc = derived ? cel_compile_derived(d->cel, expr, len, &p, &e) : cel_compile(d->cel, expr, len, &p, &e);
+    if (rc != DE_OK) {
+        char *nl = strchr(e.msg, '\n');
+        if (nl)
+            *nl = 0;
+        char shown[200];
+        snprintf(shown, sizeof shown, "%.*s", (int)(len < 120 ? len : 120), expr);
+        dec_invalid_str(d, child, shown, e.msg[0] ? e.msg : "compilation failed");
+        return;
+    }
+    uint64_t cost = cel_prog_estimated_cost(p);
+    if (cost > CEL_COST_LIMIT)
+        dec_forbidden(d, child, "too complex, exceeds cost limit");
+    if (derived)
+        d->derived_cost += cost;
 }

@@ -30,6 +30,8 @@
 
 #include <jansson.h>
 
+typedef struct cel_env cel_env;
+
 #define DEC_MAX_ERRORS 10
 #define DEC_PATH_MAX 512
 
@@ -54,6 +56,8 @@ typedef struct dec {
     uint32_t nerr;
     char first_path[DE_ERR_FIELD_MAX];
     bool oom;
+    cel_env *cel;          /* NewExpressions environment; NULL = length checks only */
+    uint64_t derived_cost; /* sum over the claim's derived attributes (KEP-6080) */
 } dec;
 
 void dec_init(dec *d, de_interner *in, de_arena *a, const de_gates *gates, bool validate);
@@ -141,10 +145,10 @@ bool dg_is_c_ident(const char *s, size_t n);
 
 /* ---- CEL hook --------------------------------------------------------------- */
 
-/* Validation of a selector or derived-attribute expression in a manifest.
- * Today: non-empty and <= 10 KiB (CELSelectorExpressionMaxLength).  This is
- * the single place where cel_compile + the static cost check plug in once
- * engine/cel lands (dec_cel_check_hook). */
+/* Validation of a selector or derived-attribute expression in a manifest,
+ * as validateCELExpression does: non-empty, <= 10 KiB, compiles in the
+ * NewExpressions environment (d->cel), estimated cost <= 1,000,000; derived
+ * attribute costs are also summed into d->derived_cost. */
 void dec_cel_expression(dec *d, const char *child, const char *expr, size_t len, bool derived);
 
 /* ---- shared sub-decoders ------------------------------------------------- */

@@ -7,6 +7,7 @@
  * validateAllocationResult).
  */
 #include "dec.h"
+#include "../cel/cel.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -502,6 +503,9 @@ void dec_claim_spec(dec *d, json_t *spec, dg_claim_spec *out)
         }
         dec_pop(d, m);
     }
+    if (d->validate && d->derived_cost > CEL_COST_LIMIT)
+        dec_forbidden(d, NULL, "too complex, total cost of derived attribute CEL expressions in the claim exceeds cost limit");
+    d->derived_cost = 0;
     dec_pop(d, dm);
 }
 

@@ -6,6 +6,7 @@
  * graph_slice.c; claims, pods and usage: graph_claim.c.
  */
 #include "graph_int.h"
+#include "../cel/cel.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +186,7 @@ void dg_free(dg_graph *g)
     u32vec_free(&g->rules_sorted);
     free(g->listeners);
     de_arena_free(g->scratch);
+    cel_env_free(g->cel);
     if (g->own_in)
         de_intern_free(g->in);
     free(g);

@@ -7,6 +7,7 @@
  * doubling chunks; the arena is freed when the object is replaced.
  */
 #include "graph_int.h"
+#include "../cel/cel.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,6 +74,18 @@ static de_rc fail(dec *d, json_t *obj, const de_origin *o, de_err *e)
 
 static de_rc apply_one(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e, bool commit);
 
+cel_env *dg_cel(dg_graph *g)
+{
+    if (!g->cel) {
+        cel_env_opts o = {0};
+        o.consumable_capacity = g->gates.on[DE_GATE_CONSUMABLE_CAPACITY];
+        o.list_attributes = g->gates.on[DE_GATE_LIST_TYPE_ATTRIBUTES];
+        o.new_expressions = true;
+        g->cel = cel_env_new(g->in, &o);
+    }
+    return g->cel;
+}
+
 de_arena *dg_scratch(dg_graph *g)
 {
     if (!g->scratch)
@@ -133,6 +146,7 @@ static de_rc apply_one(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *ki
         return apply_list(g, obj, o, kind_out, e, commit);
     dec d;
     dec_init(&d, g->in, NULL, &g->gates, !g->opts.skip_validation);
+    d.cel = d.validate ? dg_cel(g) : NULL;
     dg_kind kind = dec_classify(&d, obj, &d.version);
     de_arena *a;
     if (kind == DG_KIND_RESOURCE_SLICE) {
@@ -263,24 +277,18 @@ de_rc dg_remove(dg_graph *g, dg_kind kind, const char *ns, const char *name, de_
         break;
     case DG_KIND_RESOURCE_CLAIM:
         id = dg_claim_find(g, nsid ? nsid : de_intern_cstr(g->in, "default"), nid);
-        if (id != DG_NONE) {
+        if (id != DG_NONE)
             dg_claim_delete(g, id);
-            return DE_OK;
-        }
         break;
     case DG_KIND_POD:
         id = dg_pod_find(g, nsid ? nsid : de_intern_cstr(g->in, "default"), nid);
-        if (id != DG_NONE) {
+        if (id != DG_NONE)
             dg_pod_delete(g, id);
-            return DE_OK;
-        }
         break;
     case DG_KIND_DEVICE_TAINT_RULE:
         id = obj_table_find(&g->rules, 0, nid);
-        if (id != DG_NONE) {
+        if (id != DG_NONE)
             dg_rule_delete(g, id);
-            return DE_OK;
-        }
         break;
     case DG_KIND_DEVICE_CLASS:
         id = dg_class_find(g, nid);

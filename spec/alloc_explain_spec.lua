@@ -1,0 +1,199 @@
+-- alloc_explain_spec.lua - failures explained in terms a user can act on,
+-- the search budget, and byte-for-byte determinism.
+local core = require "draengine.core"
+local H = require "support.helper"
+
+local F = H.root .. "/spec/fixtures/alloc/"
+local NODES = F .. "three-nodes.yaml"
+
+local function claim(name, body)
+  return string.format([[
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: %s, namespace: default}
+spec:
+  devices:
+%s]], name, body)
+end
+
+local function allocate(node, text, extra)
+  local f = H.write_temp(text, ".yaml")
+  local args = {"allocate", "--node", node, "-f", NODES, "-f", f}
+  for _, a in ipairs(extra or {}) do args[#args + 1] = a end
+  local rc, out, err = H.run(args)
+  os.remove(f)
+  return rc, out, err
+end
+
+describe("explanations", function()
+  it("count what the class matches when there are too few devices", function()
+    local rc, _, err = allocate("node-a", claim("three", [[
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu.example.com, count: 3}
+]]))
+    assert.are.equal(1, rc)
+    assert.matches("cannot allocate all claims on node node-a: claim three, request gpu (3 x class gpu.example.com): 2 of 2 devices on the node match the class and selectors -> 2 usable", err, 1, true)
+  end)
+
+  it("say how many devices other claims hold", function()
+    local rc, _, err = allocate("node-a", claim("holder", [[
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu.example.com}
+status:
+  allocation:
+    devices:
+      results:
+      - {request: gpu, driver: gpu.example.com, pool: node-a, device: gpu-1}
+]]) .. claim("two", [[
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu.example.com, count: 2}
+]]))
+    assert.are.equal(1, rc)
+    assert.matches("2 of 2 devices on the node match the class and selectors, 1 in use by other claims -> 1 usable", err, 1, true)
+  end)
+
+  it("blame the constraint when every request could be served alone", function()
+    local rc, _, err = allocate("node-a", claim("distinct-models", [[
+    requests:
+    - name: a
+      exactly: {deviceClassName: gpu.example.com}
+    - name: b
+      exactly: {deviceClassName: gpu.example.com}
+    constraints:
+    - distinctAttribute: gpu.example.com/model
+]]))
+    assert.are.equal(1, rc)
+    assert.matches("every request can be served alone, but not all together: no combination satisfies claim distinct-models's constraints (distinctAttribute=gpu.example.com/model)", err, 1, true)
+  end)
+
+  it("name capacity that is too small", function()
+    local rc, _, err = allocate("node-a", claim("big", [[
+    requests:
+    - name: gpu
+      exactly:
+        deviceClassName: gpu.example.com
+        capacity:
+          requests: {memory: 64Gi}
+]]))
+    assert.are.equal(1, rc)
+    assert.matches("2 without enough free capacity -> 0 usable", err, 1, true)
+  end)
+
+  it("report a hard error with upstream's words and exit 2", function()
+    local rc, _, err = allocate("node-a", claim("lost", [[
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: no-such-class}
+]]))
+    assert.are.equal(2, rc)
+    assert.matches("claim default/lost, request gpu: could not retrieve device class no-such-class", err, 1, true)
+  end)
+end)
+
+describe("search budget", function()
+  -- 30 devices with only two NUMA values, three requests that must all be on
+  -- different NUMA nodes: impossible, and distinctAttribute's stateful
+  -- bookkeeping upstream rules out pruning, so the search tries the
+  -- combinations
+  local devs = {}
+  for i = 0, 29 do
+    devs[#devs + 1] = string.format("  - name: dev-%02d\n    attributes: {numa: {int: %d}}\n", i, i % 2)
+  end
+  local text = [[
+---
+apiVersion: v1
+kind: Node
+metadata: {name: trap-node}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: trap-slice}
+spec:
+  driver: gpu.example.com
+  nodeName: trap-node
+  pool: {name: trap, generation: 1, resourceSliceCount: 1}
+  devices:
+]] .. table.concat(devs) .. claim("spread", [[
+    requests:
+    - name: a
+      exactly: {deviceClassName: gpu.example.com}
+    - name: b
+      exactly: {deviceClassName: gpu.example.com}
+    - name: c
+      exactly: {deviceClassName: gpu.example.com}
+    constraints:
+    - distinctAttribute: gpu.example.com/numa
+]])
+
+  it("ends with a clear error when --max-search-steps is reached", function()
+    local rc, _, err = allocate("trap-node", text, {"--max-search-steps", "50"})
+    assert.are.equal(2, rc)
+    assert.matches("search limit reached on node trap-node: more than 50 steps", err, 1, true)
+    assert.matches("--max-search-steps", err, 1, true)
+  end)
+
+  it("finishes normally within the default budget", function()
+    local rc, _, err = allocate("trap-node", text)
+    assert.are.equal(1, rc)
+    assert.matches("distinctAttribute=gpu.example.com/numa", err, 1, true)
+  end)
+
+  it("reports the steps used through core.allocate", function()
+    local r = core.allocate{node = "trap-node", file = NODES, text = text, max_steps = 100000}
+    assert.are.equal("unsatisfiable", r.status)
+    assert.is_true(r.steps > 50 and r.steps < 100000, tostring(r.steps))
+  end)
+end)
+
+describe("determinism", function()
+  local M = H.shared_dir() .. "/corpus/manifests/"
+
+  it("gives identical bytes for the same input, shareIDs included", function()
+    local args = {"allocate", "-f", F .. "node-with-dra.yaml", "-f", F .. "pod-test-claim-template.yaml",
+      "-f", F .. "consumablecapacity-split.yaml", "-f", M .. "k8s-scheduler-perf/deviceclass-consumablecapacity-v1beta2.yaml",
+      "-f", M .. "k8s-scheduler-perf/resourceclaimtemplate-consumablecapacity-v1beta2.yaml"}
+    local rc1, out1 = H.run(args)
+    local rc2, out2 = H.run(args)
+    assert.are.equal(0, rc1)
+    assert.are.equal(0, rc2)
+    assert.are.equal(out1, out2)
+    local ids = {}
+    for id in out1:gmatch('"shareID": "([^"]+)"') do ids[#ids + 1] = id end
+    assert.are.equal(2, #ids)
+    for _, id in ipairs(ids) do
+      assert.matches("^%x%x%x%x%x%x%x%x%-%x%x%x%x%-4%x%x%x%-[89ab]%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$", id)
+      assert.are.equal(id:lower(), id)
+    end
+    -- another seed, other shareIDs, same devices
+    args[#args + 1] = "--seed=7"
+    local _, out3 = H.run(args)
+    assert.are_not.equal(out1, out3)
+    assert.are.equal(out1:gsub('"shareID": "[^"]+"', ""), out3:gsub('"shareID": "[^"]+"', ""))
+  end)
+
+  it("schedules the same pods to the same nodes every time", function()
+    local pods = {}
+    for i = 1, 9 do
+      pods[#pods + 1] = string.format([[
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p%d, namespace: default}
+spec:
+  containers: [{name: c, image: x}]
+  resourceClaims:
+  - {name: gpu, resourceClaimTemplateName: %s}
+]], i, i % 2 == 0 and "prefer-h100" or "one-gpu")
+    end
+    local f = H.write_temp(table.concat(pods), ".yaml")
+    local a = {H.run{"allocate", "-f", NODES, "-f", f, "-o", "yaml"}}
+    local b = {H.run{"allocate", "-f", NODES, "-f", f, "-o", "yaml"}}
+    os.remove(f)
+    assert.are.same(a, b)
+    assert.matches("nodeSelectorTerms", a[2], 1, true)
+  end)
+end)
