@@ -115,7 +115,8 @@ static void hash_tree(pol_sha256 *h, const char *dir, const char *rel, int depth
         names[n++] = de_xstrdup(de->d_name);
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_str);
+    if (n)
+        qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++) {
         size_t pl = strlen(dir) + strlen(names[i]) + 2, rl = strlen(rel) + strlen(names[i]) + 2;
         char *path = de_xmalloc(pl), *r = de_xmalloc(rl);

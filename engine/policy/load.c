@@ -898,7 +898,8 @@ de_rc pol_set_load(const char *dir, de_interner *in, const pol_config *cfg, pol_
             names[nnames++] = de_xstrdup(de->d_name);
         }
         closedir(d);
-        qsort(names, nnames, sizeof *names, cmp_str);
+        if (nnames)
+            qsort(names, nnames, sizeof *names, cmp_str);
     }
     free(self_manifest);
 

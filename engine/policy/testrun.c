@@ -95,7 +95,8 @@ static void list_dir(const char *dir, const char *suffix, strlist *out)
         push(&names, de_xstrdup(de->d_name));
     }
     closedir(d);
-    qsort(names.v, names.n, sizeof *names.v, cmp_str);
+    if (names.n)
+        qsort(names.v, names.n, sizeof *names.v, cmp_str);
     for (size_t i = 0; i < names.n; i++)
         push(out, join(dir, names.v[i]));
     free_list(&names);
