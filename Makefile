@@ -41,7 +41,7 @@ LIBA   := $(BUILD)/libdraengine.a
 LUAMOD := $(BUILD)/lua/draengine/core.so
 STAMP  := $(BUILD)/.deps-ok
 
-.PHONY: all deps run test test-asan fuzz-cel bench clean conformance
+.PHONY: all deps run test test-asan fuzz-cel bench clean conformance bench-serve
 all: $(BIN) $(LUAMOD)
 
 # ---- Debian packages ------------------------------------------------------
@@ -118,6 +118,11 @@ test-asan: | $(STAMP)
 
 test-run-only:
 	@$(BUSTED)
+
+# `draengine serve` against the test API server: 1,000 pods, wall time.
+bench-serve: all
+	@DRAENGINE_BIN=$(abspath $(BIN)) DRAENGINE_ROOT=$(CURDIR) LUA_CPATH="$(abspath $(BUILD))/lua/?.so;;" \
+	  LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/spec/?.lua;;" lua5.4 spec/support/serve_bench.lua
 
 # ---- fuzzing ---------------------------------------------------------------
 FUZZ_SECONDS ?= 600

@@ -70,7 +70,7 @@ describe("JSON snapshot fast path", function()
       rs("policy", "n3", { gpu(0, { allowMultipleAllocations = true,
         capacity = { bw = { value = "10Gi", requestPolicy = { default = "1Gi", validRange = { min = "1Gi", step = "1Gi" } } } } }) }),
       rs("tainted", "n4", { gpu(0, { taints = { { key = "k", effect = "NoSchedule" } } }) }),
-      rs("escaped", "n5", { gpu(0, { attributes = { note = { string = "quote \" inside" } } }) }),
+      rs("escaped", "n5", { gpu(0, { attributes = { note = { string = "quote \" inside" }, path = { string = "C:\\" } } }) }),
       rs("unicode", "n6", { gpu(0, { attributes = { note = { string = "Gr\u{00e4}fik" } } }) }),
       rs("selector", "n7", { gpu(0) }, { nodeName = core.null,
         nodeSelector = { nodeSelectorTerms = { { matchExpressions = { { key = "rack", operator = "In", values = { "r1" } } } } } } }),
@@ -92,6 +92,7 @@ describe("JSON snapshot fast path", function()
     assert.are.equal(3, fast:stats().fast_path_slices)
     assert.are.same(snapshot(slow), snapshot(fast))
     assert.are.equal("Gr\u{00e4}fik", fast:device("gpu.example.com", "n6", "gpu-0").attributes["gpu.example.com/note"])
+    assert.are.equal("C:\\", fast:device("gpu.example.com", "n5", "gpu-0").attributes["gpu.example.com/path"])
     assert.is_not_nil(fast:class("gpu"))
   end)
 
@@ -153,6 +154,28 @@ describe("JSON snapshot fast path", function()
     os.remove(a); os.remove(b); os.remove(c)
     assert.is_false(ok)
     assert.truthy(err:find('c.json: document 1: ResourceSlice "s": AlreadyExists: defined differently in ' .. dir .. "/a.json: document 1: items[0]", 1, true), err)
+  end)
+
+  it("agrees with the full decoder on byte-mutated snapshots", function()
+    local base = core.json_encode(list({ rs("a", "n1", { gpu(0), gpu(1) }), rs("b", "n2", { gpu(0) }) }))
+    local chars = { '"', "\\", "{", "}", "[", "]", ",", ":", "0", "-", "a", " ", "\0", "\xc3", "e", "." }
+    local seed = 7
+    local mismatches = 0
+    for i = 1, 250 do
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      local pos = seed % #base + 1
+      local c = chars[(seed // 7) % #chars + 1]
+      local text = base:sub(1, pos - 1) .. c .. base:sub(pos + 1)
+      local path = H.write_temp(text, ".json")
+      local fast, slow, okf, ef, oks, es = both(path)
+      os.remove(path)
+      if okf ~= oks or (okf and not require("luassert.util").deepcompare(snapshot(slow), snapshot(fast), true))
+         or (not okf and ef ~= es) then
+        mismatches = mismatches + 1
+        print("mismatch at " .. i .. ": " .. tostring(ef) .. " | " .. tostring(es))
+      end
+    end
+    assert.are.equal(0, mismatches)
   end)
 
   it("agrees with the full decoder on every corpus slice", function()

@@ -137,6 +137,7 @@ typedef enum kc_res {
     KC_RES_NODES,
     KC_RES_PODS,
     KC_RES_NAMESPACES,
+    KC_RES_PODGROUPS, /* scheduling.k8s.io/v1beta1, only with DRAWorkloadResourceClaims */
     KC_RES_COUNT
 } kc_res;
 

@@ -42,6 +42,7 @@ static const resinfo RES[KC_RES_COUNT] = {
     {"nodes", "Node", "v1", "/api/v1/nodes", false},
     {"pods", "Pod", "v1", "/api/v1/pods", true},
     {"namespaces", "Namespace", "v1", "/api/v1/namespaces", false},
+    {"podgroups", "PodGroup", "scheduling.k8s.io/v1beta1", "/apis/scheduling.k8s.io/v1beta1/podgroups", true},
 };
 
 const char *kc_res_name(kc_res r) { return r < KC_RES_COUNT ? RES[r].name : "?"; }

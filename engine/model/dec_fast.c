@@ -25,10 +25,21 @@
 
 #include <string.h>
 
+/* Names seen at each position of the previous device's attributes and
+ * capacities: devices of one slice almost always repeat them, so the split
+ * into (domain, ID) and its interning is done once per slice. */
+typedef struct keycache {
+    const char *k;
+    size_t kn;
+    uint32_t domain, name;
+    uint8_t bare;
+} keycache;
+
 typedef struct fx {
     const char *p, *end;
     dec *d;
     bool bail;
+    keycache ak[40], ck[40];
 } fx;
 
 #define BAIL(f)            \
@@ -501,6 +512,21 @@ static uint64_t attr_value(fx *f, de_attrval *v)
     return obj_hash(&it);
 }
 
+static void split(fx *f, const char *k, size_t kn, uint32_t driver, uint32_t *domain, uint32_t *name, uint8_t *bare);
+
+static void split_cached(fx *f, keycache *c, const char *k, size_t kn, uint32_t driver, uint32_t *domain,
+                         uint32_t *name, uint8_t *bare)
+{
+    if (c->k && c->kn == kn && !memcmp(c->k, k, kn)) {
+        *domain = c->domain;
+        *name = c->name;
+        *bare = c->bare;
+        return;
+    }
+    split(f, k, kn, driver, domain, name, bare);
+    *c = (keycache){k, kn, *domain, *name, *bare};
+}
+
 static void split(fx *f, const char *k, size_t kn, uint32_t driver, uint32_t *domain, uint32_t *name, uint8_t *bare)
 {
     const char *slash = memchr(k, '/', kn);
@@ -524,11 +550,12 @@ static uint64_t attributes(fx *f, dg_device *dev, uint32_t driver)
     const char *k;
     size_t kn;
     while (next_key(f, &it, &k, &kn)) {
-        if (!qname_ok(k, kn))
+        keycache *kc = &f->ak[it.nkeys - 1];
+        if (!(kc->k && kc->kn == kn && !memcmp(kc->k, k, kn)) && !qname_ok(k, kn))
             BAIL(f);
         de_attr *a = &tmp[it.nkeys - 1];
         memset(a, 0, sizeof *a);
-        split(f, k, kn, driver, &a->domain, &a->name, &a->bare);
+        split_cached(f, &f->ak[it.nkeys - 1], k, kn, driver, &a->domain, &a->name, &a->bare);
         uint64_t h = attr_value(f, &a->v);
         if (f->bail)
             return 0;
@@ -555,11 +582,12 @@ static uint64_t capacity(fx *f, dg_device *dev, uint32_t driver)
     const char *k;
     size_t kn;
     while (next_key(f, &it, &k, &kn)) {
-        if (!qname_ok(k, kn))
+        keycache *kc = &f->ck[it.nkeys - 1];
+        if (!(kc->k && kc->kn == kn && !memcmp(kc->k, k, kn)) && !qname_ok(k, kn))
             BAIL(f);
         de_cap *c = &tmp[it.nkeys - 1];
         memset(c, 0, sizeof *c);
-        split(f, k, kn, driver, &c->domain, &c->name, &c->bare);
+        split_cached(f, &f->ck[it.nkeys - 1], k, kn, driver, &c->domain, &c->name, &c->bare);
         objit vi;
         if (!obj_begin(f, &vi))
             return 0;
@@ -725,7 +753,11 @@ static uint64_t spec(fx *f, dg_slice *s)
 
 int dec_fast_slice(dec *d, const char *text, size_t len, dg_slice **out, size_t *used, uint64_t *hash)
 {
-    fx f = {text, text + len, d, false};
+    fx f;
+    memset(&f, 0, sizeof f);
+    f.p = text;
+    f.end = text + len;
+    f.d = d;
     dg_slice *s = DEC_NEW(d, dg_slice, 1);
     if (!s)
         return 0;

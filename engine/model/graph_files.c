@@ -267,12 +267,21 @@ static bool skip_value(scan *s)
     while (s->p < s->len) {
         char c = s->t[s->p];
         if (c == '"') {
-            s->p++;
-            while (s->p < s->len && s->t[s->p] != '"')
-                s->p += s->t[s->p] == '\\' ? 2 : 1;
-            if (s->p >= s->len)
-                return false;
-            s->p++;
+            /* the closing quote is the next one not preceded by an odd
+             * number of backslashes */
+            size_t q = s->p + 1;
+            for (;;) {
+                const char *hit = memchr(s->t + q, '"', s->len - q);
+                if (!hit)
+                    return false;
+                size_t at = (size_t)(hit - s->t), bs = 0;
+                while (at - bs > s->p && s->t[at - bs - 1] == '\\')
+                    bs++;
+                q = at + 1;
+                if (bs % 2 == 0)
+                    break;
+            }
+            s->p = q;
         } else if (c == '{' || c == '[') {
             depth++;
             s->p++;

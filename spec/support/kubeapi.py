@@ -48,6 +48,7 @@ RESOURCES = {
     ("resource.k8s.io", "v1", "devicetaintrules"): ("DeviceTaintRule", False),
     ("coordination.k8s.io", "v1", "leases"): ("Lease", True),
     ("events.k8s.io", "v1", "events"): ("Event", True),
+    ("scheduling.k8s.io", "v1beta1", "podgroups"): ("PodGroup", True),
 }
 STATUS_SUB = {"pods", "resourceclaims", "nodes"}
 KIND_TO_RES = {v[0]: k for k, v in RESOURCES.items()}
@@ -243,10 +244,18 @@ class Store:
     def _claims_for_pod(self, pod):
         ns = pod["metadata"]["namespace"]
         statuses = []
+        group = None
+        gname = ((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName")
+        if gname:
+            group = self.objs[("scheduling.k8s.io", "v1beta1", "podgroups")].get((ns, gname))
         for ref in pod.get("spec", {}).get("resourceClaims") or []:
             tn = ref.get("resourceClaimTemplateName")
             if not tn:
                 continue
+            if group is not None and any(
+                    e.get("name") == ref.get("name") and e.get("resourceClaimTemplateName") == tn
+                    for e in (group.get("spec") or {}).get("resourceClaims") or []):
+                continue  # the PodGroup's claim, created once per group (KEP-5729)
             tmpl = self.objs[("resource.k8s.io", "v1", "resourceclaimtemplates")].get((ns, tn))
             if tmpl is None:
                 continue  # the real controller retries; specs create templates first
@@ -618,7 +627,8 @@ class Handler(BaseHTTPRequestHandler):
         STORE.writes.append({"method": method, "path": urlsplit(self.path).path, "resource": res[2],
                              "namespace": ns, "name": name, "subresource": sub,
                              "sentResourceVersion": sent, "currentResourceVersion": cur_rv,
-                             "status": code, "time": time.time()})
+                             "status": code, "time": time.time(),
+                             "userAgent": self.headers.get("User-Agent") or ""})
 
     def _write(self, method, res, ns, name, sub, body, bypass):
         code, cur_rv = 0, None

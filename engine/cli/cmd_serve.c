@@ -1,0 +1,536 @@
+/*
+ * cmd_serve.c - `draengine serve`: the scheduler against a Kubernetes API
+ * server.
+ *
+ * One thread runs everything: the informer's watches (curl multi), the
+ * probe/metrics responder (its sockets join the same poll), leader election
+ * ticks, and scheduling cycles.  Scheduling starts only when this replica
+ * leads (with --leader-elect) and every watched resource has delivered its
+ * first list.  SIGTERM/SIGINT stop at a cycle boundary and release the
+ * lease; a lost lease stops the process with exit code 1, as kube-scheduler
+ * does, so two replicas never schedule at once.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "../../drivers/kube/kc.h"
+#include "../alloc/al.h"
+#include "../base/log.h"
+#include "../model/dg.h"
+#include "../sched/sch.h"
+#include "../sched/sch_http.h"
+#include "cli.h"
+#include "objout.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: draengine serve [flags]\n"
+        "\n"
+        "Run as a Kubernetes scheduler for pods with spec.schedulerName = --scheduler-name:\n"
+        "watch ResourceSlices, DeviceClasses, ResourceClaims, ResourceClaimTemplates,\n"
+        "DeviceTaintRules, Nodes, Pods and Namespaces; allocate devices exactly as\n"
+        "kube-scheduler's DynamicResources plugin does; write claim status and pod bindings.\n"
+        "\n"
+        "Connection (client-go rules: --kubeconfig alone, else $KUBECONFIG merged, else\n"
+        "~/.kube/config, else the in-cluster service account):\n"
+        "  --kubeconfig PATH                     kubeconfig file\n"
+        "  --context NAME                        kubeconfig context (default: current-context)\n"
+        "  --master URL                          API server URL (overrides the kubeconfig)\n"
+        "  --kube-api-qps QPS                    write requests per second (default 50)\n"
+        "  --kube-api-burst N                    write burst (default 100)\n"
+        "\n"
+        "Scheduling:\n"
+        "  --scheduler-name NAME                 pods to schedule (default draengine)\n"
+        "  --feature-gates A=true,B=false        Kubernetes 1.37 feature gates\n"
+        "  --pod-initial-backoff DURATION        first retry delay of a failed pod (default 1s)\n"
+        "  --pod-max-backoff DURATION            longest retry delay (default 10s)\n"
+        "  --no-events                           do not write events.k8s.io Events\n"
+        "\n"
+        "Leader election (coordination.k8s.io/v1 Lease):\n"
+        "  --leader-elect[=true|false]           elect a leader before scheduling (default true)\n"
+        "  --leader-elect-lease-duration D       default 15s\n"
+        "  --leader-elect-renew-deadline D       default 10s\n"
+        "  --leader-elect-retry-period D         default 2s\n"
+        "  --leader-elect-resource-name NAME     default draengine\n"
+        "  --leader-elect-resource-namespace NS  default kube-system\n"
+        "  --leader-elect-identity ID            default <hostname>_<random>\n"
+        "\n"
+        "Health and metrics (plain HTTP: /livez, /readyz[?verbose], /readyz/<check>,\n"
+        "/healthz, /metrics in the Prometheus text format):\n"
+        "  --bind-address IP                     default 0.0.0.0\n"
+        "  --port PORT                           default 10251 (0 = any free port)\n"
+        "\n"
+        "Logging (klog conventions, to stderr):\n"
+        "  -v, --v N                             verbosity (default 0; 2 logs every decision)\n"
+        "  --logging-format text|json            default text\n"
+        "\n"
+        "Testing:\n"
+        "  --watch-backoff DURATION              first watch reconnect delay (default 800ms)\n"
+        "  --jitter-seed N                       seed of the backoff jitter (default: from the pid)\n"
+        "\n"
+        "Durations are Go durations: 500ms, 2s, 1m30s.  Exit: 0 after SIGTERM/SIGINT,\n"
+        "1 when leadership was lost, 2 for bad flags or configuration.\n");
+}
+
+/* Go duration: a sequence of <number><unit>, units ns us ms s m h. */
+static bool parse_duration(const char *s, uint64_t *ns)
+{
+    double total = 0;
+    const char *p = s;
+    if (!*p)
+        return false;
+    while (*p) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || v < 0)
+            return false;
+        p = end;
+        double mul;
+        if (!strncmp(p, "ns", 2)) mul = 1, p += 2;
+        else if (!strncmp(p, "us", 2)) mul = 1e3, p += 2;
+        else if (!strncmp(p, "ms", 2)) mul = 1e6, p += 2;
+        else if (*p == 's') mul = 1e9, p += 1;
+        else if (*p == 'm') mul = 60e9, p += 1;
+        else if (*p == 'h') mul = 3600e9, p += 1;
+        else return false;
+        total += v * mul;
+    }
+    *ns = (uint64_t)total;
+    return true;
+}
+
+static bool parse_bool(const char *s, bool *out)
+{
+    if (!s || !strcmp(s, "true") || !strcmp(s, "1")) {
+        *out = true;
+        return true;
+    }
+    if (!strcmp(s, "false") || !strcmp(s, "0")) {
+        *out = false;
+        return true;
+    }
+    return false;
+}
+
+typedef struct serve {
+    kc_config *cfg;
+    kc_client *cl;
+    kc_informer *inf;
+    kc_lease *lease;
+    dg_graph *g;
+    al_allocator *al;
+    sch_sched *s;
+    sch_http *http;
+    bool leader_elect;
+    uint64_t started;
+} serve;
+
+static void on_event(void *ctx, kc_res res, kc_evtype type, json_t *obj)
+{
+    serve *sv = ctx;
+    sch_observe(sv->s, res, type, obj);
+}
+
+/* ---- /livez /readyz /metrics ------------------------------------------------ */
+
+static bool check(serve *sv, const char *name, const char **why)
+{
+    if (!strcmp(name, "informer-synced")) {
+        *why = "not every watched resource has been listed yet";
+        return kc_informer_synced(sv->inf);
+    }
+    if (!strcmp(name, "policies-loaded")) {
+        *why = "policies not loaded";
+        return true; /* no policy directory, or the active set is the last good one */
+    }
+    *why = "unknown check";
+    return false;
+}
+
+static int on_http(void *ctx, const char *method, const char *path, const char *query,
+                   de_buf *body, const char **ctype)
+{
+    serve *sv = ctx;
+    (void)method;
+    bool verbose = strstr(query, "verbose") != NULL;
+    if (!strcmp(path, "/livez") || !strcmp(path, "/healthz")) {
+        de_buf_puts(body, verbose ? "[+]ping ok\nlivez check passed\n" : "ok");
+        return 200;
+    }
+    static const char *const checks[] = {"informer-synced", "policies-loaded"};
+    if (!strncmp(path, "/readyz/", 8)) {
+        const char *why;
+        for (size_t i = 0; i < DE_ARRAY_LEN(checks); i++)
+            if (!strcmp(path + 8, checks[i])) {
+                bool ok = check(sv, checks[i], &why);
+                de_buf_printf(body, ok ? "ok" : "[-]%s failed: %s\n", checks[i], why);
+                return ok ? 200 : 500;
+            }
+        de_buf_puts(body, "no such check\n");
+        return 404;
+    }
+    if (!strcmp(path, "/readyz")) {
+        bool all = true;
+        for (size_t i = 0; i < DE_ARRAY_LEN(checks); i++) {
+            const char *why;
+            bool ok = check(sv, checks[i], &why);
+            all &= ok;
+            if (verbose) {
+                if (ok)
+                    de_buf_printf(body, "[+]%s ok\n", checks[i]);
+                else
+                    de_buf_printf(body, "[-]%s failed: %s\n", checks[i], why);
+            }
+        }
+        if (verbose) {
+            /* informational: a follower is ready, it just does not schedule */
+            de_buf_printf(body, "[+]leader %s\n",
+                          !sv->leader_elect ? "ok (leader election disabled)"
+                          : kc_lease_is_leader(sv->lease) ? "ok (leading)"
+                                                          : "ok (following)");
+            de_buf_printf(body, "readyz check %s\n", all ? "passed" : "failed");
+        } else {
+            de_buf_puts(body, all ? "ok" : "not ready");
+        }
+        return all ? 200 : 500;
+    }
+    if (!strcmp(path, "/metrics")) {
+        *ctype = "text/plain; version=0.0.4; charset=utf-8";
+        sch_metrics(sv->s, body);
+        kc_stats ks;
+        kc_client_stats(sv->cl, &ks);
+        static const char *const cls[] = {"error", "1xx", "2xx", "3xx", "4xx", "5xx"};
+        sch_prom_head(body, "draengine_kube_api_requests_total", "counter",
+                      "Requests to the API server by status class (error = transport failure).");
+        for (int i = 0; i < 6; i++) {
+            char l[32];
+            snprintf(l, sizeof l, "code=\"%s\"", cls[i]);
+            sch_prom_sample(body, "draengine_kube_api_requests_total", l, (double)ks.by_code[i]);
+        }
+        sch_prom_head(body, "draengine_kube_api_errors_total", "counter",
+                      "API answers draengine had to handle, by kind.");
+        sch_prom_sample(body, "draengine_kube_api_errors_total", "kind=\"conflict\"", (double)ks.conflicts);
+        sch_prom_sample(body, "draengine_kube_api_errors_total", "kind=\"throttled\"", (double)ks.throttled);
+        sch_prom_sample(body, "draengine_kube_api_errors_total", "kind=\"unauthorized\"", (double)ks.unauthorized);
+        sch_prom_sample(body, "draengine_kube_api_errors_total", "kind=\"transport\"", (double)ks.by_code[0]);
+        sch_prom_head(body, "draengine_kube_api_retries_total", "counter", "Requests retried.");
+        sch_prom_sample(body, "draengine_kube_api_retries_total", "", (double)ks.retries);
+        sch_prom_head(body, "draengine_kube_watch_restarts_total", "counter",
+                      "Watches re-established after an end, a drop or an error.");
+        sch_prom_sample(body, "draengine_kube_watch_restarts_total", "", (double)ks.watch_restarts);
+        sch_prom_head(body, "draengine_kube_relists_total", "counter", "Relists after 410 Gone.");
+        sch_prom_sample(body, "draengine_kube_relists_total", "", (double)ks.relists);
+        sch_prom_head(body, "draengine_kube_rate_limited_seconds_total", "counter",
+                      "Time writes waited for the client-side rate limiter.");
+        sch_prom_sample(body, "draengine_kube_rate_limited_seconds_total", "",
+                        (double)ks.rate_limited_ns / 1e9);
+        sch_prom_head(body, "draengine_leader", "gauge", "1 while this replica leads.");
+        sch_prom_sample(body, "draengine_leader", "",
+                        (!sv->leader_elect || kc_lease_is_leader(sv->lease)) ? 1 : 0);
+        return 200;
+    }
+    de_buf_puts(body, "404 page not found\n");
+    return 404;
+}
+
+/* ---- main -------------------------------------------------------------------- */
+
+static void default_identity(char *buf, size_t cap)
+{
+    char host[256] = "draengine";
+    gethostname(host, sizeof host - 1);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t r = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 20) ^ (uint64_t)ts.tv_sec;
+    r = de_hash_u64(r);
+    snprintf(buf, cap, "%s_%016llx", host, (unsigned long long)r);
+}
+
+enum {
+    O_KUBECONFIG = 256, O_CONTEXT, O_MASTER, O_QPS, O_BURST, O_SCHEDNAME, O_GATES, O_IBACKOFF,
+    O_MBACKOFF, O_NOEVENTS, O_LE, O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_NAME, O_LE_NS,
+    O_LE_ID, O_BIND, O_PORT, O_LOGFMT, O_WBACKOFF, O_JITTER,
+};
+
+int cli_cmd_serve(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"kubeconfig", required_argument, NULL, O_KUBECONFIG},
+        {"context", required_argument, NULL, O_CONTEXT},
+        {"master", required_argument, NULL, O_MASTER},
+        {"kube-api-qps", required_argument, NULL, O_QPS},
+        {"kube-api-burst", required_argument, NULL, O_BURST},
+        {"scheduler-name", required_argument, NULL, O_SCHEDNAME},
+        {"feature-gates", required_argument, NULL, O_GATES},
+        {"pod-initial-backoff", required_argument, NULL, O_IBACKOFF},
+        {"pod-max-backoff", required_argument, NULL, O_MBACKOFF},
+        {"no-events", no_argument, NULL, O_NOEVENTS},
+        {"leader-elect", optional_argument, NULL, O_LE},
+        {"leader-elect-lease-duration", required_argument, NULL, O_LE_LEASE},
+        {"leader-elect-renew-deadline", required_argument, NULL, O_LE_RENEW},
+        {"leader-elect-retry-period", required_argument, NULL, O_LE_RETRY},
+        {"leader-elect-resource-name", required_argument, NULL, O_LE_NAME},
+        {"leader-elect-resource-namespace", required_argument, NULL, O_LE_NS},
+        {"leader-elect-identity", required_argument, NULL, O_LE_ID},
+        {"bind-address", required_argument, NULL, O_BIND},
+        {"port", required_argument, NULL, O_PORT},
+        {"v", required_argument, NULL, 'v'},
+        {"logging-format", required_argument, NULL, O_LOGFMT},
+        {"watch-backoff", required_argument, NULL, O_WBACKOFF},
+        {"jitter-seed", required_argument, NULL, O_JITTER},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    kc_config_opts co = {0};
+    kc_client_opts clo = {.qps = 50, .burst = 100};
+    kc_lease_opts lo = {.ns = "kube-system", .name = "draengine"};
+    sch_opts so = {0};
+    de_gates gates;
+    de_gates_default(&gates);
+    bool leader_elect = true;
+    const char *bind = "0.0.0.0";
+    long port = 10251;
+    uint64_t wbackoff = 0, jitter = 0;
+    char ident[320] = "";
+    de_err e;
+    de_err_clear(&e);
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "v:h", longopts, NULL)) != -1) {
+        uint64_t d;
+        char *end;
+        switch (c) {
+        case O_KUBECONFIG: co.kubeconfig = optarg; break;
+        case O_CONTEXT: co.context = optarg; break;
+        case O_MASTER: co.master = optarg; break;
+        case O_QPS:
+            clo.qps = strtod(optarg, &end);
+            if (*end || clo.qps <= 0) {
+                cli_errorf("serve", "--kube-api-qps: \"%s\" is not a positive number", optarg);
+                return CLI_EXIT_INVALID;
+            }
+            break;
+        case O_BURST:
+            clo.burst = (int)strtol(optarg, &end, 10);
+            if (*end || clo.burst <= 0) {
+                cli_errorf("serve", "--kube-api-burst: \"%s\" is not a positive integer", optarg);
+                return CLI_EXIT_INVALID;
+            }
+            break;
+        case O_SCHEDNAME: so.scheduler_name = optarg; break;
+        case O_GATES:
+            if (de_gates_parse(&gates, optarg, &e) != DE_OK) {
+                cli_errorf("serve", "--feature-gates: %s", e.msg);
+                return CLI_EXIT_INVALID;
+            }
+            break;
+        case O_IBACKOFF:
+        case O_MBACKOFF:
+        case O_LE_LEASE:
+        case O_LE_RENEW:
+        case O_LE_RETRY:
+        case O_WBACKOFF:
+            if (!parse_duration(optarg, &d) || d == 0) {
+                cli_errorf("serve", "%s: \"%s\" is not a duration (e.g. 500ms, 2s, 1m)",
+                           argv[optind - 1], optarg);
+                return CLI_EXIT_INVALID;
+            }
+            if (c == O_IBACKOFF) so.backoff_initial_ns = d;
+            else if (c == O_MBACKOFF) so.backoff_max_ns = d;
+            else if (c == O_LE_LEASE) lo.lease_ns = d;
+            else if (c == O_LE_RENEW) lo.renew_deadline_ns = d;
+            else if (c == O_LE_RETRY) lo.retry_ns = d;
+            else wbackoff = d;
+            break;
+        case O_NOEVENTS: so.no_events = true; break;
+        case O_LE:
+            if (!parse_bool(optarg, &leader_elect)) {
+                cli_errorf("serve", "--leader-elect: \"%s\" is not true or false", optarg);
+                return CLI_EXIT_INVALID;
+            }
+            break;
+        case O_LE_NAME: lo.name = optarg; break;
+        case O_LE_NS: lo.ns = optarg; break;
+        case O_LE_ID: snprintf(ident, sizeof ident, "%s", optarg); break;
+        case O_BIND: bind = optarg; break;
+        case O_PORT:
+            port = strtol(optarg, &end, 10);
+            if (*end || port < 0 || port > 65535) {
+                cli_errorf("serve", "--port: \"%s\" is not a port number", optarg);
+                return CLI_EXIT_INVALID;
+            }
+            break;
+        case 'v': {
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 0 || v > 10) {
+                cli_errorf("serve", "-v: \"%s\" is not a verbosity in 0..10", optarg);
+                return CLI_EXIT_INVALID;
+            }
+            de_log_set_verbosity((int)v);
+            break;
+        }
+        case O_LOGFMT:
+            if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
+                cli_errorf("serve", "--logging-format: \"%s\" (want text or json)", optarg);
+                return CLI_EXIT_INVALID;
+            }
+            de_log_set_format_json(!strcmp(optarg, "json"));
+            break;
+        case O_JITTER:
+            if (cli_parse_u64(optarg, &jitter)) {
+                cli_errorf("serve", "--jitter-seed: \"%s\" is not a number", optarg);
+                return CLI_EXIT_INVALID;
+            }
+            break;
+        case 'h':
+            usage(stdout);
+            return CLI_EXIT_OK;
+        default:
+            cli_errorf("serve", "unknown or incomplete flag \"%s\"", argv[optind - 1]);
+            usage(stderr);
+            return CLI_EXIT_INVALID;
+        }
+    }
+    if (optind < argc) {
+        cli_errorf("serve", "unexpected argument \"%s\"", argv[optind]);
+        return CLI_EXIT_INVALID;
+    }
+    if (lo.lease_ns && lo.renew_deadline_ns && lo.renew_deadline_ns >= lo.lease_ns) {
+        cli_errorf("serve", "--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration");
+        return CLI_EXIT_INVALID;
+    }
+    if (!ident[0])
+        default_identity(ident, sizeof ident);
+    lo.identity = ident;
+    so.identity = ident;
+    char ua[400];
+    snprintf(ua, sizeof ua, "draengine/0.1.0 (%s)", ident);
+    clo.user_agent = ua;
+
+    serve sv = {0};
+    sv.leader_elect = leader_elect;
+    sv.started = de_now_ns();
+    if (kc_config_load(&co, &sv.cfg, &e) != DE_OK) {
+        cli_errorf("serve", "%s", e.msg);
+        return CLI_EXIT_INVALID;
+    }
+    de_buf desc;
+    de_buf_init(&desc, 16384);
+    kc_config_describe(sv.cfg, &desc);
+    DE_INFO(0, "draengine serve starting: %s identity=%s scheduler-name=%s", de_buf_str(&desc),
+            ident, so.scheduler_name ? so.scheduler_name : "draengine");
+    de_buf_free(&desc);
+
+    int rc = CLI_EXIT_OK;
+    sv.cl = kc_client_new(sv.cfg, &clo);
+    dg_opts gopts = {0};
+    gopts.gates = &gates;
+    sv.g = dg_new(NULL, &gopts);
+    al_opts ao = {0};
+    ao.gates = gates;
+    sv.al = al_new(sv.g, &ao, &e);
+    if (!sv.al) {
+        cli_errorf("serve", "allocator: %s", e.msg);
+        rc = CLI_EXIT_INTERNAL;
+        goto out;
+    }
+    so.workload_claims = gates.on[DE_GATE_WORKLOAD_RESOURCE_CLAIMS];
+    sv.s = sch_new(sv.g, sv.al, sv.cl, &so);
+    sv.http = sch_http_new(bind, (int)port, on_http, &sv, &e);
+    if (!sv.http) {
+        cli_errorf("serve", "%s", e.msg);
+        rc = CLI_EXIT_INVALID;
+        goto out;
+    }
+    DE_INFO(0, "serving /livez /readyz /metrics on %s:%d", bind, sch_http_port(sv.http));
+    {
+        /* The port actually bound, for tools that asked for port 0. */
+        char pbuf[32];
+        snprintf(pbuf, sizeof pbuf, "%d", sch_http_port(sv.http));
+        const char *kv[] = {"port", pbuf, NULL};
+        de_log_kv(DE_LOG_INFO, 0, __FILE__, __LINE__, "listening", kv);
+    }
+    kc_informer_opts io = {0};
+    for (int i = 0; i < KC_RES_COUNT; i++)
+        io.want[i] = true;
+    /* PodGroups (KEP-5729) exist only where the workload APIs are served. */
+    io.want[KC_RES_PODGROUPS] = gates.on[DE_GATE_WORKLOAD_RESOURCE_CLAIMS];
+    io.backoff_initial_ns = wbackoff;
+    io.jitter_seed = jitter;
+    sv.inf = kc_informer_new(sv.cl, &io, on_event, &sv);
+    if (leader_elect)
+        sv.lease = kc_lease_new(sv.cl, &lo);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    bool was_synced = false, was_leader = false;
+    while (!stop_requested) {
+        struct pollfd pfd[40];
+        kc_waitfd wf[40];
+        unsigned n = sch_http_fds(sv.http, pfd, DE_ARRAY_LEN(pfd));
+        for (unsigned i = 0; i < n; i++)
+            wf[i] = (kc_waitfd){pfd[i].fd, pfd[i].events, 0};
+        uint64_t due = sch_next_due_ns(sv.s);
+        if (sv.lease)
+            due = DE_MIN(due, kc_lease_next_due_ns(sv.lease));
+        int timeout = due == UINT64_MAX ? 200 : (int)DE_MIN(due / 1000000ull, 200);
+        kc_informer_poll(sv.inf, timeout, wf, n);
+        sch_http_process(sv.http);
+        bool leader = true;
+        if (sv.lease) {
+            bool lost = false;
+            leader = kc_lease_tick(sv.lease, &lost);
+            if (lost) {
+                DE_ERROR("leader election lost: could not renew the lease within the renew deadline");
+                rc = 1;
+                break;
+            }
+            if (leader != was_leader)
+                DE_INFO(0, "%s", leader ? "became leader" : "waiting to become leader");
+            was_leader = leader;
+        }
+        bool synced = kc_informer_synced(sv.inf);
+        if (synced && !was_synced) {
+            dg_stats gs;
+            dg_get_stats(sv.g, &gs);
+            DE_INFO(0, "informers synced: %u nodes, %u slices, %u devices, %u classes, %u claims, %u pods",
+                    gs.nodes, gs.slices, gs.devices, gs.classes, gs.claims, gs.pods);
+        }
+        was_synced = synced;
+        if (leader && synced)
+            sch_run(sv.s, 50000000ull);
+    }
+    if (stop_requested)
+        DE_INFO(0, "shutting down");
+    if (sv.lease && rc == CLI_EXIT_OK)
+        kc_lease_release(sv.lease);
+out:
+    kc_lease_free(sv.lease);
+    kc_informer_free(sv.inf);
+    sch_http_free(sv.http);
+    sch_free(sv.s);
+    al_free(sv.al);
+    dg_free(sv.g);
+    kc_client_free(sv.cl);
+    kc_config_free(sv.cfg);
+    return rc;
+}

@@ -1,0 +1,891 @@
+/*
+ * sch.c - the scheduler: events into the graph and the queue, and one
+ * scheduling cycle per pod (PreEnqueue, Filter, Score, then sch_bind).
+ */
+#include "sch_int.h"
+
+#include "../base/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double LAT_BOUNDS[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
+                                    0.1,    0.2,   0.5,   1,     2,    5,    10};
+static const double E2E_BOUNDS[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+static const de_origin API_ORIGIN = {"kube-api", 1, -1};
+
+sch_sched *sch_new(dg_graph *g, al_allocator *al, kc_client *cl, const sch_opts *o)
+{
+    sch_sched *s = de_xcalloc(1, sizeof *s);
+    s->g = g;
+    s->in = dg_intern(g);
+    s->al = al;
+    s->cl = cl;
+    if (o)
+        s->o = *o;
+    if (!s->o.scheduler_name || !*s->o.scheduler_name)
+        s->o.scheduler_name = "draengine";
+    if (!s->o.identity)
+        s->o.identity = "draengine";
+    if (!s->o.backoff_initial_ns)
+        s->o.backoff_initial_ns = 1000000000ull;
+    if (!s->o.backoff_max_ns)
+        s->o.backoff_max_ns = 10000000000ull;
+    if (!s->o.unschedulable_max_ns)
+        s->o.unschedulable_max_ns = 300000000000ull;
+    s->sched_name = de_intern_cstr(s->in, s->o.scheduler_name);
+    de_map_init(&s->pod_by_key);
+    de_map_init(&s->claim_pods);
+    de_map_init(&s->class_claims);
+    de_map_init(&s->node_usage);
+    de_map_init(&s->assumed_rv);
+    s->nodes_dirty = true;
+    s->podgroups = json_object();
+    s->cycle = de_arena_new(256u << 20);
+    sch_hist_init(&s->attempt_lat, LAT_BOUNDS, DE_ARRAY_LEN(LAT_BOUNDS));
+    sch_hist_init(&s->alloc_lat, LAT_BOUNDS, DE_ARRAY_LEN(LAT_BOUNDS));
+    sch_hist_init(&s->e2e_lat, E2E_BOUNDS, DE_ARRAY_LEN(E2E_BOUNDS));
+    return s;
+}
+
+void sch_free(sch_sched *s)
+{
+    if (!s)
+        return;
+    sch_queue_free(s);
+    json_decref(s->podgroups);
+    de_arena_free(s->cycle);
+    free(s);
+}
+
+void sch_get_stats(const sch_sched *s, sch_stats *out)
+{
+    *out = s->st;
+    out->active = out->backoff = out->unschedulable_now = out->assumed = 0;
+    for (uint32_t i = 0; i < s->npods; i++) {
+        switch (s->pods[i].state) {
+        case SP_ACTIVE: out->active++; break;
+        case SP_BACKOFF: out->backoff++; break;
+        case SP_UNSCHED: out->unschedulable_now++; break;
+        case SP_ASSUMED: out->assumed++; break;
+        default: break;
+        }
+    }
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+static dg_kind kind_of(kc_res r)
+{
+    switch (r) {
+    case KC_RES_SLICES: return DG_KIND_RESOURCE_SLICE;
+    case KC_RES_CLASSES: return DG_KIND_DEVICE_CLASS;
+    case KC_RES_CLAIMS: return DG_KIND_RESOURCE_CLAIM;
+    case KC_RES_TEMPLATES: return DG_KIND_RESOURCE_CLAIM_TEMPLATE;
+    case KC_RES_TAINT_RULES: return DG_KIND_DEVICE_TAINT_RULE;
+    case KC_RES_NODES: return DG_KIND_NODE;
+    case KC_RES_PODS: return DG_KIND_POD;
+    case KC_RES_NAMESPACES: return DG_KIND_NAMESPACE;
+    default: return DG_KIND_OTHER;
+    }
+}
+
+static const char *md(json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(json_object_get(o, "metadata"), k));
+    return v ? v : "";
+}
+
+static bool apply(sch_sched *s, json_t *obj)
+{
+    de_err e;
+    de_err_clear(&e);
+    if (dg_apply(s->g, obj, &API_ORIGIN, NULL, &e) != DE_OK) {
+        s->st.invalid_objects++;
+        DE_WARN("ignoring invalid object: %s", e.msg);
+        return false;
+    }
+    return true;
+}
+
+static bool terminal(sch_sched *s, const dg_pod *p)
+{
+    const char *ph = de_intern_str(s->in, p->phase);
+    return !strcmp(ph, "Succeeded") || !strcmp(ph, "Failed");
+}
+
+static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
+{
+    uint32_t ns = de_intern_cstr(s->in, md(obj, "namespace"));
+    uint32_t name = de_intern_cstr(s->in, md(obj, "name"));
+    uint32_t idx = sch_pod_lookup(s, ns, name);
+    if (t == KC_EV_DELETED) {
+        if (idx != UINT32_MAX) {
+            spod *sp = sch_pod(s, idx);
+            bool held = sp->state == SP_ASSUMED || sp->state == SP_BOUND;
+            sch_pod_forget(s, idx);
+            if (held)
+                sch_requeue_bucket(s, WAIT_RESOURCES);
+        }
+        de_err e;
+        de_err_clear(&e);
+        dg_remove(s->g, DG_KIND_POD, md(obj, "namespace"), md(obj, "name"), &e);
+        return;
+    }
+    if (!apply(s, obj))
+        return;
+    uint32_t pid = dg_pod_find(s->g, ns, name);
+    const dg_pod *p = pid == DG_NONE ? NULL : dg_pod_get(s->g, pid);
+    if (!p)
+        return;
+    if (p->node_name) {
+        /* Bound (by us or anyone): count it on its node until it ends. */
+        if (terminal(s, p)) {
+            if (idx != UINT32_MAX) {
+                bool held = sch_pod(s, idx)->state == SP_ASSUMED || sch_pod(s, idx)->state == SP_BOUND;
+                sch_pod_forget(s, idx);
+                if (held)
+                    sch_requeue_bucket(s, WAIT_RESOURCES);
+            }
+            return;
+        }
+        idx = sch_pod_ensure(s, ns, name);
+        spod *sp = sch_pod(s, idx);
+        if ((sp->state == SP_ASSUMED || sp->state == SP_BOUND) && sp->node == p->node_name) {
+            if (sp->state == SP_ASSUMED)
+                sch_hist_observe(&s->e2e_lat, (double)(de_now_ns() - sp->first_seen) / 1e9);
+            sp->state = SP_BOUND;
+            return;
+        }
+        if ((sp->state == SP_ASSUMED || sp->state == SP_BOUND) && sp->node)
+            sch_usage_add(s, sp->node, sp->req, sp->nreq, -1);
+        free(sp->req);
+        sp->req = NULL;
+        sp->nreq = sch_pod_requests(s, p, &sp->req);
+        sp->node = p->node_name;
+        sp->state = SP_BOUND;
+        sp->in_active = false;
+        sch_usage_add(s, sp->node, sp->req, sp->nreq, +1);
+        return;
+    }
+    bool ours = p->scheduler_name == s->sched_name && !p->meta.deleting && !terminal(s, p);
+    if (!ours) {
+        if (idx != UINT32_MAX && sch_pod(s, idx)->state != SP_ASSUMED)
+            sch_pod_forget(s, idx);
+        return;
+    }
+    idx = sch_pod_ensure(s, ns, name);
+    spod *sp = sch_pod(s, idx);
+    switch (sp->state) {
+    case SP_NONE:
+        sch_activate(s, idx);
+        break;
+    case SP_UNSCHED:
+        if (sp->waits & WAIT_POD)
+            sch_leave_waiting(s, idx);
+        break;
+    case SP_BOUND:
+        /* spec.nodeName went away: a new pod with the same name */
+        sch_usage_add(s, sp->node, sp->req, sp->nreq, -1);
+        sp->node = 0;
+        sch_activate(s, idx);
+        break;
+    default:
+        break; /* active, backoff, or assumed (an event older than our binding) */
+    }
+}
+
+static void claim_classes(sch_sched *s, uint64_t key, const dg_claim *c)
+{
+    for (uint32_t r = 0; r < c->spec.nrequests; r++) {
+        const dg_request *rq = &c->spec.requests[r];
+        if (rq->has_exactly && rq->exactly.class_name)
+            sch_index_claim_class(s, key, rq->exactly.class_name);
+        for (uint32_t k = 0; k < rq->nsubs; k++)
+            if (rq->subs[k].class_name)
+                sch_index_claim_class(s, key, rq->subs[k].class_name);
+    }
+}
+
+/* Pods waiting for a PodGroup are indexed like pods waiting for a claim,
+ * under a key no claim can have. */
+static uint64_t podgroup_key(sch_sched *s, const char *ns, const char *name)
+{
+    char k[600];
+    snprintf(k, sizeof k, "podgroups/%s", name);
+    return sch_key(de_intern_cstr(s->in, ns), de_intern_cstr(s->in, k));
+}
+
+void sch_observe(sch_sched *s, kc_res res, kc_evtype t, json_t *obj)
+{
+    if (res == KC_RES_PODS) {
+        pod_event(s, t, obj);
+        return;
+    }
+    if (res == KC_RES_PODGROUPS) {
+        char k[600];
+        snprintf(k, sizeof k, "%s/%s", md(obj, "namespace"), md(obj, "name"));
+        if (t == KC_EV_DELETED)
+            json_object_del(s->podgroups, k);
+        else
+            json_object_set(s->podgroups, k, obj);
+        sch_requeue_claim(s, podgroup_key(s, md(obj, "namespace"), md(obj, "name")));
+        return;
+    }
+    dg_kind kind = kind_of(res);
+    const char *ns = md(obj, "namespace"), *name = md(obj, "name");
+    de_err e;
+    de_err_clear(&e);
+    if (res == KC_RES_CLAIMS) {
+        if (t != KC_EV_DELETED && sch_claim_event_is_stale(s, obj)) {
+            s->st.stale_events_ignored++;
+            return;
+        }
+        uint32_t nsid = de_intern_cstr(s->in, ns), nameid = de_intern_cstr(s->in, name);
+        uint64_t key = sch_key(nsid, nameid);
+        uint32_t clid = dg_claim_find(s->g, nsid, nameid);
+        const dg_claim *old = clid == DG_NONE ? NULL : dg_claim_get(s->g, clid);
+        bool was_alloc = old && old->allocated;
+        bool is_alloc = false;
+        if (t == KC_EV_DELETED) {
+            de_map_del(&s->assumed_rv, key);
+            dg_remove(s->g, kind, ns, name, &e);
+        } else if (apply(s, obj)) {
+            clid = dg_claim_find(s->g, nsid, nameid);
+            const dg_claim *c = clid == DG_NONE ? NULL : dg_claim_get(s->g, clid);
+            if (c) {
+                is_alloc = c->allocated;
+                claim_classes(s, key, c);
+            }
+        }
+        sch_requeue_claim(s, key);
+        if (was_alloc && !is_alloc)
+            sch_requeue_bucket(s, WAIT_DEVICES); /* devices were freed */
+        return;
+    }
+    if (t == KC_EV_DELETED)
+        dg_remove(s->g, kind, ns, name, &e);
+    else if (!apply(s, obj))
+        return;
+    switch (res) {
+    case KC_RES_CLASSES:
+        sch_requeue_class(s, de_intern_cstr(s->in, name));
+        sch_requeue_bucket(s, WAIT_DEVICES);
+        break;
+    case KC_RES_SLICES:
+    case KC_RES_TAINT_RULES:
+        if (t != KC_EV_DELETED || res == KC_RES_TAINT_RULES)
+            sch_requeue_bucket(s, WAIT_DEVICES);
+        break;
+    case KC_RES_NODES:
+        s->nodes_dirty = true;
+        if (t != KC_EV_DELETED) {
+            sch_requeue_bucket(s, WAIT_NODE);
+            sch_requeue_bucket(s, WAIT_RESOURCES);
+            if (t == KC_EV_ADDED)
+                sch_requeue_bucket(s, WAIT_DEVICES);
+        }
+        break;
+    case KC_RES_NAMESPACES:
+        sch_requeue_bucket(s, WAIT_DEVICES); /* admin-access label */
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- one cycle -------------------------------------------------------------- */
+
+static de_interner *g_sort_in;
+static int cmp_node_name(const void *a, const void *b)
+{
+    return de_intern_cmp(g_sort_in, ((const uint32_t *)a)[1], ((const uint32_t *)b)[1]);
+}
+
+static void rebuild_nodes(sch_sched *s)
+{
+    uint32_t lim = dg_node_id_limit(s->g), n = 0;
+    uint32_t *pairs = de_xmalloc((size_t)(lim + 1) * 2 * sizeof *pairs);
+    for (uint32_t i = 0; i < lim; i++) {
+        const dg_node *nd = dg_node_get(s->g, i);
+        if (!nd)
+            continue;
+        pairs[2 * n] = i;
+        pairs[2 * n + 1] = nd->meta.name;
+        n++;
+    }
+    g_sort_in = s->in;
+    qsort(pairs, n, 2 * sizeof *pairs, cmp_node_name);
+    if (n > s->nodecap) {
+        s->nodecap = n;
+        s->nodes = de_xrealloc(s->nodes, n * sizeof *s->nodes);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        s->nodes[i] = pairs[2 * i];
+    free(pairs);
+    s->nnodes = n;
+    s->nodes_dirty = false;
+    if (s->next_start >= n)
+        s->next_start = 0;
+}
+
+static bool reserved_for_pod(const dg_claim *c, uint32_t uid)
+{
+    for (uint32_t i = 0; i < c->nreserved_for; i++)
+        if (c->reserved_for[i].uid == uid)
+            return true;
+    return false;
+}
+
+static bool owned_by(const dg_claim *c, uint32_t uid)
+{
+    for (uint32_t i = 0; i < c->meta.nowners; i++)
+        if (c->meta.owners[i].controller && c->meta.owners[i].uid == uid)
+            return true;
+    return false;
+}
+
+typedef struct feas {
+    uint32_t node, name;
+    double score;
+    int64_t k8s;
+    al_outcome out;
+    int ext; /* extended-resource claim variant used, -1 = none */
+} feas;
+
+/* How many feasible nodes to look for (kube-scheduler's adaptive
+ * percentageOfNodesToScore with its minimum of 100). */
+static uint32_t nodes_to_find(uint32_t n)
+{
+    if (n < 100)
+        return n;
+    int pct = 50 - (int)(n / 125);
+    if (pct < 5)
+        pct = 5;
+    uint32_t k = n * (uint32_t)pct / 100;
+    return k < 100 ? 100 : k;
+}
+
+static void unschedulable(sch_sched *s, uint32_t idx, uint32_t pid, unsigned waits,
+                          const uint64_t *keys, uint32_t nkeys, const char *msg)
+{
+    s->st.unschedulable++;
+    s->by_result[1]++;
+    spod *sp = sch_pod(s, idx);
+    DE_INFO(2, "unschedulable: pod %s/%s: %s", de_intern_str(s->in, sp->ns),
+            de_intern_str(s->in, sp->name), msg);
+    /* Aggregate: a new Event when the message changes, else on attempts
+     * 1, 2, 4, 8, ... */
+    bool same = sp->last_msg && !strcmp(sp->last_msg, msg);
+    if (!same || (sp->attempts & (sp->attempts - 1)) == 0)
+        sch_event(s, dg_pod_json(s->g, pid), "Warning", "FailedScheduling", "Scheduling", msg);
+    if (!same) {
+        free(sp->last_msg);
+        sp->last_msg = de_xstrdup(msg);
+    }
+    sch_to_unschedulable(s, idx, waits, keys, nkeys);
+}
+
+static void schedule_one(sch_sched *s, uint32_t idx)
+{
+    de_arena_reset(s->cycle);
+    spod *sp = sch_pod(s, idx);
+    uint32_t pid = dg_pod_find(s->g, sp->ns, sp->name);
+    const dg_pod *p = pid == DG_NONE ? NULL : dg_pod_get(s->g, pid);
+    if (!p) {
+        sch_pod_forget(s, idx);
+        return;
+    }
+    if (p->node_name) {
+        sp->state = SP_BOUND;
+        return;
+    }
+    uint64_t t0 = de_now_ns();
+    sp->attempts++;
+    s->st.attempts++;
+    char msg[2048];
+    uint32_t nrefs = p->nclaims;
+    uint32_t *claims = de_arena_alloc(s->cycle, (nrefs + 2) * sizeof *claims);
+    uint32_t *pending = de_arena_alloc(s->cycle, (nrefs + 2) * sizeof *pending);
+    uint64_t *keys = de_arena_alloc(s->cycle, (nrefs + 2) * sizeof *keys);
+    uint32_t np = 0, nk = 0;
+    const char *pns = de_intern_str(s->in, p->meta.ns);
+
+    /* KEP-5729: the pod's PodGroup, whose claims it may share. */
+    bool *group = de_arena_zalloc(s->cycle, (nrefs + 2) * sizeof *group);
+    json_t *pg = NULL;
+    char pgname[256] = "", pguid[128] = "";
+    if (s->o.workload_claims) {
+        json_t *spec = json_object_get(dg_pod_json(s->g, pid), "spec");
+        const char *gn = json_string_value(
+            json_object_get(json_object_get(spec, "schedulingGroup"), "podGroupName"));
+        if (!gn)
+            gn = json_string_value(json_object_get(json_object_get(spec, "workloadRef"), "podGroupName"));
+        if (gn && *gn) {
+            char k[600];
+            snprintf(k, sizeof k, "%s/%s", pns, gn);
+            pg = json_object_get(s->podgroups, k);
+            snprintf(pgname, sizeof pgname, "%s", gn);
+            if (!pg) {
+                keys[nk++] = podgroup_key(s, pns, gn);
+                snprintf(msg, sizeof msg, "waiting for PodGroup \"%s\" to appear", gn);
+                unschedulable(s, idx, pid, WAIT_CLAIM, keys, nk, msg);
+                return;
+            }
+            const char *u = json_string_value(json_object_get(json_object_get(pg, "metadata"), "uid"));
+            snprintf(pguid, sizeof pguid, "%s", u ? u : "");
+        }
+    }
+    uint32_t pguid_id = pguid[0] ? de_intern_cstr(s->in, pguid) : 0;
+
+    /* PreEnqueue + PreFilter: resolve every claim. */
+    for (uint32_t i = 0; i < nrefs; i++) {
+        const dg_pod_claim_ref *ref = &p->claims[i];
+        uint32_t cname = ref->claim_name;
+        bool from_template = ref->template_name != 0;
+        claims[i] = DG_NONE;
+        if (pg) {
+            /* an entry that matches a PodGroup entry exactly uses the group's claim */
+            const char *rn = de_intern_str(s->in, ref->name);
+            const char *rc = de_intern_str(s->in, ref->claim_name);
+            const char *rt = de_intern_str(s->in, ref->template_name);
+            size_t k;
+            json_t *e;
+            json_array_foreach(json_object_get(json_object_get(pg, "spec"), "resourceClaims"), k, e) {
+                const char *en = json_string_value(json_object_get(e, "name"));
+                const char *ec = json_string_value(json_object_get(e, "resourceClaimName"));
+                const char *et = json_string_value(json_object_get(e, "resourceClaimTemplateName"));
+                if (en && !strcmp(en, rn) && !strcmp(ec ? ec : "", rc) && !strcmp(et ? et : "", rt))
+                    group[i] = true;
+            }
+        }
+        if (group[i] && from_template) {
+            const char *gcn = NULL;
+            size_t k;
+            json_t *e;
+            json_array_foreach(json_object_get(json_object_get(pg, "status"), "resourceClaimStatuses"), k, e) {
+                const char *en = json_string_value(json_object_get(e, "name"));
+                if (en && !strcmp(en, de_intern_str(s->in, ref->name)))
+                    gcn = json_string_value(json_object_get(e, "resourceClaimName"));
+            }
+            if (!gcn) {
+                keys[nk++] = podgroup_key(s, pns, pgname);
+                snprintf(msg, sizeof msg,
+                         "waiting for the resource claim controller to create the ResourceClaim "
+                         "\"%s\" of PodGroup \"%s\"", de_intern_str(s->in, ref->name), pgname);
+                unschedulable(s, idx, pid, WAIT_CLAIM, keys, nk, msg);
+                return;
+            }
+            cname = de_intern_cstr(s->in, gcn);
+        } else if (from_template) {
+            bool found = false;
+            for (uint32_t k = 0; k < p->nclaim_statuses; k++)
+                if (p->claim_statuses[k].name == ref->name) {
+                    found = true;
+                    cname = p->claim_statuses[k].claim_name;
+                }
+            if (!found) {
+                snprintf(msg, sizeof msg,
+                         "pod \"%s/%s\": waiting for the resource claim controller to create "
+                         "the ResourceClaim for \"%s\"",
+                         pns, de_intern_str(s->in, p->meta.name), de_intern_str(s->in, ref->name));
+                unschedulable(s, idx, pid, WAIT_POD, keys, nk, msg);
+                return;
+            }
+            if (!cname)
+                continue; /* no claim needed */
+        }
+        uint64_t key = sch_key(p->meta.ns, cname);
+        keys[nk++] = key;
+        uint32_t clid = dg_claim_find(s->g, p->meta.ns, cname);
+        const dg_claim *c = clid == DG_NONE ? NULL : dg_claim_get(s->g, clid);
+        const char *cn = de_intern_str(s->in, cname);
+        if (!c) {
+            snprintf(msg, sizeof msg, "resourceclaim \"%s\" not found", cn);
+            unschedulable(s, idx, pid, WAIT_CLAIM, keys, nk, msg);
+            return;
+        }
+        if (c->meta.deleting) {
+            snprintf(msg, sizeof msg, "resourceclaim \"%s\" is being deleted", cn);
+            unschedulable(s, idx, pid, WAIT_CLAIM, keys, nk, msg);
+            return;
+        }
+        if (from_template && !owned_by(c, group[i] ? pguid_id : p->meta.uid)) {
+            snprintf(msg, sizeof msg, "ResourceClaim %s/%s was not created for pod %s/%s (pod is not owner)",
+                     pns, cn, pns, de_intern_str(s->in, p->meta.name));
+            unschedulable(s, idx, pid, WAIT_CLAIM, keys, nk, msg);
+            return;
+        }
+        claim_classes(s, key, c);
+        claims[i] = clid;
+        if (c->allocated) {
+            if (!reserved_for_pod(c, group[i] ? pguid_id : p->meta.uid) && c->nreserved_for >= 256) {
+                snprintf(msg, sizeof msg, "resourceclaim \"%s\" in use (256 consumers)", cn);
+                unschedulable(s, idx, pid, WAIT_CLAIM, keys, nk, msg);
+                return;
+            }
+            continue;
+        }
+        for (uint32_t r = 0; r < c->spec.nrequests; r++) {
+            const dg_request *rq = &c->spec.requests[r];
+            uint32_t cls = rq->has_exactly ? rq->exactly.class_name : 0;
+            for (uint32_t k = 0; k <= rq->nsubs; k++) {
+                if (k > 0)
+                    cls = rq->subs[k - 1].class_name;
+                if (cls && dg_class_find(s->g, cls) == DG_NONE) {
+                    snprintf(msg, sizeof msg, "request %s: device class %s does not exist",
+                             de_intern_str(s->in, rq->name), de_intern_str(s->in, cls));
+                    unschedulable(s, idx, pid, WAIT_CLAIM, keys, nk, msg);
+                    return;
+                }
+            }
+        }
+        bool dup = false;
+        for (uint32_t k = 0; k < np; k++)
+            dup |= pending[k] == clid;
+        if (!dup)
+            pending[np++] = clid;
+    }
+
+    /* Extended resources served by DRA (KEP-5004): an existing claim made
+     * for this pod is used as it is; otherwise one is built per node. */
+    uint32_t eres[16], ecls[16];
+    uint32_t ne = sch_ext_resources(s, p, eres, ecls);
+    uint32_t nall = nrefs;
+    if (ne) {
+        uint32_t ex = sch_ext_existing(s, p);
+        if (ex != DG_NONE) {
+            const dg_claim *c = dg_claim_get(s->g, ex);
+            claims[nall++] = ex;
+            keys[nk++] = sch_key(c->meta.ns, c->meta.name);
+            if (!c->allocated)
+                pending[np++] = ex;
+            ne = 0;
+        }
+    }
+    typedef struct extv {
+        unsigned mask;
+        uint32_t clid;
+        json_t *obj, *maps;
+    } extv;
+    extv ev[8];
+    uint32_t nev = 0;
+    uint32_t *npend = de_arena_alloc(s->cycle, (np + 2) * sizeof *npend);
+    memcpy(npend, pending, np * sizeof *pending);
+
+    /* Filter. */
+    if (s->nodes_dirty)
+        rebuild_nodes(s);
+    amount *req = NULL;
+    uint32_t nreq = sch_pod_requests(s, p, &req);
+    uint32_t N = s->nnodes, want = nodes_to_find(N);
+    feas *fs = de_arena_alloc(s->cycle, (want + 1) * sizeof *fs);
+    uint32_t nf = 0, k;
+    unsigned reason_bits = 0;
+    uint32_t counts[8] = {0};
+    char first_why[6][256] = {{0}};
+    char dev_why[1024] = "";
+    de_rc hard = DE_OK;
+    de_err herr;
+    de_err_clear(&herr);
+    uint64_t alloc_ns = 0;
+    for (k = 0; k < N && nf < want; k++) {
+        uint32_t nid = s->nodes[(s->next_start + k) % N];
+        const dg_node *n = dg_node_get(s->g, nid);
+        if (!n)
+            continue;
+        char why[256];
+        double rscore = 0;
+        unsigned bits = sch_fit(s, p, req, nreq, n, why, sizeof why, &rscore);
+        for (uint32_t i = 0; !bits && i < nall; i++) {
+            const dg_claim *c = claims[i] == DG_NONE ? NULL : dg_claim_get(s->g, claims[i]);
+            if (!c || !c->allocated || !c->allocation.has_node_selector)
+                continue;
+            bool match = false;
+            de_err me;
+            de_err_clear(&me);
+            dg_nodesel_match(s->g, &c->allocation.node_selector, n->meta.name, n->meta.labels,
+                             n->meta.nlabels, &match, &me);
+            if (!match) {
+                bits = SCH_FIT_CLAIM_NODE;
+                snprintf(why, sizeof why, "resourceclaim not available on the node");
+            }
+        }
+        al_outcome out;
+        memset(&out, 0, sizeof out);
+        int variant = -1;
+        uint32_t nuse = np;
+        if (!bits && ne) {
+            unsigned mask = sch_ext_mask(s, n, eres, ne);
+            if (mask) {
+                for (uint32_t v = 0; v < nev; v++)
+                    if (ev[v].mask == mask)
+                        variant = (int)v;
+                if (variant < 0 && nev < DE_ARRAY_LEN(ev)) {
+                    json_t *reqs, *maps;
+                    sch_ext_build(s, p, eres, ecls, ne, mask, &reqs, &maps);
+                    json_t *obj = sch_ext_claim_object(s, p, reqs);
+                    json_decref(reqs);
+                    uint32_t clid = sch_ext_temp_claim(s, p, obj, mask);
+                    ev[nev] = (extv){mask, clid, obj, maps};
+                    variant = (int)nev++;
+                }
+                if (variant < 0 || ev[variant].clid == DG_NONE) {
+                    bits = SCH_FIT_RESOURCES;
+                    snprintf(why, sizeof why, "cannot build the extended resource claim");
+                } else {
+                    npend[np] = ev[variant].clid;
+                    nuse = np + 1;
+                }
+            }
+        }
+        if (!bits && nuse) {
+            de_err ae;
+            de_err_clear(&ae);
+            uint64_t a0 = de_now_ns();
+            de_rc rc = al_allocate(s->al, n->meta.name, npend, nuse, s->cycle, &out, &ae);
+            alloc_ns += de_now_ns() - a0;
+            if (rc == DE_EUNSAT || rc == DE_EBUDGET) {
+                bits = SCH_FIT_DEVICES;
+                snprintf(why, sizeof why, "cannot allocate all claims");
+                if (!dev_why[0])
+                    snprintf(dev_why, sizeof dev_why, "%s: %.700s", de_intern_str(s->in, n->meta.name),
+                             rc == DE_EBUDGET ? ae.msg : (out.why.summary ? out.why.summary : "no devices"));
+            } else if (rc != DE_OK) {
+                hard = rc;
+                herr = ae;
+                break;
+            }
+        }
+        if (bits) {
+            reason_bits |= bits;
+            for (int b = 0; b < 6; b++)
+                if (bits & (1u << b)) {
+                    counts[b]++;
+                    if (!first_why[b][0])
+                        snprintf(first_why[b], sizeof first_why[b], "%s", why);
+                }
+            continue;
+        }
+        fs[nf] = (feas){nid, n->meta.name, rscore, out.k8s_score, out, variant};
+        nf++;
+    }
+    if (N)
+        s->next_start = (s->next_start + k) % N;
+    free(req);
+    sch_hist_observe(&s->alloc_lat, (double)alloc_ns / 1e9);
+
+    /* From here on every path ends the cycle: the temporary claims go. */
+#define DROP_EXT()                                                  \
+    do {                                                            \
+        for (uint32_t v_ = 0; v_ < nev; v_++) {                     \
+            if (ev[v_].clid != DG_NONE)                             \
+                sch_ext_drop_temp(s, ev[v_].clid);                  \
+            json_decref(ev[v_].obj);                                \
+            json_decref(ev[v_].maps);                               \
+        }                                                           \
+    } while (0)
+    if (hard != DE_OK) {
+        DROP_EXT();
+        s->st.errors++;
+        s->by_result[2]++;
+        snprintf(msg, sizeof msg, "%s", herr.msg);
+        sch_event(s, dg_pod_json(s->g, pid), "Warning", "FailedScheduling", "Scheduling", msg);
+        DE_INFO(1, "scheduling error: pod %s/%s: %s", pns, de_intern_str(s->in, p->meta.name), msg);
+        sch_to_backoff(s, idx);
+        sch_hist_observe(&s->attempt_lat, (double)(de_now_ns() - t0) / 1e9);
+        return;
+    }
+    if (nf == 0 && (reason_bits & SCH_FIT_CLAIM_NODE) && s->cl) {
+        /* PostFilter: free a claim whose allocation pins the pod to nodes it
+         * cannot use, then try again at once. */
+        for (uint32_t i = 0; i < nall; i++) {
+            const dg_claim *c = claims[i] == DG_NONE ? NULL : dg_claim_get(s->g, claims[i]);
+            if (!c || !c->allocated || group[i])
+                continue;
+            de_err de;
+            de_err_clear(&de);
+            uint32_t cname_id = c->meta.name; /* c is replaced by the write */
+            if (sch_deallocate(s, claims[i], p->meta.uid, &de) == DE_OK) {
+                DE_INFO(1, "deallocated claim %s/%s: its node does not fit pod %s/%s", pns,
+                        de_intern_str(s->in, cname_id), pns, de_intern_str(s->in, p->meta.name));
+                DROP_EXT();
+                sch_activate(s, idx);
+                sch_hist_observe(&s->attempt_lat, (double)(de_now_ns() - t0) / 1e9);
+                return;
+            }
+        }
+    }
+    if (nf == 0) {
+        DROP_EXT();
+        /* "0/N nodes are available: 3 Insufficient cpu, 2 cannot allocate all claims." */
+        de_buf b;
+        de_buf_init(&b, sizeof msg);
+        de_buf_printf(&b, "0/%u nodes are available", N);
+        const char *sep = ": ";
+        for (int bit = 0; bit < 6; bit++)
+            if (counts[bit]) {
+                de_buf_printf(&b, "%s%u %s", sep, counts[bit], first_why[bit]);
+                sep = ", ";
+            }
+        de_buf_puts(&b, ".");
+        if (dev_why[0])
+            de_buf_printf(&b, " Devices on %s", dev_why);
+        snprintf(msg, sizeof msg, "%s", de_buf_str(&b));
+        de_buf_free(&b);
+        unsigned waits = 0;
+        if (reason_bits & (SCH_FIT_UNSCHEDULABLE | SCH_FIT_SELECTOR | SCH_FIT_TAINT))
+            waits |= WAIT_NODE;
+        if (reason_bits & SCH_FIT_RESOURCES)
+            waits |= WAIT_RESOURCES | WAIT_NODE;
+        if (reason_bits & SCH_FIT_CLAIM_NODE)
+            waits |= WAIT_CLAIM | WAIT_NODE;
+        if (reason_bits & SCH_FIT_DEVICES)
+            waits |= WAIT_DEVICES | WAIT_CLAIM;
+        if (!waits)
+            waits = WAIT_NODE; /* no nodes at all */
+        unschedulable(s, idx, pid, waits, keys, nk, msg);
+        sch_hist_observe(&s->attempt_lat, (double)(de_now_ns() - t0) / 1e9);
+        return;
+    }
+
+    /* Score: least-allocated + normalised firstAvailable; ties by name. */
+    int64_t maxk = 0;
+    for (uint32_t i = 0; i < nf; i++)
+        maxk = DE_MAX(maxk, fs[i].k8s);
+    uint32_t best = 0;
+    double bestsc = -1;
+    for (uint32_t i = 0; i < nf; i++) {
+        double sc = fs[i].score + (maxk > 0 ? (double)fs[i].k8s * 100.0 / (double)maxk : 0);
+        if (sc > bestsc + 1e-9 ||
+            (sc > bestsc - 1e-9 && de_intern_cmp(s->in, fs[i].name, fs[best].name) < 0)) {
+            best = i;
+            bestsc = sc;
+        }
+    }
+    uint32_t nchosen = np;
+    uint32_t ext_clid = DG_NONE;
+    json_t *ext_obj = NULL, *ext_maps = NULL;
+    if (fs[best].ext >= 0) {
+        extv *v = &ev[fs[best].ext];
+        npend[np] = v->clid;
+        nchosen = np + 1;
+        ext_clid = v->clid;
+        ext_obj = v->obj;
+        ext_maps = v->maps;
+        claims[nall++] = v->clid;
+    }
+    sch_choice ch = {fs[best].node, fs[best].name, claims, nall, fs[best].out, npend, nchosen,
+                     ext_clid, ext_obj, ext_maps, group, pgname, pguid};
+    de_err be;
+    de_err_clear(&be);
+    char podname[512];
+    snprintf(podname, sizeof podname, "%s/%s", pns, de_intern_str(s->in, p->meta.name));
+    json_t *podjson = json_incref(dg_pod_json(s->g, pid));
+    de_rc rc = sch_bind(s, idx, pid, &ch, &be);
+    DROP_EXT();
+#undef DROP_EXT
+    sch_hist_observe(&s->attempt_lat, (double)(de_now_ns() - t0) / 1e9);
+    if (rc == DE_OK) {
+        s->st.scheduled++;
+        s->by_result[0]++;
+        char note[2600];
+        snprintf(note, sizeof note, "Successfully assigned %s to %s", podname,
+                 de_intern_str(s->in, ch.node_name));
+        DE_INFO(2, "%s", note);
+        sch_event(s, podjson, "Normal", "Scheduled", "Binding", note);
+    } else if (rc == DE_ECONFLICT) {
+        s->st.conflicts++;
+        DE_INFO(1, "conflict, retrying: pod %s: %s", podname, be.msg);
+        spod *sp2 = sch_pod(s, idx);
+        if (sp2->attempts % 8 == 0)
+            sch_to_backoff(s, idx);
+        else
+            sch_activate(s, idx);
+    } else {
+        s->st.bind_errors++;
+        s->by_result[2]++;
+        DE_WARN("binding failed: pod %s: %s", podname, be.msg);
+        sch_to_backoff(s, idx);
+    }
+    json_decref(podjson);
+}
+
+unsigned sch_run(sch_sched *s, uint64_t budget_ns)
+{
+    uint64_t start = de_now_ns();
+    unsigned n = 0;
+    sch_promote_due(s);
+    uint32_t idx;
+    while ((idx = sch_pop_active(s)) != UINT32_MAX) {
+        schedule_one(s, idx);
+        n++;
+        if (de_now_ns() - start >= budget_ns)
+            break;
+    }
+    return n;
+}
+
+unsigned sch_node_fit(sch_sched *s, uint32_t pod, uint32_t node, char *why, size_t cap)
+{
+    const dg_pod *p = dg_pod_get(s->g, pod);
+    const dg_node *n = dg_node_get(s->g, node);
+    if (!p || !n) {
+        snprintf(why, cap, "no such pod or node");
+        return SCH_FIT_SELECTOR;
+    }
+    amount *req = NULL;
+    uint32_t nreq = sch_pod_requests(s, p, &req);
+    unsigned bits = sch_fit(s, p, req, nreq, n, why, cap, NULL);
+    free(req);
+    if (!bits)
+        why[0] = 0;
+    return bits;
+}
+
+/* ---- metrics ----------------------------------------------------------------------- */
+
+void sch_metrics(const sch_sched *s, de_buf *b)
+{
+    sch_stats st;
+    sch_get_stats(s, &st);
+    sch_prom_head(b, "draengine_scheduler_pending_pods", "gauge",
+                  "Pending pods by queue (active, backoff, unschedulable).");
+    sch_prom_sample(b, "draengine_scheduler_pending_pods", "queue=\"active\"", st.active);
+    sch_prom_sample(b, "draengine_scheduler_pending_pods", "queue=\"backoff\"", st.backoff);
+    sch_prom_sample(b, "draengine_scheduler_pending_pods", "queue=\"unschedulable\"",
+                    st.unschedulable_now);
+    sch_prom_head(b, "draengine_scheduler_assumed_pods", "gauge",
+                  "Pods bound by this scheduler that the watch has not shown yet.");
+    sch_prom_sample(b, "draengine_scheduler_assumed_pods", "", st.assumed);
+    sch_prom_head(b, "draengine_scheduler_schedule_attempts_total", "counter",
+                  "Scheduling attempts by result.");
+    sch_prom_sample(b, "draengine_scheduler_schedule_attempts_total", "result=\"scheduled\"",
+                    (double)s->by_result[0]);
+    sch_prom_sample(b, "draengine_scheduler_schedule_attempts_total", "result=\"unschedulable\"",
+                    (double)s->by_result[1]);
+    sch_prom_sample(b, "draengine_scheduler_schedule_attempts_total", "result=\"error\"",
+                    (double)s->by_result[2]);
+    sch_prom_head(b, "draengine_scheduler_write_conflicts_total", "counter",
+                  "Scheduling cycles retried after a 409 Conflict.");
+    sch_prom_sample(b, "draengine_scheduler_write_conflicts_total", "", (double)st.conflicts);
+    sch_prom_head(b, "draengine_scheduler_queue_incoming_pods_total", "counter",
+                  "Pods moved out of the unschedulable queue, by cause.");
+    sch_prom_sample(b, "draengine_scheduler_queue_incoming_pods_total", "event=\"index\"",
+                    (double)st.requeued_by_event);
+    sch_prom_sample(b, "draengine_scheduler_queue_incoming_pods_total", "event=\"flush\"",
+                    (double)st.flushed);
+    sch_prom_head(b, "draengine_scheduler_invalid_objects_total", "counter",
+                  "Watched objects refused by validation.");
+    sch_prom_sample(b, "draengine_scheduler_invalid_objects_total", "", (double)st.invalid_objects);
+    sch_prom_head(b, "draengine_scheduler_scheduling_attempt_duration_seconds", "histogram",
+                  "Scheduling attempt latency (filter, score, writes).");
+    sch_prom_hist(b, "draengine_scheduler_scheduling_attempt_duration_seconds", "", &s->attempt_lat);
+    sch_prom_head(b, "draengine_scheduler_allocation_duration_seconds", "histogram",
+                  "Time in the allocator per scheduling attempt.");
+    sch_prom_hist(b, "draengine_scheduler_allocation_duration_seconds", "", &s->alloc_lat);
+    sch_prom_head(b, "draengine_scheduler_pod_scheduling_sli_duration_seconds", "histogram",
+                  "From the first time a pod was seen to its binding being observed.");
+    sch_prom_hist(b, "draengine_scheduler_pod_scheduling_sli_duration_seconds", "", &s->e2e_lat);
+}

@@ -1,0 +1,100 @@
+/*
+ * sch.h - the scheduling loop of `draengine serve`: a queue of pending pods,
+ * node fit beyond devices, the allocator, and the writes that make a
+ * decision real (claim finalizer, claim status, pod binding, Events).
+ *
+ * It behaves like kube-scheduler with its DynamicResources plugin:
+ *  - PreEnqueue: every claim of a pod must exist (template claims are
+ *    created by the resource claim controller in kube-controller-manager and
+ *    published in pod.status.resourceClaimStatuses: draengine waits for
+ *    them, as kube-scheduler does, and never creates them itself), must not
+ *    be being deleted, and a template claim must be owned by the pod.
+ *  - Filter: node fit (cpu, memory, pods, extended resources against
+ *    allocatable minus the pods bound or assumed there; nodeSelector,
+ *    required node affinity, taints/tolerations, unschedulable nodes), the
+ *    node selectors of already allocated claims, then the allocator.
+ *  - Score: least-allocated cpu/memory plus the normalised firstAvailable
+ *    score; ties go to node name order (never random: decisions are
+ *    reproducible).
+ *  - Reserve/PreBind: the allocation is assumed in the graph first
+ *    (dg_claim_set_allocation), then written: finalizer
+ *    resource.kubernetes.io/delete-protection (plain update), status with
+ *    allocation and reservedFor (status update, carrying the
+ *    resourceVersion the decision was made on), then pods/binding.  A
+ *    failed write is unreserved in memory and the claim re-read; a 409
+ *    sends the pod straight back to the active queue.
+ *
+ * Binding is synchronous on the scheduler's thread, so two decisions never
+ * run at once; the assume step still matters because a watch can deliver
+ * an older version of a claim after draengine wrote a newer one: such
+ * events are ignored (resourceVersions of assumed claims are compared as
+ * integers, as the upstream assume cache does).
+ *
+ * Requeueing (KEP-6132's idea): an event requeues only the pods it can
+ * help, found through indexes - claim -> pods waiting on it, class ->
+ * claims using it, node events -> pods that failed on node fit, freed
+ * resources or devices -> pods that failed for that reason.  Nothing scans
+ * every waiting pod.  Pods that failed wait at least a backoff (1 s doubling
+ * to 10 s) and at most 5 minutes before they are retried anyway.
+ */
+#ifndef SCH_H
+#define SCH_H
+
+#include "../../drivers/kube/kc.h"
+#include "../alloc/al.h"
+#include "../base/buf.h"
+#include "../base/de.h"
+#include "../base/gates.h"
+#include "../model/dg.h"
+
+typedef struct sch_sched sch_sched;
+
+typedef struct sch_opts {
+    const char *scheduler_name; /* default "draengine" */
+    const char *identity;       /* reportingInstance of Events */
+    uint64_t backoff_initial_ns, backoff_max_ns; /* 1 s, 10 s */
+    uint64_t unschedulable_max_ns;               /* 5 min */
+    bool no_events;             /* do not write Events */
+    bool workload_claims;       /* DRAWorkloadResourceClaims: PodGroup claims (KEP-5729) */
+} sch_opts;
+
+/* g, al and cl must outlive the scheduler; cl may be NULL (dry run: the
+ * decisions are assumed in the graph but nothing is written). */
+sch_sched *sch_new(dg_graph *g, al_allocator *al, kc_client *cl, const sch_opts *o);
+void sch_free(sch_sched *s);
+
+/* The informer callback: apply one object change to the graph and requeue
+ * the pods it affects.  Invalid objects are counted and logged, never
+ * fatal. */
+void sch_observe(sch_sched *s, kc_res res, kc_evtype type, json_t *obj);
+
+/* Schedule pods from the active queue until it is empty or budget_ns has
+ * passed; returns the number of scheduling attempts. */
+unsigned sch_run(sch_sched *s, uint64_t budget_ns);
+/* Nanoseconds until a backed-off pod becomes active (UINT64_MAX: none). */
+uint64_t sch_next_due_ns(const sch_sched *s);
+
+typedef struct sch_stats {
+    uint64_t attempts, scheduled, unschedulable, errors, conflicts, bind_errors;
+    uint64_t requeued_by_event, flushed;
+    uint64_t invalid_objects, stale_events_ignored;
+    uint32_t active, backoff, unschedulable_now, assumed;
+} sch_stats;
+void sch_get_stats(const sch_sched *s, sch_stats *out);
+
+/* Prometheus samples of the scheduler (queue, attempts, latencies). */
+void sch_metrics(const sch_sched *s, de_buf *out);
+
+/* Node fit beyond devices for one pod on one node: 0 = fits, else a reason
+ * bit set (SCH_FIT_*), with a human message. Exposed for specs. */
+enum {
+    SCH_FIT_UNSCHEDULABLE = 1u << 0, /* node.spec.unschedulable */
+    SCH_FIT_SELECTOR = 1u << 1,      /* nodeSelector / required affinity */
+    SCH_FIT_TAINT = 1u << 2,         /* untolerated NoSchedule/NoExecute taint */
+    SCH_FIT_RESOURCES = 1u << 3,     /* cpu, memory, pods, extended */
+    SCH_FIT_CLAIM_NODE = 1u << 4,    /* an allocated claim's nodeSelector */
+    SCH_FIT_DEVICES = 1u << 5,       /* the allocator found no devices */
+};
+unsigned sch_node_fit(sch_sched *s, uint32_t pod, uint32_t node, char *why, size_t cap);
+
+#endif

@@ -1,0 +1,391 @@
+/*
+ * sch_bind.c - Reserve, PreBind and Bind: assume the allocation in the
+ * graph, write the claim finalizer and status (each with the
+ * resourceVersion it was decided on), bind the pod, and undo the in-memory
+ * assumption when a write fails.  Also the stale-event guard and Events.
+ */
+#include "sch_int.h"
+
+#include "../base/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FINALIZER "resource.kubernetes.io/delete-protection"
+
+static const de_origin API_ORIGIN = {"kube-api", 1, -1};
+
+static uint64_t parse_rv(const char *rv, bool *ok)
+{
+    char *end = NULL;
+    *ok = rv && *rv;
+    if (!*ok)
+        return 0;
+    unsigned long long v = strtoull(rv, &end, 10);
+    *ok = end && !*end;
+    return v;
+}
+
+static const char *md_str(json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(json_object_get(o, "metadata"), k));
+    return v ? v : "";
+}
+
+static uint64_t claim_key_of(sch_sched *s, json_t *obj)
+{
+    return sch_key(de_intern_cstr(s->in, md_str(obj, "namespace")),
+                   de_intern_cstr(s->in, md_str(obj, "name")));
+}
+
+/* An event older than the version draengine itself wrote would undo an
+ * allocation the graph already holds: ignore it until the watch catches up. */
+bool sch_claim_event_is_stale(sch_sched *s, json_t *obj)
+{
+    uint64_t key = claim_key_of(s, obj), mine;
+    if (!de_map_get(&s->assumed_rv, key, &mine))
+        return false;
+    bool ok;
+    uint64_t rv = parse_rv(md_str(obj, "resourceVersion"), &ok);
+    if (ok && rv < mine)
+        return true;
+    de_map_del(&s->assumed_rv, key);
+    return false;
+}
+
+static void remember_written(sch_sched *s, json_t *obj)
+{
+    bool ok;
+    uint64_t rv = parse_rv(md_str(obj, "resourceVersion"), &ok);
+    if (ok)
+        de_map_put(&s->assumed_rv, claim_key_of(s, obj), rv);
+}
+
+void sch_event(sch_sched *s, json_t *regarding, const char *type, const char *reason,
+               const char *action, const char *note)
+{
+    if (!s->cl || s->o.no_events || !regarding)
+        return;
+    kc_event ev = {regarding, type, reason, action, note, "draengine", s->o.identity};
+    de_err e;
+    de_err_clear(&e);
+    if (kc_event_create(s->cl, &ev, &e) != DE_OK)
+        DE_INFO(2, "event not written: %s", e.msg);
+}
+
+/* Re-read a claim from the API into the graph (after a failed write). */
+static void refresh_claim(sch_sched *s, uint32_t clid)
+{
+    const dg_claim *c = dg_claim_get(s->g, clid);
+    if (!c || !s->cl)
+        return;
+    char ns[256], name[256];
+    snprintf(ns, sizeof ns, "%s", de_intern_str(s->in, c->meta.ns));
+    snprintf(name, sizeof name, "%s", de_intern_str(s->in, c->meta.name));
+    json_t *fresh = NULL;
+    de_err e;
+    de_err_clear(&e);
+    de_rc rc = kc_get(s->cl, KC_RES_CLAIMS, ns, name, &fresh, &e);
+    if (rc == DE_OK && fresh) {
+        de_map_del(&s->assumed_rv, sch_key(c->meta.ns, c->meta.name));
+        if (dg_apply(s->g, fresh, &API_ORIGIN, NULL, &e) != DE_OK)
+            DE_WARN("claim %s/%s: %s", ns, name, e.msg);
+    } else if (rc == DE_ENOTFOUND) {
+        dg_remove(s->g, DG_KIND_RESOURCE_CLAIM, ns, name, &e);
+    }
+    json_decref(fresh);
+}
+
+static bool has_finalizer(json_t *claim)
+{
+    json_t *f = json_object_get(json_object_get(claim, "metadata"), "finalizers");
+    size_t i;
+    json_t *v;
+    json_array_foreach(f, i, v) {
+        if (json_is_string(v) && !strcmp(json_string_value(v), FINALIZER))
+            return true;
+    }
+    return false;
+}
+
+static bool reserved_for(json_t *claim, const char *uid)
+{
+    json_t *rf = json_object_get(json_object_get(claim, "status"), "reservedFor");
+    size_t i;
+    json_t *v;
+    json_array_foreach(rf, i, v) {
+        const char *u = json_string_value(json_object_get(v, "uid"));
+        if (u && !strcmp(u, uid))
+            return true;
+    }
+    return false;
+}
+
+/* Write one claim: finalizer if missing, then status (allocation when `a`
+ * is given, plus the pod's reservation).  On success the server's answer is
+ * applied to the graph. */
+typedef struct consumer {
+    const char *api_group, *resource, *name, *uid;
+} consumer;
+
+static de_rc write_status(sch_sched *s, json_t *obj, const dg_allocation *a, const consumer *who,
+                          de_err *e);
+
+static de_rc write_claim(sch_sched *s, uint32_t clid, const dg_allocation *a, const consumer *who,
+                         de_err *e)
+{
+    json_t *cur = dg_claim_json(s->g, clid);
+    if (!cur)
+        return de_errf(e, DE_EINTERNAL, "claim %u has no JSON", clid);
+    json_t *obj = json_deep_copy(cur);
+    de_rc rc = DE_OK;
+    if (!has_finalizer(obj)) {
+        json_t *md = json_object_get(obj, "metadata");
+        json_t *fin = json_object_get(md, "finalizers");
+        if (!json_is_array(fin)) {
+            fin = json_array();
+            json_object_set_new(md, "finalizers", fin);
+        }
+        json_array_append_new(fin, json_string(FINALIZER));
+        json_t *resp = NULL;
+        rc = kc_claim_update(s->cl, obj, &resp, e);
+        json_decref(obj);
+        if (rc != DE_OK)
+            return rc;
+        obj = resp ? resp : NULL;
+        if (!obj)
+            return de_errf(e, DE_EAPI, "claim update: empty answer");
+    }
+    return write_status(s, obj, a, who, e);
+}
+
+/* Status update (allocation when `a` is given, plus the reservation) of
+ * `obj`, which this function consumes. */
+static de_rc write_status(sch_sched *s, json_t *obj, const dg_allocation *a, const consumer *who,
+                          de_err *e)
+{
+    de_rc rc;
+    json_t *st = json_object_get(obj, "status");
+    if (!json_is_object(st)) {
+        st = json_object();
+        json_object_set_new(obj, "status", st);
+    }
+    if (a)
+        json_object_set_new(st, "allocation", dg_encode_allocation(s->g, a));
+    if (!reserved_for(obj, who->uid)) {
+        json_t *rf = json_object_get(st, "reservedFor");
+        if (!json_is_array(rf)) {
+            rf = json_array();
+            json_object_set_new(st, "reservedFor", rf);
+        }
+        json_t *ent = json_pack("{s:s, s:s, s:s}", "resource", who->resource, "name", who->name,
+                                "uid", who->uid);
+        if (who->api_group && *who->api_group)
+            json_object_set_new(ent, "apiGroup", json_string(who->api_group));
+        json_array_append_new(rf, ent);
+    }
+    json_t *resp = NULL;
+    rc = kc_claim_update_status(s->cl, obj, &resp, e);
+    json_decref(obj);
+    if (rc != DE_OK)
+        return rc;
+    if (resp) {
+        de_err ae;
+        de_err_clear(&ae);
+        remember_written(s, resp);
+        if (dg_apply(s->g, resp, &API_ORIGIN, NULL, &ae) != DE_OK)
+            DE_WARN("claim written but not re-read: %s", ae.msg);
+        json_decref(resp);
+    }
+    return DE_OK;
+}
+
+/* KEP-5004: create the extended-resource claim for real, write its status,
+ * then publish the request mappings in the pod's status. */
+static de_rc write_ext_claim(sch_sched *s, const dg_pod *p, const sch_choice *c,
+                             const dg_allocation *a, const char *pod, const char *uid, de_err *e)
+{
+    consumer who = {"", "pods", pod, uid};
+    const char *ns = de_intern_str(s->in, p->meta.ns);
+    json_t *body = json_deep_copy(c->ext_obj);
+    json_object_set_new(json_object_get(body, "metadata"), "finalizers",
+                        json_pack("[s]", FINALIZER));
+    char path[512];
+    snprintf(path, sizeof path, "/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims", ns);
+    json_t *created = NULL;
+    de_rc rc = kc_request(s->cl, "POST", path, body, NULL, NULL, &created, e);
+    json_decref(body);
+    if (rc != DE_OK)
+        return rc;
+    if (!created)
+        return de_errf(e, DE_EAPI, "creating the extended resource claim: empty answer");
+    const char *cname = json_string_value(json_object_get(json_object_get(created, "metadata"), "name"));
+    char claim_name[300];
+    snprintf(claim_name, sizeof claim_name, "%s", cname ? cname : "");
+    rc = write_status(s, created, a, &who, e);
+    if (rc != DE_OK)
+        return rc;
+    /* pods/status, merge patch guarded by the pod's resourceVersion; the
+     * content does not depend on the pod, so a conflict just re-reads it. */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        json_t *cur = NULL;
+        de_err ge;
+        de_err_clear(&ge);
+        rc = kc_get(s->cl, KC_RES_PODS, ns, pod, &cur, &ge);
+        if (rc != DE_OK) {
+            *e = ge;
+            return rc;
+        }
+        const char *rv = json_string_value(json_object_get(json_object_get(cur, "metadata"), "resourceVersion"));
+        json_t *patch = json_pack("{s:{s:s}, s:{s:{s:s, s:O}}}", "metadata", "resourceVersion",
+                                  rv ? rv : "", "status", "extendedResourceClaimStatus",
+                                  "resourceClaimName", claim_name, "requestMappings", c->ext_maps);
+        json_decref(cur);
+        char ppath[512];
+        kc_object_path(KC_RES_PODS, ns, pod, "status", ppath, sizeof ppath);
+        rc = kc_request(s->cl, "PATCH", ppath, patch, "application/merge-patch+json", NULL, NULL, e);
+        json_decref(patch);
+        if (rc != DE_ECONFLICT)
+            break;
+    }
+    return rc;
+}
+
+/* PostFilter: a claim allocated for a node this pod cannot use, reserved
+ * by nobody else, is deallocated so the next attempt can allocate it
+ * anew (upstream picks one such claim; draengine takes the first in pod
+ * order, for reproducibility). */
+de_rc sch_deallocate(sch_sched *s, uint32_t clid, uint32_t pod_uid, de_err *e)
+{
+    const dg_claim *c = dg_claim_get(s->g, clid);
+    if (!c || !c->allocated || !s->cl)
+        return DE_ENOTFOUND;
+    for (uint32_t i = 0; i < c->nreserved_for; i++)
+        if (c->reserved_for[i].uid != pod_uid)
+            return DE_ENOTFOUND;
+    json_t *cur = dg_claim_json(s->g, clid);
+    if (!cur)
+        return DE_ENOTFOUND;
+    json_t *obj = json_deep_copy(cur);
+    json_t *st = json_object_get(obj, "status");
+    if (json_is_object(st)) {
+        json_object_del(st, "allocation");
+        json_object_del(st, "reservedFor");
+        json_object_del(st, "devices");
+    }
+    json_t *resp = NULL;
+    de_rc rc = kc_claim_update_status(s->cl, obj, &resp, e);
+    json_decref(obj);
+    if (rc == DE_OK && resp) {
+        de_err ae;
+        de_err_clear(&ae);
+        remember_written(s, resp);
+        if (dg_apply(s->g, resp, &API_ORIGIN, NULL, &ae) != DE_OK)
+            DE_WARN("claim deallocated but not re-read: %s", ae.msg);
+    } else if (rc != DE_OK) {
+        refresh_claim(s, clid);
+    }
+    json_decref(resp);
+    return rc;
+}
+
+de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, de_err *e)
+{
+    spod *sp = sch_pod(s, idx);
+    const dg_pod *p = dg_pod_get(s->g, pid);
+    char ns[256], name[256], uid[128], node[256];
+    snprintf(ns, sizeof ns, "%s", de_intern_str(s->in, p->meta.ns));
+    snprintf(name, sizeof name, "%s", de_intern_str(s->in, p->meta.name));
+    snprintf(uid, sizeof uid, "%s", de_intern_str(s->in, p->meta.uid));
+    snprintf(node, sizeof node, "%s", de_intern_str(s->in, c->node_name));
+    dg_consumer me = {0, de_intern_cstr(s->in, "pods"), p->meta.name, p->meta.uid};
+
+    /* Reserve: assume in memory first. */
+    bool *assumed = de_xcalloc(c->npending + 1, sizeof *assumed);
+    de_rc rc = DE_OK;
+    for (uint32_t i = 0; i < c->npending && rc == DE_OK; i++) {
+        rc = dg_claim_set_allocation(s->g, c->pending[i], &c->out.claims[i].alloc, e);
+        if (rc == DE_OK) {
+            assumed[i] = true;
+            dg_consumer who = me;
+            for (uint32_t k = 0; c->group && k < c->nclaims; k++)
+                if (c->claims[k] == c->pending[i] && c->group[k])
+                    who = (dg_consumer){de_intern_cstr(s->in, "scheduling.k8s.io"),
+                                        de_intern_cstr(s->in, "podgroups"),
+                                        de_intern_cstr(s->in, c->group_name),
+                                        de_intern_cstr(s->in, c->group_uid)};
+            dg_claim_add_reservation(s->g, c->pending[i], &who, e);
+        }
+    }
+    if (rc != DE_OK) {
+        for (uint32_t i = 0; i < c->npending; i++)
+            if (assumed[i])
+                dg_claim_deallocate(s->g, c->pending[i], NULL);
+        free(assumed);
+        return rc;
+    }
+    if (!s->cl) { /* dry run: the assumption is the result */
+        free(assumed);
+        goto bound;
+    }
+    /* PreBind: every claim of the pod that is not yet reserved for it. */
+    for (uint32_t i = 0; i < c->nclaims && rc == DE_OK; i++) {
+        uint32_t clid = c->claims[i];
+        if (clid == DG_NONE)
+            continue;
+        const dg_allocation *a = NULL;
+        for (uint32_t k = 0; k < c->npending; k++)
+            if (c->pending[k] == clid)
+                a = &c->out.claims[k].alloc;
+        consumer who = {"", "pods", name, uid};
+        if (c->group && c->group[i])
+            who = (consumer){"scheduling.k8s.io", "podgroups", c->group_name, c->group_uid};
+        json_t *cj = dg_claim_json(s->g, clid);
+        if (!a && cj && reserved_for(cj, who.uid))
+            continue;
+        if (clid == c->ext_clid)
+            rc = write_ext_claim(s, p, c, a, name, uid, e);
+        else
+            rc = write_claim(s, clid, a, &who, e);
+        if (rc != DE_OK) {
+            de_err_prefix(e, "claim %s/%s", ns,
+                          de_intern_str(s->in, dg_claim_get(s->g, clid)->meta.name));
+            /* Unreserve: whatever was not written goes back to the server's
+             * version; claims already written stay allocated and reserved
+             * for this pod, and the next attempt binds to their node. */
+            for (uint32_t j = i; j < c->nclaims; j++)
+                if (c->claims[j] != DG_NONE)
+                    refresh_claim(s, c->claims[j]);
+        }
+    }
+    free(assumed);
+    if (rc != DE_OK)
+        return rc;
+    rc = kc_pod_bind(s->cl, ns, name, uid, node, e);
+    if (rc == DE_ECONFLICT) {
+        json_t *cur = NULL;
+        de_err ge;
+        de_err_clear(&ge);
+        if (kc_get(s->cl, KC_RES_PODS, ns, name, &cur, &ge) == DE_OK) {
+            const char *nn =
+                json_string_value(json_object_get(json_object_get(cur, "spec"), "nodeName"));
+            if (nn && !strcmp(nn, node))
+                rc = DE_OK; /* our earlier bind went through */
+            else if (nn && *nn)
+                rc = de_errf(e, DE_ECONFLICT, "pod %s/%s was bound to %s by someone else", ns,
+                             name, nn);
+        }
+        json_decref(cur);
+    }
+    if (rc != DE_OK)
+        return rc;
+bound:
+    sp->state = SP_ASSUMED;
+    sp->node = c->node_name;
+    free(sp->req);
+    sp->req = NULL;
+    sp->nreq = sch_pod_requests(s, p, &sp->req);
+    sch_usage_add(s, sp->node, sp->req, sp->nreq, +1);
+    return DE_OK;
+}

@@ -1,0 +1,177 @@
+/*
+ * sch_int.h - the scheduler's internals shared by its files.
+ */
+#ifndef SCH_INT_H
+#define SCH_INT_H
+
+#include "../base/arena.h"
+#include "../base/map.h"
+#include "sch.h"
+#include "sch_http.h"
+
+typedef enum spstate {
+    SP_NONE = 0,      /* not ours, or finished */
+    SP_ACTIVE,        /* in the active queue */
+    SP_BACKOFF,       /* waiting for its backoff to expire */
+    SP_UNSCHED,       /* waiting for an event that could help */
+    SP_ASSUMED,       /* bound by us; the watch has not shown it yet */
+    SP_BOUND,         /* the graph shows spec.nodeName */
+} spstate;
+
+/* Reasons a pod waits: which events may help it. */
+enum {
+    WAIT_NODE = 1u << 0,      /* node fit: a node add/update may help */
+    WAIT_RESOURCES = 1u << 1, /* cpu/memory/pods: a pod leaving a node may help */
+    WAIT_DEVICES = 1u << 2,   /* devices: a slice, a deallocation may help */
+    WAIT_CLAIM = 1u << 3,     /* a named claim: its events help (claim index) */
+    WAIT_POD = 1u << 4,       /* its own update (claim statuses) helps */
+    WAIT_NBITS = 5
+};
+
+typedef struct amount {
+    uint32_t name;  /* interned resource name */
+    int64_t milli;  /* milli-units */
+} amount;
+
+typedef struct spod {
+    uint32_t ns, name; /* interned */
+    uint8_t state;
+    uint8_t waits;     /* WAIT_* */
+    bool in_active;
+    uint32_t attempts;
+    uint64_t backoff_until;
+    uint64_t first_seen;  /* for the end-to-end latency */
+    uint64_t unsched_since;
+    uint32_t node;        /* interned node name when assumed/bound */
+    amount *req;          /* requests counted on the node (assumed/bound) */
+    uint32_t nreq;
+    uint32_t *claims;     /* claim keys indexed for this pod (packed ns/name, low/high) */
+    uint32_t nclaims;
+    char *last_msg;       /* last FailedScheduling note (to aggregate Events) */
+} spod;
+
+typedef struct nusage {
+    uint32_t npods;
+    amount *a;
+    uint32_t na, cap;
+} nusage;
+
+typedef struct vec32 {
+    uint32_t *v;
+    uint32_t n, cap;
+} vec32;
+
+typedef struct heapent {
+    uint64_t at;
+    uint32_t pod;
+} heapent;
+
+typedef struct heap {
+    heapent *v;
+    uint32_t n, cap;
+} heap;
+
+struct sch_sched {
+    dg_graph *g;
+    de_interner *in;
+    al_allocator *al;
+    kc_client *cl;
+    sch_opts o;
+    uint32_t sched_name; /* interned */
+
+    spod *pods;
+    uint32_t npods, podcap;
+    de_map pod_by_key;   /* pack(ns, name) -> index */
+    uint32_t *free_slots;
+    uint32_t nfree, freecap;
+
+    /* queues */
+    uint32_t *active;
+    uint32_t ahead, alen, acap;
+    heap backoff;   /* by backoff_until */
+    heap flush;     /* unschedulable pods by unsched_since + max */
+    vec32 bucket[WAIT_NBITS];
+
+    /* indexes */
+    de_map claim_pods;  /* claim key -> vec32 index + 1 into vecs */
+    vec32 *vecs;
+    uint32_t nvecs, veccap;
+    de_map class_claims; /* class name -> vecs index + 1 (claim keys as 2 words) */
+    de_map node_usage;   /* node name -> usage index + 1 */
+    nusage *usage;
+    uint32_t nusage, usagecap;
+    de_map assumed_rv;   /* claim key -> resourceVersion we wrote */
+    json_t *podgroups;   /* "ns/name" -> PodGroup (KEP-5729), when enabled */
+
+    /* nodes sorted by name, rebuilt when the node set changes */
+    uint32_t *nodes;
+    uint32_t nnodes, nodecap;
+    bool nodes_dirty;
+    uint32_t next_start;
+
+    de_arena *cycle;
+    sch_stats st;
+    sch_hist attempt_lat, e2e_lat, alloc_lat;
+    uint64_t by_result[4];
+};
+
+static inline uint64_t sch_key(uint32_t ns, uint32_t name) { return de_pack2(ns, name); }
+
+/* sch_queue.c */
+spod *sch_pod(sch_sched *s, uint32_t idx);
+uint32_t sch_pod_lookup(sch_sched *s, uint32_t ns, uint32_t name);
+uint32_t sch_pod_ensure(sch_sched *s, uint32_t ns, uint32_t name);
+void sch_pod_forget(sch_sched *s, uint32_t idx);
+void sch_activate(sch_sched *s, uint32_t idx);
+void sch_to_backoff(sch_sched *s, uint32_t idx);
+void sch_to_unschedulable(sch_sched *s, uint32_t idx, unsigned waits, const uint64_t *claim_keys,
+                          uint32_t nkeys);
+void sch_leave_waiting(sch_sched *s, uint32_t idx);
+void sch_requeue_claim(sch_sched *s, uint64_t claim_key);
+void sch_requeue_class(sch_sched *s, uint32_t class_name);
+void sch_requeue_bucket(sch_sched *s, unsigned wait_bit);
+void sch_index_claim_class(sch_sched *s, uint64_t claim_key, uint32_t class_name);
+uint32_t sch_pop_active(sch_sched *s);
+void sch_promote_due(sch_sched *s);
+void sch_usage_add(sch_sched *s, uint32_t node, const amount *a, uint32_t n, int sign);
+nusage *sch_usage_get(sch_sched *s, uint32_t node);
+void sch_queue_free(sch_sched *s);
+
+/* sch_fit.c */
+uint32_t sch_pod_requests(sch_sched *s, const dg_pod *p, amount **out);
+unsigned sch_fit(sch_sched *s, const dg_pod *p, const amount *req, uint32_t nreq,
+                 const dg_node *n, char *why, size_t cap, double *score);
+
+/* sch_ext.c */
+uint32_t sch_ext_resources(sch_sched *s, const dg_pod *p, uint32_t *res, uint32_t *cls);
+unsigned sch_ext_mask(sch_sched *s, const dg_node *n, const uint32_t *res, uint32_t nres);
+void sch_ext_build(sch_sched *s, const dg_pod *p, const uint32_t *res, const uint32_t *cls,
+                   uint32_t nres, unsigned mask, json_t **requests, json_t **mappings);
+json_t *sch_ext_claim_object(sch_sched *s, const dg_pod *p, json_t *requests);
+uint32_t sch_ext_temp_claim(sch_sched *s, const dg_pod *p, json_t *obj, unsigned mask);
+void sch_ext_drop_temp(sch_sched *s, uint32_t clid);
+uint32_t sch_ext_existing(sch_sched *s, const dg_pod *p);
+
+/* sch_bind.c */
+typedef struct sch_choice {
+    uint32_t node;        /* node id */
+    uint32_t node_name;   /* interned */
+    uint32_t *claims;     /* all claim ids of the pod (resolved) */
+    uint32_t nclaims;
+    al_outcome out;       /* the allocator's result for the pending claims */
+    uint32_t *pending;    /* claim ids allocated now */
+    uint32_t npending;
+    uint32_t ext_clid;    /* temporary extended-resource claim among pending, or DG_NONE */
+    json_t *ext_obj;      /* the claim to create for it (generateName) */
+    json_t *ext_maps;     /* pod.status.extendedResourceClaimStatus.requestMappings */
+    const bool *group;    /* per claim: shared through the pod's PodGroup */
+    const char *group_name, *group_uid;
+} sch_choice;
+/* DE_OK bound; DE_ECONFLICT retry at once; other: back off. */
+de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pod, const sch_choice *c, de_err *e);
+de_rc sch_deallocate(sch_sched *s, uint32_t clid, uint32_t pod_uid, de_err *e);
+void sch_event(sch_sched *s, json_t *regarding, const char *type, const char *reason,
+               const char *action, const char *note);
+bool sch_claim_event_is_stale(sch_sched *s, json_t *obj);
+
+#endif

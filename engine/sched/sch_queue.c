@@ -1,0 +1,392 @@
+/*
+ * sch_queue.c - the pod table, the three queues (active FIFO, backoff heap,
+ * unschedulable with a flush heap), the requeue indexes and the per-node
+ * resource usage.
+ *
+ * Index entries are removed lazily: a pod leaving the waiting state is not
+ * searched for in every vector it was added to; a requeue through an index
+ * skips entries whose pod no longer waits for that reason.  Vectors are
+ * emptied when they are used, so they cannot grow past the number of
+ * failures since the last event on that key.
+ */
+#include "sch_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void vpush(vec32 *v, uint32_t x)
+{
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 4;
+        v->v = de_xrealloc(v->v, v->cap * sizeof *v->v);
+    }
+    v->v[v->n++] = x;
+}
+
+/* ---- heaps ------------------------------------------------------------------ */
+
+static void hpush(heap *h, uint64_t at, uint32_t pod)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 64;
+        h->v = de_xrealloc(h->v, h->cap * sizeof *h->v);
+    }
+    uint32_t i = h->n++;
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (h->v[p].at <= at)
+            break;
+        h->v[i] = h->v[p];
+        i = p;
+    }
+    h->v[i] = (heapent){at, pod};
+}
+
+static heapent hpop(heap *h)
+{
+    heapent top = h->v[0], last = h->v[--h->n];
+    uint32_t i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && h->v[c + 1].at < h->v[c].at)
+            c++;
+        if (last.at <= h->v[c].at)
+            break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n)
+        h->v[i] = last;
+    return top;
+}
+
+/* ---- pod table ----------------------------------------------------------------- */
+
+spod *sch_pod(sch_sched *s, uint32_t idx) { return &s->pods[idx]; }
+
+uint32_t sch_pod_lookup(sch_sched *s, uint32_t ns, uint32_t name)
+{
+    uint64_t v;
+    return de_map_get(&s->pod_by_key, sch_key(ns, name), &v) ? (uint32_t)v : UINT32_MAX;
+}
+
+uint32_t sch_pod_ensure(sch_sched *s, uint32_t ns, uint32_t name)
+{
+    uint32_t idx = sch_pod_lookup(s, ns, name);
+    if (idx != UINT32_MAX)
+        return idx;
+    if (s->nfree) {
+        idx = s->free_slots[--s->nfree];
+    } else {
+        if (s->npods == s->podcap) {
+            s->podcap = s->podcap ? s->podcap * 2 : 256;
+            s->pods = de_xrealloc(s->pods, s->podcap * sizeof *s->pods);
+        }
+        idx = s->npods++;
+    }
+    memset(&s->pods[idx], 0, sizeof s->pods[idx]);
+    s->pods[idx].ns = ns;
+    s->pods[idx].name = name;
+    s->pods[idx].first_seen = de_now_ns();
+    de_map_put(&s->pod_by_key, sch_key(ns, name), idx);
+    return idx;
+}
+
+void sch_pod_forget(sch_sched *s, uint32_t idx)
+{
+    spod *p = &s->pods[idx];
+    if (p->state == SP_NONE && p->ns == 0 && p->name == 0)
+        return;
+    if ((p->state == SP_ASSUMED || p->state == SP_BOUND) && p->node)
+        sch_usage_add(s, p->node, p->req, p->nreq, -1);
+    de_map_del(&s->pod_by_key, sch_key(p->ns, p->name));
+    free(p->req);
+    free(p->claims);
+    free(p->last_msg);
+    memset(p, 0, sizeof *p);
+    if (s->nfree == s->freecap) {
+        s->freecap = s->freecap ? s->freecap * 2 : 64;
+        s->free_slots = de_xrealloc(s->free_slots, s->freecap * sizeof *s->free_slots);
+    }
+    s->free_slots[s->nfree++] = idx;
+    /* Stale queue and heap entries are skipped: their state no longer
+     * matches (a reused slot starts as SP_NONE until activated again, and
+     * then the in_active flag guards the FIFO). */
+}
+
+/* ---- queues ----------------------------------------------------------------------- */
+
+void sch_activate(sch_sched *s, uint32_t idx)
+{
+    spod *p = &s->pods[idx];
+    p->state = SP_ACTIVE;
+    p->waits = 0;
+    if (p->in_active)
+        return;
+    p->in_active = true;
+    if (s->alen == s->acap) {
+        if (s->ahead > 0) {
+            memmove(s->active, s->active + s->ahead, (s->alen - s->ahead) * sizeof *s->active);
+            s->alen -= s->ahead;
+            s->ahead = 0;
+        }
+        if (s->alen == s->acap) {
+            s->acap = s->acap ? s->acap * 2 : 256;
+            s->active = de_xrealloc(s->active, s->acap * sizeof *s->active);
+        }
+    }
+    s->active[s->alen++] = idx;
+}
+
+uint32_t sch_pop_active(sch_sched *s)
+{
+    while (s->ahead < s->alen) {
+        uint32_t idx = s->active[s->ahead++];
+        spod *p = &s->pods[idx];
+        if (!p->in_active)
+            continue;
+        p->in_active = false;
+        if (p->state != SP_ACTIVE)
+            continue;
+        return idx;
+    }
+    s->ahead = s->alen = 0;
+    return UINT32_MAX;
+}
+
+static uint64_t backoff_for(sch_sched *s, uint32_t attempts)
+{
+    uint64_t d = s->o.backoff_initial_ns;
+    for (uint32_t i = 1; i < attempts && d < s->o.backoff_max_ns; i++)
+        d *= 2;
+    return DE_MIN(d, s->o.backoff_max_ns);
+}
+
+void sch_to_backoff(sch_sched *s, uint32_t idx)
+{
+    spod *p = &s->pods[idx];
+    p->state = SP_BACKOFF;
+    p->backoff_until = de_now_ns() + backoff_for(s, p->attempts);
+    hpush(&s->backoff, p->backoff_until, idx);
+}
+
+void sch_to_unschedulable(sch_sched *s, uint32_t idx, unsigned waits, const uint64_t *claim_keys,
+                          uint32_t nkeys)
+{
+    spod *p = &s->pods[idx];
+    p->state = SP_UNSCHED;
+    p->waits = (uint8_t)waits;
+    p->backoff_until = de_now_ns() + backoff_for(s, p->attempts);
+    p->unsched_since = de_now_ns();
+    hpush(&s->flush, p->unsched_since + s->o.unschedulable_max_ns, idx);
+    for (unsigned b = 0; b < WAIT_NBITS; b++)
+        if (waits & (1u << b) && (1u << b) != WAIT_CLAIM && (1u << b) != WAIT_POD)
+            vpush(&s->bucket[b], idx);
+    free(p->claims);
+    p->claims = NULL;
+    p->nclaims = 0;
+    if (nkeys) {
+        p->claims = de_xmalloc(nkeys * 2 * sizeof *p->claims);
+        for (uint32_t i = 0; i < nkeys; i++) {
+            p->claims[2 * i] = (uint32_t)(claim_keys[i] >> 32);
+            p->claims[2 * i + 1] = (uint32_t)claim_keys[i];
+            uint64_t *slot = de_map_slot(&s->claim_pods, claim_keys[i], 0);
+            if (*slot == 0) {
+                if (s->nvecs == s->veccap) {
+                    s->veccap = s->veccap ? s->veccap * 2 : 64;
+                    s->vecs = de_xrealloc(s->vecs, s->veccap * sizeof *s->vecs);
+                }
+                memset(&s->vecs[s->nvecs], 0, sizeof s->vecs[s->nvecs]);
+                *slot = ++s->nvecs;
+            }
+            vpush(&s->vecs[*slot - 1], idx);
+        }
+        p->nclaims = nkeys;
+    }
+}
+
+void sch_leave_waiting(sch_sched *s, uint32_t idx)
+{
+    spod *p = &s->pods[idx];
+    if (p->state == SP_UNSCHED || p->state == SP_BACKOFF) {
+        s->st.requeued_by_event++;
+        if (de_now_ns() >= p->backoff_until) {
+            sch_activate(s, idx);
+        } else {
+            p->state = SP_BACKOFF;
+            p->waits = 0;
+            hpush(&s->backoff, p->backoff_until, idx);
+        }
+    }
+}
+
+static bool pod_refs_claim(const spod *p, uint64_t key)
+{
+    for (uint32_t i = 0; i < p->nclaims; i++)
+        if (((uint64_t)p->claims[2 * i] << 32 | p->claims[2 * i + 1]) == key)
+            return true;
+    return false;
+}
+
+void sch_requeue_claim(sch_sched *s, uint64_t key)
+{
+    uint64_t v;
+    if (!de_map_get(&s->claim_pods, key, &v))
+        return;
+    vec32 *vec = &s->vecs[v - 1];
+    uint32_t n = vec->n;
+    vec->n = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t idx = vec->v[i];
+        spod *p = &s->pods[idx];
+        if (p->state == SP_UNSCHED && pod_refs_claim(p, key))
+            sch_leave_waiting(s, idx);
+    }
+}
+
+void sch_index_claim_class(sch_sched *s, uint64_t claim_key, uint32_t class_name)
+{
+    uint64_t *slot = de_map_slot(&s->class_claims, class_name, 0);
+    if (*slot == 0) {
+        if (s->nvecs == s->veccap) {
+            s->veccap = s->veccap ? s->veccap * 2 : 64;
+            s->vecs = de_xrealloc(s->vecs, s->veccap * sizeof *s->vecs);
+        }
+        memset(&s->vecs[s->nvecs], 0, sizeof s->vecs[s->nvecs]);
+        *slot = ++s->nvecs;
+    }
+    vec32 *vec = &s->vecs[*slot - 1];
+    /* Two words per claim key; duplicates are harmless (requeue is idempotent)
+     * but bounded: skip when the last entry is the same claim. */
+    if (vec->n >= 2 && vec->v[vec->n - 2] == (uint32_t)(claim_key >> 32) &&
+        vec->v[vec->n - 1] == (uint32_t)claim_key)
+        return;
+    vpush(vec, (uint32_t)(claim_key >> 32));
+    vpush(vec, (uint32_t)claim_key);
+}
+
+void sch_requeue_class(sch_sched *s, uint32_t class_name)
+{
+    uint64_t v;
+    if (!de_map_get(&s->class_claims, class_name, &v))
+        return;
+    vec32 *vec = &s->vecs[v - 1];
+    uint32_t n = vec->n;
+    vec->n = 0;
+    for (uint32_t i = 0; i + 1 < n; i += 2)
+        sch_requeue_claim(s, (uint64_t)vec->v[i] << 32 | vec->v[i + 1]);
+}
+
+void sch_requeue_bucket(sch_sched *s, unsigned bit)
+{
+    unsigned b = 0;
+    while ((1u << b) != bit)
+        b++;
+    vec32 *vec = &s->bucket[b];
+    uint32_t n = vec->n;
+    vec->n = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        spod *p = &s->pods[vec->v[i]];
+        if (p->state == SP_UNSCHED && (p->waits & bit))
+            sch_leave_waiting(s, vec->v[i]);
+    }
+}
+
+void sch_promote_due(sch_sched *s)
+{
+    uint64_t now = de_now_ns();
+    while (s->backoff.n && s->backoff.v[0].at <= now) {
+        heapent h = hpop(&s->backoff);
+        spod *p = &s->pods[h.pod];
+        if (p->state == SP_BACKOFF && p->backoff_until == h.at)
+            sch_activate(s, h.pod);
+    }
+    while (s->flush.n && s->flush.v[0].at <= now) {
+        heapent h = hpop(&s->flush);
+        spod *p = &s->pods[h.pod];
+        if (p->state == SP_UNSCHED && p->unsched_since + s->o.unschedulable_max_ns == h.at) {
+            s->st.flushed++;
+            sch_activate(s, h.pod);
+        }
+    }
+}
+
+uint64_t sch_next_due_ns(const sch_sched *s)
+{
+    uint64_t now = de_now_ns(), best = UINT64_MAX;
+    if (s->ahead < s->alen)
+        return 0;
+    if (s->backoff.n)
+        best = s->backoff.v[0].at > now ? s->backoff.v[0].at - now : 0;
+    if (s->flush.n) {
+        uint64_t f = s->flush.v[0].at > now ? s->flush.v[0].at - now : 0;
+        best = DE_MIN(best, f);
+    }
+    return best;
+}
+
+/* ---- node usage --------------------------------------------------------------------- */
+
+nusage *sch_usage_get(sch_sched *s, uint32_t node)
+{
+    uint64_t v;
+    return de_map_get(&s->node_usage, node, &v) ? &s->usage[v - 1] : NULL;
+}
+
+void sch_usage_add(sch_sched *s, uint32_t node, const amount *a, uint32_t n, int sign)
+{
+    uint64_t *slot = de_map_slot(&s->node_usage, node, 0);
+    if (*slot == 0) {
+        if (s->nusage == s->usagecap) {
+            s->usagecap = s->usagecap ? s->usagecap * 2 : 64;
+            s->usage = de_xrealloc(s->usage, s->usagecap * sizeof *s->usage);
+        }
+        memset(&s->usage[s->nusage], 0, sizeof s->usage[s->nusage]);
+        *slot = ++s->nusage;
+    }
+    nusage *u = &s->usage[*slot - 1];
+    u->npods = (uint32_t)((int64_t)u->npods + sign);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j = 0;
+        while (j < u->na && u->a[j].name != a[i].name)
+            j++;
+        if (j == u->na) {
+            if (u->na == u->cap) {
+                u->cap = u->cap ? u->cap * 2 : 4;
+                u->a = de_xrealloc(u->a, u->cap * sizeof *u->a);
+            }
+            u->a[u->na++] = (amount){a[i].name, 0};
+        }
+        u->a[j].milli += sign * a[i].milli;
+    }
+}
+
+void sch_queue_free(sch_sched *s)
+{
+    for (uint32_t i = 0; i < s->npods; i++) {
+        free(s->pods[i].req);
+        free(s->pods[i].claims);
+        free(s->pods[i].last_msg);
+    }
+    free(s->pods);
+    free(s->free_slots);
+    free(s->active);
+    free(s->backoff.v);
+    free(s->flush.v);
+    for (unsigned b = 0; b < WAIT_NBITS; b++)
+        free(s->bucket[b].v);
+    for (uint32_t i = 0; i < s->nvecs; i++)
+        free(s->vecs[i].v);
+    free(s->vecs);
+    for (uint32_t i = 0; i < s->nusage; i++)
+        free(s->usage[i].a);
+    free(s->usage);
+    free(s->nodes);
+    de_map_destroy(&s->pod_by_key);
+    de_map_destroy(&s->claim_pods);
+    de_map_destroy(&s->class_claims);
+    de_map_destroy(&s->node_usage);
+    de_map_destroy(&s->assumed_rv);
+}
