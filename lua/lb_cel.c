@@ -11,6 +11,8 @@
  *   core.cel_eval_json(expr [, device [, opts]]) -> typed JSON text of the
  *       value (the conformance vectors' encoding), for exact type checks.
  *   core.cel_compile(expr [, opts]) -> {ok, error, line, col, cost, type}
+ *   core.cel_eval_attr(expr, device [, opts]) -> {kind, value}: a derived
+ *       attribute (KEP-6080) as the engine stores it.
  *
  * opts: {bindings = {name = value}, driver = "...", new_expressions = bool,
  *        consumable_capacity = bool, list_attributes = bool, cost = true,
@@ -286,6 +288,54 @@ static int eval_common(lua_State *L, bool json)
 static int l_cel_eval(lua_State *L) { return eval_common(L, false); }
 static int l_cel_eval_json(lua_State *L) { return eval_common(L, true); }
 
+/* cel_eval_attr(expr, device [, opts]) -> {kind = "int"|"ints"|..., value = ...}:
+ * a derived attribute (KEP-6080) as the allocator would store it. */
+static int l_cel_eval_attr(lua_State *L)
+{
+    size_t len;
+    const char *expr = luaL_checklstring(L, 1, &len);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    int opts = lua_istable(L, 3) ? 3 : 0;
+    run r;
+    de_devview dev;
+    bool has_dev;
+    setup(L, &r, 2, opts, &dev, &has_dev);
+    de_err e;
+    de_err_clear(&e);
+    cel_prog *p;
+    de_attrval v;
+    if (cel_compile_derived(r.env, expr, len, &p, &e) != DE_OK ||
+        cel_eval_attr(r.env, p, &dev, r.a, &v, &e) != DE_OK) {
+        run_free(&r);
+        return lb_raise(L, &e);
+    }
+    static const char *const kinds[] = {"none", "int", "bool", "string", "version",
+                                        "ints", "bools", "strings", "versions"};
+    lua_newtable(L);
+    lua_pushstring(L, kinds[v.kind < 9 ? v.kind : 0]);
+    lua_setfield(L, -2, "kind");
+    if (de_vkind_is_list(v.kind)) {
+        lua_createtable(L, (int)v.n, 0);
+        for (uint32_t i = 0; i < v.n; i++) {
+            switch (v.kind) {
+            case DE_V_INTS: lua_pushinteger(L, v.u.ints[i]); break;
+            case DE_V_BOOLS: lua_pushboolean(L, v.u.bools[i]); break;
+            default: lua_pushstring(L, de_intern_str(r.in, v.u.strs[i])); break;
+            }
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+    } else {
+        switch (v.kind) {
+        case DE_V_INT: lua_pushinteger(L, v.u.i); break;
+        case DE_V_BOOL: lua_pushboolean(L, v.u.b); break;
+        default: lua_pushstring(L, de_intern_str(r.in, v.u.s)); break;
+        }
+    }
+    lua_setfield(L, -2, "value");
+    run_free(&r);
+    return 1;
+}
+
 static int l_cel_compile(lua_State *L)
 {
     size_t len;
@@ -343,6 +393,7 @@ void lb_open_cel(lua_State *L)
         {"cel_eval", l_cel_eval},
         {"cel_eval_json", l_cel_eval_json},
         {"cel_compile", l_cel_compile},
+        {"cel_eval_attr", l_cel_eval_attr},
         {NULL, NULL},
     };
     luaL_setfuncs(L, fns, 0);

@@ -137,3 +137,22 @@ describe("Kubernetes quantity and semver libraries", function()
     assert.is_true(eval("semver('1.0.0+a') == semver('1.0.0+b')"))
   end)
 end)
+
+describe("derived attribute expressions (KEP-6080)", function()
+  local dev = {driver = "v.com", attributes = {topology = {string = "socket0-numa1"},
+    memory_gb = {int = 96}, v = {version = "1.2.3"}}}
+  it("convert scalars and lists to attribute values", function()
+    assert.are.same({kind = "string", value = "socket0"},
+      core.cel_eval_attr("device.attributes['v.com'].topology.split('-')[0]", dev))
+    assert.are.same({kind = "string", value = "tier-1"},
+      core.cel_eval_attr("device.attributes['v.com'].memory_gb >= 80 ? 'tier-1' : 'tier-2'", dev))
+    assert.are.same({kind = "int", value = 96}, core.cel_eval_attr("device.attributes['v.com'].memory_gb", dev))
+    assert.are.same({kind = "version", value = "1.2.3"}, core.cel_eval_attr("device.attributes['v.com'].v", dev))
+    assert.are.same({kind = "ints", value = {1, 2}}, core.cel_eval_attr("[1, 2]", dev))
+    assert.are.same({kind = "strings", value = {}}, core.cel_eval_attr("dyn([])", dev))
+  end)
+  it("refuses other result types", function()
+    assert.has_error(function() core.cel_eval_attr("1.5", dev) end)
+    assert.has_error(function() core.cel_eval_attr("{'a': 1}", dev) end)
+  end)
+end)

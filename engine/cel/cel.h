@@ -19,6 +19,11 @@
  *
  * Memo: selectors are memoised per (program, device id, device generation)
  * in a cel_memo, so the allocator evaluates each selector once per device.
+ *
+ * Threads: an env (with its programs) and a memo are used by one thread at
+ * a time: compiling interns names and evaluation records which devices
+ * passed the version check.  Compiled regular expressions are cached per
+ * thread, so separate envs may run in separate threads.
  */
 #ifndef CEL_H
 #define CEL_H

@@ -201,7 +201,25 @@ typedef struct cel_overload {
     const cel_type *result;
     uint16_t impl;        /* cel_impl */
     uint8_t nparamvars;   /* type parameters used (A, B) */
+    uint8_t k8s_cost;     /* CK_*: Kubernetes CostEstimator rule, by function name */
+    uint8_t go_cost;      /* CK_*: cel-go default rule, by overload id */
 } cel_overload;
+
+/* Runtime cost rules (cel_call_cost); resolved once per overload. */
+enum {
+    CK_NONE = 0,      /* no rule: fall through (K8s) / 1 (cel-go) */
+    CK_ONE,           /* 1 */
+    CK_TRAVERSE0,     /* Kubernetes traversalCost(arg0) (includes) */
+    CK_SIZE0_01,      /* ceil(0.1 * size(arg0)) */
+    CK_SIZE0_02,      /* ceil(0.2 * size(arg0)) */
+    CK_RESULT_02,     /* ceil(0.2 * size(result)) (join) */
+    CK_REGEX,         /* ceil(0.1 * (1 + size(s))) * ceil(0.25 * size(re)) */
+    CK_EQ_K8S,        /* 1 when arg0 is a Quantity or Semver, else no rule */
+    CK_TRAVERSE_MIN,  /* ceil(0.1 * min(size(a), size(b))) */
+    CK_IN_LIST,       /* size(list) */
+    CK_ADD_STR,       /* ceil(0.1 * (size(a) + size(b))) */
+    CK_CONTAINS,      /* ceil(0.1 * size(s)) * ceil(0.1 * size(sub)) */
+};
 
 typedef struct cel_func {
     const char *name;
@@ -303,6 +321,9 @@ struct cel_env {
     de_arena *arena;     /* env-lifetime data (globals) */
     cel_prog **progs;    /* compile cache, open addressing on hash */
     uint32_t nprogs, capprogs;
+    uint32_t *checked;   /* by device id: generation + 1 whose attributes passed
+                          * cel_device_precheck (versions parse); 0 = not yet */
+    uint32_t ncheck;
     cel_prog **byid;     /* programs in creation order */
     uint32_t nbyid, capbyid;
     uint32_t next_id;
@@ -370,7 +391,7 @@ cel_v cel_call_std(cel_ctx *c, const cel_node *n, int impl, cel_v *args, int nar
 cel_v cel_call_str(cel_ctx *c, const cel_node *n, int impl, cel_v *args, int nargs);
 cel_v cel_call_k8s(cel_ctx *c, const cel_node *n, int impl, cel_v *args, int nargs);
 /* Runtime call cost (cel-go runtimecost.go + Kubernetes CostEstimator). */
-uint64_t cel_call_cost(const cel_overload *o, const cel_v *args, int nargs, cel_v result);
+uint64_t cel_call_cost(const cel_overload *o, const cel_v *args, int nargs, cel_v result, bool single);
 /* Size as cel-go's actualSize: code points, bytes, elements; 1 otherwise. */
 uint64_t cel_actual_size(cel_v v);
 

@@ -497,8 +497,41 @@ static void fuse_attr(C *c, cel_node *n, cel_node *dm, const char *name, size_t 
     n->flags = 0;
 }
 
+static bool qualified(const cel_node *n, char *buf, size_t cap);
+
+/* A selection chain naming a declared variable ("a.b.c" declared as one
+ * name) resolves to it, the longest name first (cel-go's qualified
+ * identifier resolution). */
+static bool resolve_qualified(C *c, cel_node *n)
+{
+    if (!c->env->nglobals || n->k != N_SELECT)
+        return false;
+    char q[512];
+    if (!qualified(n, q, sizeof q))
+        return false;
+    /* a local variable shadows the head of the chain */
+    const cel_node *h = n;
+    while (h->k == N_SELECT)
+        h = h->a;
+    for (uint32_t i = 0; i < c->nscope; i++)
+        if (c->scope[i].nlen == h->nlen && !memcmp(c->scope[i].name, h->name, h->nlen))
+            return false;
+    for (uint32_t i = 0; i < c->env->nglobals; i++) {
+        if (!strcmp(c->env->globals[i].name, q)) {
+            n->k = N_GLOBAL;
+            n->slot = i;
+            n->ty = c->env->globals[i].type;
+            n->a = NULL;
+            return true;
+        }
+    }
+    return false;
+}
+
 static void check_select(C *c, cel_node *n)
 {
+    if (n->k == N_SELECT && resolve_qualified(c, n))
+        return;
     check(c, n->a);
     if (c->failed)
         return;

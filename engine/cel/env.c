@@ -25,7 +25,7 @@
 
 enum { MODE_SELECTOR = 0, MODE_DERIVED = 1 };
 
-static int live_envs;
+static _Atomic int live_envs; /* the last env gone drops this thread's regex cache */
 
 cel_env *cel_env_new(de_interner *in, const cel_env_opts *opts)
 {
@@ -62,6 +62,7 @@ void cel_env_free(cel_env *env)
     free(env->byid);
     free(env->progs);
     free(env->globals);
+    free(env->checked);
     de_arena_free(env->arena);
     free(env);
     if (--live_envs == 0)
@@ -316,32 +317,73 @@ static void runtime_error(const cel_prog *p, cel_v err, de_err *e)
     }
 }
 
+/* Only versions and value-less attributes can fail the up-front
+ * conversion; most devices have neither and skip it without a lookup. */
+static bool needs_precheck(const de_devview *d)
+{
+    for (uint32_t i = 0; i < d->nattrs; i++) {
+        int k = d->attrs[i].v.kind;
+        if (k == DE_V_NONE || k == DE_V_VERSION || k == DE_V_VERSIONS)
+            return true;
+    }
+    for (uint32_t i = 0; i < d->nderived; i++) {
+        int k = d->derived[i].v.kind;
+        if (k == DE_V_NONE || k == DE_V_VERSION || k == DE_V_VERSIONS)
+            return true;
+    }
+    return false;
+}
+
+#define CHECKED_MAX (1u << 24)
+
+static void remember_checked(cel_env *env, const de_devview *dev)
+{
+    if (!dev->id || dev->id >= CHECKED_MAX)
+        return;
+    if (dev->id >= env->ncheck) {
+        uint32_t nc = env->ncheck ? env->ncheck : 1024;
+        while (nc <= dev->id)
+            nc *= 2;
+        env->checked = de_xrealloc(env->checked, nc * sizeof *env->checked);
+        memset(env->checked + env->ncheck, 0, (nc - env->ncheck) * sizeof *env->checked);
+        env->ncheck = nc;
+    }
+    env->checked[dev->id] = dev->gen + 1u;
+}
+
 /* Run p; on success *out holds the raw result (may be an error value). */
 static de_rc run(cel_env *env, const cel_prog *p, const de_devview *dev, de_arena *scratch,
                  cel_v *out, uint64_t *cost, de_err *e)
 {
-    cel_ctx c;
-    memset(&c, 0, sizeof c);
+    cel_ctx c; /* not zeroed as a whole: the jmp_buf is large and set by setjmp */
     c.env = env;
     c.prog = p;
     c.a = scratch;
     c.dev = dev;
+    c.slots = NULL;
+    c.cost = 0;
     c.limit = env->limit;
+    c.abort_msg = NULL;
+    c.abort_rc = DE_OK;
     if (p->nslots) {
         c.slots = de_arena_zalloc(scratch, p->nslots * sizeof *c.slots);
         if (!c.slots)
             return de_errf(e, DE_ENOMEM, "CEL evaluation exceeded its memory limit");
     }
-    if (dev) {
-        if (setjmp(c.abort))
-            return de_errf(e, c.abort_rc, "%s", c.abort_msg);
-        cel_v pre = cel_device_precheck(&c);
-        if (pre.t == CV_ERR) {
-            *out = pre;
-            if (cost)
-                *cost = 0;
-            return DE_OK;
+    /* the conversion check runs once per device generation */
+    if (dev && !(dev->id && dev->id < env->ncheck && env->checked[dev->id] == dev->gen + 1u)) {
+        if (needs_precheck(dev)) {
+            if (setjmp(c.abort))
+                return de_errf(e, c.abort_rc, "%s", c.abort_msg);
+            cel_v pre = cel_device_precheck(&c);
+            if (pre.t == CV_ERR) {
+                *out = pre;
+                if (cost)
+                    *cost = 0;
+                return DE_OK;
+            }
         }
+        remember_checked(env, dev);
     }
     bool ok = cel_run(&c, out);
     if (cost)

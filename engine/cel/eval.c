@@ -128,64 +128,55 @@ static uint64_t traversal(cel_v v, int depth)
     }
 }
 
-static bool fname_is(const char *name, const char *const *set)
+/* ceil(0.1 * size) for a string or bytes: every size from 1 to 10 costs 1,
+ * so short values (the usual attribute) need no code point count. */
+static inline uint64_t tenth(cel_v v)
 {
-    for (; *set; set++)
-        if (!strcmp(name, *set))
-            return true;
-    return false;
+    if ((v.t == CV_STRING || v.t == CV_BYTES) && v.n <= 10)
+        return v.n ? 1 : 0;
+    return ceil_f((double)cel_actual_size(v) * 0.1);
 }
 
-uint64_t cel_call_cost(const cel_overload *o, const cel_v *args, int nargs, cel_v result)
+static uint64_t rule_cost(int rule, const cel_v *args, int nargs, cel_v result)
 {
-    const cel_func *f = &cel_funcs(NULL)[o->fn];
-    const char *fn = f->name;
-    static const char *const k8s_tr[] = {"lowerAscii", "upperAscii", "substring", "trim", NULL};
-    static const char *const k8s_one[] = {"sign", "asInteger", "isInteger", "asApproximateFloat",
-                                          "isGreaterThan", "isLessThan", "compareTo", "add",
-                                          "sub", "major", "minor", "patch", NULL};
-    static const char *const k8s_parse[] = {"quantity", "isQuantity", "semver", "isSemver", NULL};
-    if (nargs >= 1) {
-        if (!strcmp(fn, "includes"))
-            return traversal(args[0], 0);
-        if (fname_is(fn, k8s_tr) || fname_is(fn, k8s_parse))
-            return ceil_f((double)cel_actual_size(args[0]) * 0.1);
-        if (!strcmp(fn, "replace") || !strcmp(fn, "split"))
-            return ceil_f((double)cel_actual_size(args[0]) * 2 * 0.1);
-        if (!strcmp(fn, "join"))
-            return ceil_f((double)cel_actual_size(result) * 2 * 0.1);
-    }
-    if (fname_is(fn, k8s_one))
-        return 1;
-    if ((!strcmp(fn, "find") || !strcmp(fn, "findAll")) && nargs >= 2)
+    switch (rule) {
+    case CK_ONE: return 1;
+    case CK_TRAVERSE0: return nargs >= 1 ? traversal(args[0], 0) : 1;
+    case CK_SIZE0_01: return tenth(args[0]);
+    case CK_SIZE0_02: return ceil_f((double)cel_actual_size(args[0]) * 2 * 0.1);
+    case CK_RESULT_02: return ceil_f((double)cel_actual_size(result) * 2 * 0.1);
+    case CK_REGEX:
         return ceil_f((1.0 + (double)cel_actual_size(args[0])) * 0.1) *
                ceil_f((double)cel_actual_size(args[1]) * 0.25);
-    if (!strcmp(fn, "_==_") && nargs == 2 && (args[0].t == CV_QTY || args[0].t == CV_SEMVER))
-        return 1;
-    /* cel-go's defaults, by overload id */
-    const char *id = o->id;
-    if (!strcmp(id, "starts_with_string") || !strcmp(id, "ends_with_string") ||
-        !strcmp(id, "string_to_bytes") || !strcmp(id, "bytes_to_string"))
-        return ceil_f((double)cel_actual_size(args[0]) * 0.1);
-    if (!strcmp(id, "in_list"))
-        return cel_actual_size(args[1]);
-    if (!strcmp(id, "equals") || !strcmp(id, "not_equals") || !strcmp(id, "less_string") ||
-        !strcmp(id, "greater_string") || !strcmp(id, "less_equals_string") ||
-        !strcmp(id, "greater_equals_string") || !strcmp(id, "less_bytes") ||
-        !strcmp(id, "greater_bytes") || !strcmp(id, "less_equals_bytes") ||
-        !strcmp(id, "greater_equals_bytes")) {
-        uint64_t a = cel_actual_size(args[0]), b = cel_actual_size(args[1]);
+    case CK_TRAVERSE_MIN: {
+        cel_v x = args[0], y = args[1];
+        bool sx = x.t == CV_STRING || x.t == CV_BYTES, sy = y.t == CV_STRING || y.t == CV_BYTES;
+        if (sx && sy && (x.n == 0 || y.n == 0))
+            return 0;
+        if (sx && sy && (x.n <= 10 || y.n <= 10))
+            return 1; /* the shorter one has 1..10 code points */
+        uint64_t a = cel_actual_size(x), b = cel_actual_size(y);
         return ceil_f((double)(a < b ? a : b) * 0.1);
     }
-    if (!strcmp(id, "add_string") || !strcmp(id, "add_bytes"))
-        return ceil_f((double)(cel_actual_size(args[0]) + cel_actual_size(args[1])) * 0.1);
-    if (!strcmp(id, "matches_string"))
-        return ceil_f((1.0 + (double)cel_actual_size(args[0])) * 0.1) *
-               ceil_f((double)cel_actual_size(args[1]) * 0.25);
-    if (!strcmp(id, "contains_string"))
-        return ceil_f((double)cel_actual_size(args[0]) * 0.1) *
-               ceil_f((double)cel_actual_size(args[1]) * 0.1);
-    return 1;
+    case CK_IN_LIST: return cel_actual_size(args[1]);
+    case CK_ADD_STR: return ceil_f((double)(cel_actual_size(args[0]) + cel_actual_size(args[1])) * 0.1);
+    case CK_CONTAINS:
+        return ceil_f((double)cel_actual_size(args[0]) * 0.1) * ceil_f((double)cel_actual_size(args[1]) * 0.1);
+    default: return 1;
+    }
+}
+
+/* The Kubernetes rule by function name first; then cel-go's by overload
+ * id, which only applies when the checker resolved a single overload
+ * (several candidates are planned without an id, costing 1). */
+uint64_t cel_call_cost(const cel_overload *o, const cel_v *args, int nargs, cel_v result, bool single)
+{
+    int k = o->k8s_cost;
+    if (k == CK_EQ_K8S)
+        k = (args[0].t == CV_QTY || args[0].t == CV_SEMVER) ? CK_ONE : CK_NONE;
+    if (k != CK_NONE)
+        return rule_cost(k, args, nargs, result);
+    return single ? rule_cost(o->go_cost, args, nargs, result) : 1;
 }
 
 /* ---- calls ------------------------------------------------------------------------ */
@@ -254,15 +245,7 @@ static cel_v eval_call(cel_ctx *c, const cel_node *n)
     cel_v r = dispatch(c, n, o->impl, args, na);
     if (n->flags & NF_CONST_SET)
         return r;
-    if (n->novl == 1)
-        cel_charge(c, cel_call_cost(o, args, na, r));
-    else {
-        /* several static candidates: cel-go plans the call without an
-         * overload id, so only the Kubernetes per-function rules apply */
-        cel_overload tmp = *o;
-        tmp.id = "";
-        cel_charge(c, cel_call_cost(&tmp, args, na, r));
-    }
+    cel_charge(c, cel_call_cost(o, args, na, r, n->novl == 1));
     return r;
 }
 

@@ -202,6 +202,65 @@ static const char *const singletons[] = {
     "_>_", "_>=_", "_[_]", "@in", "size", "type", "dyn",
 };
 
+static bool in_set(const char *s, const char *const *set)
+{
+    for (; *set; set++)
+        if (!strcmp(s, *set))
+            return true;
+    return false;
+}
+
+/* Kubernetes library.CostEstimator.CallCost, keyed by function name. */
+static uint8_t k8s_cost_rule(const char *fn)
+{
+    static const char *const size01[] = {"lowerAscii", "upperAscii", "substring", "trim", "quantity",
+                                         "isQuantity", "semver", "isSemver", NULL};
+    static const char *const one[] = {"sign", "asInteger", "isInteger", "asApproximateFloat",
+                                      "isGreaterThan", "isLessThan", "compareTo", "add", "sub",
+                                      "major", "minor", "patch", NULL};
+    static const char *const size02[] = {"replace", "split", NULL};
+    static const char *const regex[] = {"find", "findAll", NULL};
+    if (!strcmp(fn, "includes"))
+        return CK_TRAVERSE0;
+    if (in_set(fn, size01))
+        return CK_SIZE0_01;
+    if (in_set(fn, size02))
+        return CK_SIZE0_02;
+    if (!strcmp(fn, "join"))
+        return CK_RESULT_02;
+    if (in_set(fn, regex))
+        return CK_REGEX;
+    if (in_set(fn, one))
+        return CK_ONE;
+    if (!strcmp(fn, "_==_"))
+        return CK_EQ_K8S;
+    return CK_NONE;
+}
+
+/* cel-go runtimecost.go costCall, keyed by overload id. */
+static uint8_t go_cost_rule(const char *id)
+{
+    static const char *const size01[] = {"starts_with_string", "ends_with_string", "string_to_bytes",
+                                         "bytes_to_string", NULL};
+    static const char *const trav[] = {"equals", "not_equals", "less_string", "greater_string",
+                                       "less_equals_string", "greater_equals_string", "less_bytes",
+                                       "greater_bytes", "less_equals_bytes", "greater_equals_bytes",
+                                       NULL};
+    if (in_set(id, size01))
+        return CK_SIZE0_01;
+    if (!strcmp(id, "in_list"))
+        return CK_IN_LIST;
+    if (in_set(id, trav))
+        return CK_TRAVERSE_MIN;
+    if (!strcmp(id, "add_string") || !strcmp(id, "add_bytes"))
+        return CK_ADD_STR;
+    if (!strcmp(id, "matches_string"))
+        return CK_REGEX;
+    if (!strcmp(id, "contains_string"))
+        return CK_CONTAINS;
+    return CK_ONE;
+}
+
 static cel_overload ovl[DE_ARRAY_LEN(rows)];
 static cel_func fns[DE_ARRAY_LEN(rows)];
 static size_t nfns;
@@ -242,6 +301,8 @@ static void build(void)
                 np = (uint8_t)(id + 1);
         }
         ovl[i].nparamvars = np;
+        ovl[i].k8s_cost = k8s_cost_rule(rows[i].name);
+        ovl[i].go_cost = go_cost_rule(ovl[i].id);
     }
 }
 

@@ -1,25 +1,39 @@
 /*
  * memo.c - selector results per (program, device, device generation).
  *
- * One de_map entry per (program id, device id): the value packs the
- * generation the result was computed at with the result bit, so a device
- * whose generation moved on simply misses and is overwritten; nothing has
- * to be invalidated explicitly.  Errors are never stored: they abort the
+ * Layout: one dense array per program, indexed by device id, each slot
+ * holding (generation + 1) << 1 | result (0 = never evaluated).  Device ids
+ * are the graph's dense ids, so a lookup is one indexed load and a scan of
+ * the devices in id order walks memory sequentially; a device whose
+ * generation moved on simply misses and is overwritten, nothing is ever
+ * invalidated explicitly.  Ids above MEMO_DENSE_MAX (not expected from the
+ * graph) go to a hash map instead.  Program ids are per env: a memo serves
+ * the programs of one env.  Errors are never stored: they abort the
  * allocation and must be reported every time.
  */
 #include "cel_int.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+#define MEMO_DENSE_MAX (1u << 24)
+
+typedef struct memo_tab {
+    uint64_t *slot;
+    uint32_t cap;
+} memo_tab;
 
 struct cel_memo {
-    de_map m;
+    memo_tab *tabs; /* by program id */
+    uint32_t ntabs;
+    de_map sparse;  /* (prog, dev) -> slot value, for huge ids */
     uint64_t hits, misses;
 };
 
 cel_memo *cel_memo_new(void)
 {
     cel_memo *m = de_xcalloc(1, sizeof *m);
-    de_map_init(&m->m);
+    de_map_init(&m->sparse);
     return m;
 }
 
@@ -27,20 +41,34 @@ void cel_memo_free(cel_memo *m)
 {
     if (!m)
         return;
-    de_map_destroy(&m->m);
+    for (uint32_t i = 0; i < m->ntabs; i++)
+        free(m->tabs[i].slot);
+    free(m->tabs);
+    de_map_destroy(&m->sparse);
     free(m);
 }
 
 void cel_memo_clear(cel_memo *m)
 {
-    de_map_clear(&m->m);
+    for (uint32_t i = 0; i < m->ntabs; i++)
+        if (m->tabs[i].cap)
+            memset(m->tabs[i].slot, 0, m->tabs[i].cap * sizeof *m->tabs[i].slot);
+    de_map_clear(&m->sparse);
     m->hits = m->misses = 0;
 }
 
+static uint64_t enc(uint32_t gen, bool val) { return ((uint64_t)gen + 1) << 1 | (val ? 1u : 0u); }
+
 int cel_memo_get(cel_memo *m, uint32_t prog, uint32_t dev, uint32_t gen)
 {
-    uint64_t v;
-    if (de_map_get(&m->m, de_pack2(prog, dev), &v) && (uint32_t)(v >> 1) == gen) {
+    uint64_t v = 0;
+    if (dev < MEMO_DENSE_MAX) {
+        if (prog < m->ntabs && dev < m->tabs[prog].cap)
+            v = m->tabs[prog].slot[dev];
+    } else {
+        de_map_get(&m->sparse, de_pack2(prog, dev), &v);
+    }
+    if (v && (v >> 1) == (uint64_t)gen + 1) {
         m->hits++;
         return (int)(v & 1);
     }
@@ -50,7 +78,26 @@ int cel_memo_get(cel_memo *m, uint32_t prog, uint32_t dev, uint32_t gen)
 
 void cel_memo_put(cel_memo *m, uint32_t prog, uint32_t dev, uint32_t gen, bool val)
 {
-    de_map_put(&m->m, de_pack2(prog, dev), (uint64_t)gen << 1 | (val ? 1u : 0u));
+    if (dev >= MEMO_DENSE_MAX) {
+        de_map_put(&m->sparse, de_pack2(prog, dev), enc(gen, val));
+        return;
+    }
+    if (prog >= m->ntabs) {
+        uint32_t n = prog + 8;
+        m->tabs = de_xrealloc(m->tabs, n * sizeof *m->tabs);
+        memset(m->tabs + m->ntabs, 0, (n - m->ntabs) * sizeof *m->tabs);
+        m->ntabs = n;
+    }
+    memo_tab *t = &m->tabs[prog];
+    if (dev >= t->cap) {
+        uint32_t nc = t->cap ? t->cap : 1024;
+        while (nc <= dev)
+            nc *= 2;
+        t->slot = de_xrealloc(t->slot, nc * sizeof *t->slot);
+        memset(t->slot + t->cap, 0, (nc - t->cap) * sizeof *t->slot);
+        t->cap = nc;
+    }
+    t->slot[dev] = enc(gen, val);
 }
 
 void cel_memo_stats(const cel_memo *m, uint64_t *hits, uint64_t *misses)
