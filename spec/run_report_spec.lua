@@ -76,6 +76,20 @@ describe("draengine run --report", function()
     end
   end)
 
+  it("can colour the cluster by the tiers the policies derive", function()
+    local p2 = os.tmpname() .. ".html"
+    local rc2 = H.run({ "run", "--nodes", "12", "--policies", H.root .. "/policies", "--report", p2 })
+    local h2 = H.read_file(p2)
+    os.remove(p2)
+    assert.are.equal(0, rc2)
+    assert.truthy(h2:find('<div class="legend" id="legend-tier"', 1, true))
+    for _, t in ipairs({ "platinum", "gold" }) do
+      assert.truthy(h2:find("</i>" .. t .. "</span>", 1, true), t)
+    end
+    assert.truthy(count(h2, 'data%-t="%d+"') > 0)
+    assert.are.equal(0, count(html, 'data%-t="%d+"')) -- no policies, no tiers
+  end)
+
   it("renders in headless Chromium", function()
     local bin = find_chromium()
     if not bin then

@@ -95,6 +95,50 @@ describe("draengine run", function()
   end)
 end)
 
+describe("draengine run with the shipped policies", function()
+  local rc, out, err
+  setup(function()
+    rc, out, err = H.run({ "run", "--nodes", "24", "--seed", "3", "--policies", H.root .. "/policies" })
+  end)
+
+  it("loads them and serves the tiered workload from the derived tier", function()
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:match("\n  policies: %d+ loaded, revision %x+"))
+    local _, placed = workload_row(out, "tiered")
+    assert.truthy(placed > 0, out)
+    assert.truthy(out:match("\n  by tier: [^\n]*gold %d+/%d+"))
+    assert.truthy(out:match("\n  by tier: [^\n]*platinum %d+/%d+"))
+  end)
+
+  it("is deterministic with policies too", function()
+    local _, out2 = H.run({ "run", "--nodes", "24", "--seed", "3", "--policies", H.root .. "/policies" })
+    assert.are.equal(strip_timing(out), strip_timing(out2))
+  end)
+
+  it("matches NUMA nodes across drivers through the bridged attribute", function()
+    -- gpu-cpu-numa asks matchAttribute resource.kubernetes.io/numaNode; AWS GPUs
+    -- publish no NUMA node, so without the numa-bridge policy fewer pods fit
+    local _, with = workload_row(out, "gpu-cpu-numa")
+    local _, plain = H.run({ "run", "--nodes", "24", "--seed", "3", "--no-policies" })
+    local _, without = workload_row(plain, "gpu-cpu-numa")
+    assert.truthy(with > without, string.format("with %d, without %d", with, without))
+  end)
+
+  it("refuses a policy directory that does not load", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. H.shell_quote(dir))
+    local f = assert(io.open(dir .. "/broken.lua", "w"))
+    f:write("return {name = 'broken', version = '1.0.0', api = 1, domains = {}, derive = ")
+    f:close()
+    local rc2, _, err2 = H.run({ "run", "--nodes", "4", "--policies", dir })
+    os.execute("rm -rf " .. H.shell_quote(dir))
+    assert.are.equal(2, rc2)
+    assert.truthy(err2:find("loading policies from " .. dir, 1, true), err2)
+    assert.truthy(err2:find("broken.lua", 1, true), err2)
+  end)
+end)
+
 describe("draengine run --workload", function()
   it("runs a user's mix: 2 DGX nodes hold exactly 16 single-GPU pods", function()
     with_file([[

@@ -362,6 +362,7 @@ static void script(FILE *f, const run_stats *s)
           "g.getAttribute('data-shape')+')\\n'+c.firstChild.textContent;tip.style.left=(ev.clientX+12)+'px';"
           "tip.style.top=(ev.clientY+12)+'px';tip.style.display='block';});\n"
           "map.addEventListener('mouseleave',function(){tip.style.display='none';});\n"
+          "if(location.hash==='#tier')paint('tier');\n"
           "document.body.setAttribute('data-ready','1');\n"
           "})();\n</script>\n",
           f);
