@@ -116,12 +116,28 @@ describe("draengine run with the shipped policies", function()
   end)
 
   it("matches NUMA nodes across drivers through the bridged attribute", function()
-    -- gpu-cpu-numa asks matchAttribute resource.kubernetes.io/numaNode; AWS GPUs
-    -- publish no NUMA node, so without the numa-bridge policy fewer pods fit
-    local _, with = workload_row(out, "gpu-cpu-numa")
-    local _, plain = H.run({ "run", "--nodes", "24", "--seed", "3", "--no-policies" })
-    local _, without = workload_row(plain, "gpu-cpu-numa")
-    assert.truthy(with > without, string.format("with %d, without %d", with, without))
+    -- GB200 GPUs publish no NUMA node; numa-bridge derives the standard one
+    -- from the PCI domain, so GPU + CPUs on one NUMA node only fit with it
+    with_file([[
+patience: 2
+workloads:
+- name: gpu-cpu
+  claim:
+    devices:
+      requests:
+      - {name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}
+      - {name: cpu, exactly: {deviceClassName: dra.cpu, capacity: {requests: {dra.cpu/cpu: "16"}}}}
+      constraints:
+      - {requests: [gpu, cpu], matchAttribute: resource.kubernetes.io/numaNode}
+]], ".yaml", function(path)
+      local _, plain = H.run({ "run", "--shapes", "gb200-tray", "--nodes", "2", "--workload", path,
+                               "--no-policies" })
+      local _, bridged = H.run({ "run", "--shapes", "gb200-tray", "--nodes", "2", "--workload", path,
+                                 "--policies", H.root .. "/policies" })
+      assert.are.same({ 2, 0, 2 }, { workload_row(plain, "gpu-cpu") })
+      assert.are.same({ 10, 8, 2 }, { workload_row(bridged, "gpu-cpu") })
+      assert.truthy(bridged:find("NUMA node  100.0% (8 of 8 pods", 1, true), bridged)
+    end)
   end)
 
   it("refuses a policy directory that does not load", function()

@@ -291,90 +291,36 @@ static void alignment(const runner *r, run_pod *p, const uint32_t *devs, uint32_
         p->numa_aligned = !nm;
 }
 
-static int cmp_cstr(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/*
- * KEP-5004, the scheduler's part: a pod asking for extended resources (say
- * nvidia.com/gpu: 1) on a node whose allocatable does not offer them gets
- * them through the DeviceClass that names the resource.  The scheduler
- * builds a claim for the pod with one ExactCount request per container and
- * resource, named container-<i>-request-<j> (j over the container's sorted
- * resource names).  Simulated nodes offer no extended resources natively,
- * so every such pod goes through DRA; the run builds that claim up front and
- * lets the pod reference it, which allocates exactly what the scheduler's
- * per-node claim would.  Returns false (with why) when no class serves one
- * of the resources.
- */
-static bool ext_claim(runner *r, const run_workload *w, const char *pod, const char *uid, json_t **out, char *why,
-                      size_t cap)
-{
-    const char *names[32];
-    size_t n = 0;
-    const char *k;
-    json_t *v;
-    json_object_foreach(w->ext, k, v) {
-        if (n < DE_ARRAY_LEN(names))
-            names[n++] = k;
-    }
-    qsort(names, n, sizeof names[0], cmp_cstr);
-    json_t *reqs = json_array();
-    for (size_t j = 0; j < n; j++) {
-        uint32_t cid = dg_class_for_extended_resource(r->g, de_intern_cstr(r->in, names[j]));
-        const dg_class *cls = cid == DG_NONE ? NULL : dg_class_get(r->g, cid);
-        if (!cls) {
-            snprintf(why, cap, "no DeviceClass serves extended resource %s", names[j]);
-            json_decref(reqs);
-            return false;
-        }
-        json_t *q = json_object_get(w->ext, names[j]);
-        long long count = json_is_integer(q) ? json_integer_value(q) : strtoll(json_string_value(q), NULL, 10);
-        char rn[64];
-        snprintf(rn, sizeof rn, "container-0-request-%zu", j);
-        json_array_append_new(reqs, json_pack("{s:s, s:{s:s, s:s, s:I}}", "name", rn, "exactly", "deviceClassName",
-                                              sv(r, cls->meta.name), "allocationMode", "ExactCount", "count",
-                                              (json_int_t)(count > 0 ? count : 1)));
-    }
-    char name[160];
-    snprintf(name, sizeof name, "%s-extended-resources", pod);
-    *out = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b}]}, s:{s:{s:o}}}", "apiVersion",
-                     "resource.k8s.io/v1", "kind", "ResourceClaim", "metadata", "name", name, "namespace",
-                     RUN_NAMESPACE, "annotations", "resource.kubernetes.io/extended-resource-claim", "true",
-                     "ownerReferences", "apiVersion", "v1", "kind", "Pod", "name", pod, "uid", uid, "controller", 1,
-                     "spec", "devices", "requests", reqs);
-    return true;
-}
-
-/* A pod arrives: its objects go into the graph.  *pid = DG_NONE with
- * `why` filled when it can never be scheduled (no class for its extended
- * resources). */
-static de_rc arrive(runner *r, size_t wi, uint64_t k, sim_rng *rng, uint32_t *pid, char *why, size_t cap,
-                    de_err *e)
+/* A pod arrives: its object goes into the graph. */
+static de_rc arrive(runner *r, size_t wi, uint64_t k, sim_rng *rng, uint32_t *pid, de_err *e)
 {
     const run_workload *w = &r->mix.w[wi];
-    char podname[96], claimname[160];
+    char podname[96];
     snprintf(podname, sizeof podname, "%s-%05llu", w->name, (unsigned long long)k);
-    snprintf(claimname, sizeof claimname, "%s-extended-resources", podname);
-    json_t *pod = run_mix_pod(&r->mix, wi, k, rng, w->ext ? claimname : NULL);
+    json_t *pod = run_mix_pod(&r->mix, wi, k, rng);
     de_origin o = {"<workload>", (int)k + 1, -1};
     dg_kind kind;
-    de_rc rc = DE_OK;
-    *pid = DG_NONE;
-    if (w->ext) {
-        json_t *claim = NULL;
-        const char *uid = json_string_value(json_object_get(json_object_get(pod, "metadata"), "uid"));
-        if (!ext_claim(r, w, podname, uid, &claim, why, cap)) {
-            json_decref(pod);
-            return DE_OK;
-        }
-        rc = dg_apply(r->g, claim, &o, &kind, e);
-        json_decref(claim);
-    }
-    if (rc == DE_OK)
-        rc = dg_apply(r->g, pod, &o, &kind, e);
-    if (rc == DE_OK)
-        *pid = dg_pod_find(r->g, de_intern_cstr(r->in, RUN_NAMESPACE), de_intern_cstr(r->in, podname));
+    de_rc rc = dg_apply(r->g, pod, &o, &kind, e);
+    *pid = rc == DE_OK ? dg_pod_find(r->g, de_intern_cstr(r->in, RUN_NAMESPACE), de_intern_cstr(r->in, podname))
+                       : DG_NONE;
     json_decref(pod);
-    return rc; /* an error: our own objects were refused, a bad workload claim */
+    return rc; /* an error: our own pod was refused, a bad workload claim */
+}
+
+/* The extended resources of a workload, for messages: "a, b". */
+static void ext_names(const run_workload *w, char *buf, size_t cap)
+{
+    const char *k;
+    json_t *v;
+    size_t o = 0;
+    buf[0] = 0;
+    json_object_foreach(w->ext, k, v) {
+        int n = snprintf(buf + o, cap - o, "%s%s", o ? ", " : "", k);
+        if (n < 0 || (size_t)n >= cap - o)
+            break;
+        o += (size_t)n;
+    }
+    (void)v;
 }
 
 /* Schedule one arrived pod and record what happened. */
@@ -387,6 +333,17 @@ static void decide(runner *r, al_allocator *al, de_arena *arena, size_t wi, uint
     memset(&out, 0, sizeof out);
     de_err pe;
     de_err_clear(&pe);
+    const run_workload *w = &r->mix.w[wi];
+    if (w->ext && !w->claim && !al_pod_uses_dra(al, pid)) {
+        /* KEP-5004 needs a DeviceClass that names the resource */
+        char names[200], why[256];
+        ext_names(w, names, sizeof names);
+        snprintf(why, sizeof why, "no DeviceClass serves extended resource %s", names);
+        p.reason = why;
+        run_stats_add_pod(&r->st, &p);
+        *hard_error = true; /* no pod of this workload can ever fit */
+        return;
+    }
     uint64_t t0 = de_now_ns();
     rc = al_schedule_pod(al, pid, arena, &out, &pe);
     p.ns = de_now_ns() - t0;
@@ -611,13 +568,11 @@ int cli_cmd_run(int argc, char **argv)
     uint64_t k = 0;
     size_t bwi[RUN_BATCH];
     uint32_t bpid[RUN_BATCH];
-    char bwhy[RUN_BATCH][160];
     while (k < r.mix.max_pods && active > 0) {
         size_t nb = 0;
         for (; nb < RUN_BATCH && k < r.mix.max_pods; nb++, k++) {
             bwi[nb] = run_mix_pick(&r.mix, stopped, &rng);
-            bwhy[nb][0] = 0;
-            if (arrive(&r, bwi[nb], k, &rng, &bpid[nb], bwhy[nb], sizeof bwhy[nb], &e) != DE_OK) {
+            if (arrive(&r, bwi[nb], k, &rng, &bpid[nb], &e) != DE_OK) {
                 run_progress_done(&prog);
                 cli_errorf("run", "workload %s: %s", r.mix.w[bwi[nb]].name, e.msg);
                 exit_code = CLI_EXIT_INVALID;
@@ -629,14 +584,7 @@ int cli_cmd_run(int argc, char **argv)
             if (stopped[wi])
                 continue;
             bool hard = false;
-            if (bpid[b] == DG_NONE) {
-                run_pod p = {.workload = (uint32_t)wi, .node = -1, .pcie_aligned = -1, .numa_aligned = -1,
-                             .reason = bwhy[b]};
-                run_stats_add_pod(&r.st, &p);
-                hard = true; /* no pod of this workload can ever fit */
-            } else {
-                decide(&r, al, arena, wi, bpid[b], &hard);
-            }
+            decide(&r, al, arena, wi, bpid[b], &hard);
             const run_pod *p = &r.st.pods[r.st.npods - 1];
             if (p->placed) {
                 placed++;

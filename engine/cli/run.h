@@ -53,10 +53,8 @@ size_t run_mix_pick(const run_mix *m, const bool *stopped, sim_rng *r);
 
 /* The Namespace and one ResourceClaimTemplate per claim workload (new refs). */
 json_t *run_mix_objects(const run_mix *m);
-/* Pod number k of workload wi (new ref), named "<workload>-<k>".  When
- * ext_claim is given the pod also references that claim (the claim the
- * scheduler makes for its extended resources, see cmd_run.c). */
-json_t *run_mix_pod(const run_mix *m, size_t wi, uint64_t k, sim_rng *r, const char *ext_claim);
+/* Pod number k of workload wi (new ref), named "<workload>-<k>". */
+json_t *run_mix_pod(const run_mix *m, size_t wi, uint64_t k, sim_rng *r);
 
 /* ---- what happened (run_stats.c) ---------------------------------------- */
 

@@ -266,7 +266,7 @@ json_t *run_mix_objects(const run_mix *m)
     return a;
 }
 
-json_t *run_mix_pod(const run_mix *m, size_t wi, uint64_t k, sim_rng *r, const char *ext_claim)
+json_t *run_mix_pod(const run_mix *m, size_t wi, uint64_t k, sim_rng *r)
 {
     const run_workload *w = &m->w[wi];
     char name[80], uid[48];
@@ -293,9 +293,6 @@ json_t *run_mix_pod(const run_mix *m, size_t wi, uint64_t k, sim_rng *r, const c
     json_t *refs = json_array();
     if (w->claim)
         json_array_append_new(refs, json_pack("{s:s, s:s}", "name", "devices", "resourceClaimTemplateName", w->name));
-    if (ext_claim)
-        json_array_append_new(refs, json_pack("{s:s, s:s}", "name", "extended-resources", "resourceClaimName",
-                                              ext_claim));
     if (json_array_size(refs))
         json_object_set_new(spec, "resourceClaims", refs);
     else
