@@ -88,6 +88,9 @@ $(LUAMOD): $(LUA_OBJ) $(LIBA)
 
 -include $(DEPFILES)
 
+# The policy SDK (lua/draengine/*.lua) is embedded into sdk.o with .incbin.
+$(BUILD)/obj/engine/policy/sdk.o: $(wildcard lua/draengine/*.lua)
+
 # ---- run -------------------------------------------------------------------
 run: all
 	./$(BIN) inspect -f examples/cluster

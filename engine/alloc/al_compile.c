@@ -237,7 +237,9 @@ de_rc al_call_compile(al_call *c, const uint32_t *claims, uint32_t nclaims, de_e
         for (uint32_t ri = 0; ri < cc->nreq; ri++)
             for (uint32_t s = 0; s < cc->req[ri].nrq; s++) {
                 al_rq *rq = &cc->req[ri].rq[s];
-                rq->cons = AL_NEW(c->ar, uint32_t, cc->ncons ? cc->ncons : 1);
+                if (!cc->ncons)
+                    continue;
+                rq->cons = AL_NEW(c->ar, uint32_t, cc->ncons);
                 for (uint32_t k = 0; k < cc->ncons; k++)
                     if (al_cons_applies(&cc->cons[k], rq))
                         rq->cons[rq->ncons++] = k;

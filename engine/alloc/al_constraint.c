@@ -73,6 +73,29 @@ const de_attr *al_lookup_attr(const al_call *c, uint32_t dev, uint32_t domain, u
     return at;
 }
 
+/* The device's own value of constraint k's attribute (policy-derived
+ * attributes included, request-derived ones not), cached per call. */
+const de_attrval *al_cons_value(al_call *c, al_cons *k, uint32_t d, bool *found)
+{
+    if (!k->ks) {
+        k->ks = AL_NEW(c->ar, uint8_t, c->t->ndev ? c->t->ndev : 1);
+        k->kv = AL_NEW(c->ar, de_attrval, c->t->ndev ? c->t->ndev : 1);
+    }
+    if (!k->ks[d]) {
+        de_devview view;
+        dg_device_view(c->a->g, c->t->devs[d].devid, &view);
+        const de_attr *at = al_lookup_attr(c, d, k->domain, k->id, &view);
+        if (at) {
+            k->kv[d] = at->v;
+            k->ks[d] = 1;
+        } else {
+            k->ks[d] = 2;
+        }
+    }
+    *found = k->ks[d] == 1;
+    return &k->kv[d];
+}
+
 /* The value a constraint sees for `dev` chosen by `rq`: *found false when the
  * device lacks it. */
 static de_rc lookup(al_call *c, const al_cons *k, al_rq *rq, uint32_t dev, de_attrval *out,
@@ -108,13 +131,9 @@ static de_rc lookup(al_call *c, const al_cons *k, al_rq *rq, uint32_t dev, de_at
         *derived = true;
         return DE_OK;
     }
-    de_devview view;
-    dg_device_view(a->g, c->t->devs[dev].devid, &view);
-    const de_attr *at = al_lookup_attr(c, dev, k->domain, k->id, &view);
-    if (at) {
-        *out = at->v;
-        *found = true;
-    }
+    const de_attrval *v = al_cons_value(c, (al_cons *)k, dev, found);
+    if (*found)
+        *out = *v;
     return DE_OK;
 }
 

@@ -115,6 +115,7 @@ void al_free(al_allocator *a)
             free(s->compile_err[k]);
         free(s->compile_err);
         free(s->progs);
+        free(s->driver_eq);
         free(s->maybe_free);
         free(s->rexpr);
         free(s->rhascel);

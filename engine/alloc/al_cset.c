@@ -31,12 +31,52 @@ static uint64_t selset_key(uint32_t class_name, const dg_selector *sels, uint32_
     return h ^ n;
 }
 
+/*
+ * `device.driver == "X"` alone, or followed by `&& ...` where the rest has no
+ * `||` and no `?` anywhere: the top level is then a chain of &&, so a device
+ * of another driver makes the selector false without evaluating it (CEL's
+ * && is false as soon as one side is false, errors on the other side
+ * included).  Conservative by construction: anything else is evaluated.
+ */
+static uint32_t driver_prefix(al_allocator *a, const char *e)
+{
+    while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r')
+        e++;
+    static const char pre[] = "device.driver";
+    if (strncmp(e, pre, sizeof pre - 1))
+        return 0;
+    e += sizeof pre - 1;
+    while (*e == ' ' || *e == '\t')
+        e++;
+    if (e[0] != '=' || e[1] != '=')
+        return 0;
+    e += 2;
+    while (*e == ' ' || *e == '\t')
+        e++;
+    char q = *e;
+    if (q != '"' && q != '\'')
+        return 0;
+    const char *v = ++e;
+    while (*e && *e != q && *e != '\\')
+        e++;
+    if (*e != q)
+        return 0;
+    size_t n = (size_t)(e - v);
+    e++;
+    while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r')
+        e++;
+    if (*e && (e[0] != '&' || e[1] != '&' || strstr(e, "||") || strchr(e, '?')))
+        return 0;
+    return de_intern(a->in, v, n);
+}
+
 static void selset_compile(al_allocator *a, al_selset *s, const dg_selector *rsel, uint32_t nr)
 {
     for (uint32_t k = 0; k < s->nclass + s->nreq; k++)
         free(s->compile_err[k]);
     free(s->compile_err);
     free(s->progs);
+    free(s->driver_eq);
     uint32_t cid = dg_class_find(a->g, s->class_name);
     s->cls = cid == DG_NONE ? NULL : dg_class_get(a->g, cid);
     s->nclass = s->cls ? s->cls->nselectors : 0;
@@ -44,6 +84,7 @@ static void selset_compile(al_allocator *a, al_selset *s, const dg_selector *rse
     uint32_t n = s->nclass + s->nreq;
     s->progs = de_xcalloc(n ? n : 1, sizeof *s->progs);
     s->compile_err = de_xcalloc(n ? n : 1, sizeof *s->compile_err);
+    s->driver_eq = de_xcalloc(n ? n : 1, sizeof *s->driver_eq);
     for (uint32_t k = 0; k < n; k++) {
         const dg_selector *sel = k < s->nclass ? &s->cls->selectors[k] : &rsel[k - s->nclass];
         if (!sel->has_cel) {
@@ -53,6 +94,7 @@ static void selset_compile(al_allocator *a, al_selset *s, const dg_selector *rse
         de_err e;
         de_err_clear(&e);
         const char *txt = al_str(a, sel->expr);
+        s->driver_eq[k] = driver_prefix(a, txt);
         if (cel_compile(a->cel, txt, de_intern_len(a->in, sel->expr), &s->progs[k], &e) != DE_OK) {
             s->compile_err[k] = de_xstrdup(e.msg[0] ? e.msg : "compile failed");
             s->progs[k] = NULL;
@@ -157,6 +199,8 @@ static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, c
         de_err_clear(&e);
         if (bad_attr) {
             err = de_arena_printf(t->ar, "attribute %s: unsupported attribute value", bad_attr);
+        } else if (ss->driver_eq[k] && ss->driver_eq[k] != dv->s->driver) {
+            return 0; /* another driver: false whatever the rest says */
         } else {
             de_arena_reset(a->scratch);
             a->stats.cel_evals++;

@@ -189,7 +189,11 @@ void al_explain(al_call *c, al_why *why)
         (void)ncons;
     }
     why->summary = de_arena_strdup(c->ar, de_buf_str(&sum));
-    why->detail = det.len ? de_arena_strdup(c->ar, de_buf_str(&det)) : NULL;
+    /* the detail only adds something with several lines (or pool notes) */
+    uint32_t lines = 0;
+    for (size_t i = 0; i < det.len; i++)
+        lines += det.p[i] == '\n';
+    why->detail = lines > 1 ? de_arena_strdup(c->ar, de_buf_str(&det)) : NULL;
     de_buf_free(&sum);
     de_buf_free(&det);
 }

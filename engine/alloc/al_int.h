@@ -120,12 +120,15 @@ typedef struct al_selset {
     uint32_t *rexpr;         /* request selectors: interned expressions */
     uint8_t *rhascel;
     cel_prog **progs;        /* class selectors then request selectors */
+    uint32_t *driver_eq;     /* per selector: X when it is `device.driver == "X" [&& ...]`
+                              * with only && at the top level (0 = not that shape) */
     char **compile_err;      /* per selector: compile error text, or NULL */
     /* node index (al_place.c): bit per node in canonical order, 1 = may have a
      * free candidate */
     uint64_t *maybe_free;
     uint64_t mf_epoch, mf_usage;
     uint32_t mf_nodes;
+    uint32_t mf_low;         /* words below this index are all zero */
     uint64_t node_epoch;
 } al_selset;
 
@@ -352,6 +355,7 @@ struct al_call {
     bool pure;               /* no side effects on failure: pruning allowed */
     de_err *e;
     int64_t score;
+    dg_term *pin;            /* matchFields metadata.name In [node], built once */
     /* diagnostics counters for explanations */
     uint64_t rej_constraint, rej_counters, rej_taint, rej_capacity, rej_groups;
 };
@@ -375,6 +379,7 @@ de_rc al_selectable(al_call *c, al_rq *rq, uint32_t dev, bool *ok);
 
 /* al_constraint.c */
 de_rc al_cons_add(al_call *c, al_cons *k, al_rq *rq, uint32_t dev, bool *ok);
+const de_attrval *al_cons_value(al_call *c, al_cons *k, uint32_t d, bool *found);
 void al_cons_remove(al_call *c, al_cons *k, al_rq *rq, uint32_t dev);
 bool al_cons_applies(const al_cons *k, const al_rq *rq);
 const de_attr *al_lookup_attr(const al_call *c, uint32_t dev, uint32_t domain, uint32_t id,

@@ -112,6 +112,7 @@ static uint64_t *maybe_free(al_allocator *a, al_selset *s)
         free(s->maybe_free);
         s->maybe_free = de_xmalloc(nw * sizeof(uint64_t));
         memset(s->maybe_free, 0xff, nw * sizeof(uint64_t));
+        s->mf_low = 0;
         s->mf_epoch = a->epoch;
         s->mf_usage = a->usage_epoch;
         s->mf_nodes = a->nnodes;
@@ -369,7 +370,11 @@ static const char *quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint
         for (uint32_t w = 0; w < t->nwords && !any; w++)
             any = (cs->cand[w] & ~t->inuse[w]) || cs->poison[w];
         if (!any) {
-            de_bit_clr(maybe_free(a, ss[i]), rank);
+            uint64_t *mf = maybe_free(a, ss[i]);
+            de_bit_clr(mf, rank);
+            uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
+            while (ss[i]->mf_low < nw && !mf[ss[i]->mf_low])
+                ss[i]->mf_low++;
             return de_arena_printf(a->scratch, "no free device of class %s", al_str(a, ss[i]->class_name));
         }
     }
@@ -434,9 +439,18 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     de_map_init(&rs.idx);
     uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
     uint64_t *cand = AL_NEW(ar, uint64_t, nw);
-    memset(cand, 0xff, nw * sizeof *cand);
+    /* nodes fill in order: start past the words every index has cleared */
+    uint32_t low = 0;
+    for (uint32_t i = 0; i < nss; i++) {
+        maybe_free(a, ss[i]);
+        if (ss[i]->mf_low > low)
+            low = ss[i]->mf_low;
+    }
+    if (low > nw)
+        low = nw;
+    memset(cand + low, 0xff, (nw - low) * sizeof *cand);
     for (uint32_t i = 0; i < nss; i++)
-        de_bits_and(cand, maybe_free(a, ss[i]), nw);
+        de_bits_and(cand + low, maybe_free(a, ss[i]) + low, nw - low);
     double best_total = 0;
     int64_t best_k8s = 0;
     double best_policy = 0;
@@ -444,7 +458,8 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     al_outcome best;
     memset(&best, 0, sizeof best);
     de_rc result = DE_OK;
-    for (size_t r = de_bits_next(cand, a->nnodes, 0); r < a->nnodes; r = de_bits_next(cand, a->nnodes, r + 1)) {
+    for (size_t r = de_bits_next(cand, a->nnodes, (size_t)low * 64); r < a->nnodes;
+         r = de_bits_next(cand, a->nnodes, r + 1)) {
         const dg_node *node = node_at(a, (uint32_t)r);
         const char *f = pod_filter(a, pod, node);
         if (!f && !node_matches_allocated(a, out->claims, out->nclaims, node))

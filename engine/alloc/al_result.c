@@ -90,12 +90,38 @@ static void merge_reqs(const dg_requirement *from, uint32_t n, dg_requirement *t
     }
 }
 
+static bool pins_to_node(const al_dev *dv)
+{
+    bool perdev = dv->s->ns_mode == DG_NS_PER_DEVICE;
+    uint8_t mode = perdev ? dv->d->ns_mode : dv->s->ns_mode;
+    return mode == DG_NS_NODE_NAME || dv->d->binds_to_node == 1;
+}
+
 static de_rc node_selector(al_call *c, uint32_t ci, dg_allocation *al, de_err *e)
 {
     al_allocator *a = c->a;
     uint32_t nf = 0, nx = 0;
     for (uint32_t i = 0; i < c->nres[ci]; i++) {
         const al_dev *dv = &c->t->devs[c->res[ci][i].dev];
+        if (pins_to_node(dv)) {
+            /* one read-only selector per call, shared by its claims */
+            if (!c->pin) {
+                dg_requirement *r = AL_NEW(c->ar, dg_requirement, 1);
+                r->key = a->s_metadata_name;
+                r->op = DG_OP_IN;
+                r->values = AL_NEW(c->ar, uint32_t, 1);
+                r->values[0] = c->node_name;
+                r->nvalues = 1;
+                dg_term *t = AL_NEW(c->ar, dg_term, 1);
+                t->fields = r;
+                t->nfields = 1;
+                c->pin = t;
+            }
+            al->has_node_selector = true;
+            al->node_selector.terms = c->pin;
+            al->node_selector.nterms = 1;
+            return DE_OK;
+        }
         const dg_nodesel *ns = dv->s->ns_mode == DG_NS_PER_DEVICE
                                    ? (dv->d->ns_mode == DG_NS_NODE_SELECTOR ? &dv->d->node_selector : NULL)
                                    : (dv->s->ns_mode == DG_NS_NODE_SELECTOR ? &dv->s->node_selector : NULL);
@@ -103,6 +129,18 @@ static de_rc node_selector(al_call *c, uint32_t ci, dg_allocation *al, de_err *e
             nf += ns->terms[0].nfields;
             nx += ns->terms[0].nexprs;
         }
+    }
+    if (!nf && !nx) {
+        /* no selector at all, unless a multi-term one is an error below */
+        bool multi = false;
+        for (uint32_t i = 0; i < c->nres[ci] && !multi; i++) {
+            const al_dev *dv = &c->t->devs[c->res[ci][i].dev];
+            const dg_nodesel *ns = dv->s->ns_mode == DG_NS_PER_DEVICE ? &dv->d->node_selector : &dv->s->node_selector;
+            uint8_t mode = dv->s->ns_mode == DG_NS_PER_DEVICE ? dv->d->ns_mode : dv->s->ns_mode;
+            multi = mode == DG_NS_NODE_SELECTOR && ns->nterms > 1;
+        }
+        if (!multi)
+            return DE_OK;
     }
     dg_term *term = AL_NEW(c->ar, dg_term, 1);
     term->fields = AL_NEW(c->ar, dg_requirement, nf ? nf : 1);
@@ -112,21 +150,6 @@ static de_rc node_selector(al_call *c, uint32_t ci, dg_allocation *al, de_err *e
         bool perdev = dv->s->ns_mode == DG_NS_PER_DEVICE;
         uint8_t mode = perdev ? dv->d->ns_mode : dv->s->ns_mode;
         const dg_nodesel *ns = perdev ? &dv->d->node_selector : &dv->s->node_selector;
-        if (mode == DG_NS_NODE_NAME || dv->d->binds_to_node == 1) {
-            dg_requirement *r = AL_NEW(c->ar, dg_requirement, 1);
-            r->key = a->s_metadata_name;
-            r->op = DG_OP_IN;
-            r->values = AL_NEW(c->ar, uint32_t, 1);
-            r->values[0] = c->node_name;
-            r->nvalues = 1;
-            dg_term *t = AL_NEW(c->ar, dg_term, 1);
-            t->fields = r;
-            t->nfields = 1;
-            al->has_node_selector = true;
-            al->node_selector.terms = t;
-            al->node_selector.nterms = 1;
-            return DE_OK;
-        }
         if (mode != DG_NS_NODE_SELECTOR)
             continue;
         if (ns->nterms > 1)
@@ -163,7 +186,9 @@ static void build_config(al_call *c, uint32_t ci, dg_allocation *al)
         for (uint32_t s = 0; s < cc->req[ri].nrq; s++)
             if (cc->req[ri].rq[s].cls)
                 max += cc->req[ri].rq[s].cls->nconfig;
-    dg_alloc_config *cfg = AL_NEW(c->ar, dg_alloc_config, max ? max : 1);
+    if (!max)
+        return;
+    dg_alloc_config *cfg = AL_NEW(c->ar, dg_alloc_config, max);
     uint32_t n = 0;
     /* class configs: once per class, later requests appended */
     uint32_t *seen_class = AL_NEW(c->ar, uint32_t, cc->nreq ? cc->nreq : 1);

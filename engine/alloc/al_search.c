@@ -221,28 +221,6 @@ static inline bool free_for(const al_call *c, const al_rq *rq, uint32_t d)
     return !de_bit_get(c->t->inuse, d) && !c->busy_cnt[d];
 }
 
-/* value of constraint k's attribute on device d (cached per call) */
-static const de_attrval *kval(al_call *c, al_cons *k, uint32_t d, bool *found)
-{
-    if (!k->ks) {
-        k->ks = AL_NEW(c->ar, uint8_t, c->t->ndev ? c->t->ndev : 1);
-        k->kv = AL_NEW(c->ar, de_attrval, c->t->ndev ? c->t->ndev : 1);
-    }
-    if (!k->ks[d]) {
-        de_devview view;
-        dg_device_view(c->a->g, c->t->devs[d].devid, &view);
-        const de_attr *at = al_lookup_attr(c, d, k->domain, k->id, &view);
-        if (at) {
-            k->kv[d] = at->v;
-            k->ks[d] = 1;
-        } else {
-            k->ks[d] = 2;
-        }
-    }
-    *found = k->ks[d] == 1;
-    return &k->kv[d];
-}
-
 static bool values_equal(const de_attrval *x, const de_attrval *y)
 {
     if (x->kind != y->kind || de_vkind_is_list(x->kind) || x->kind == DE_V_NONE)
@@ -278,7 +256,7 @@ static bool rq_feasible(al_call *c, al_rq *rq, uint32_t from, int64_t need)
         bool ok = true;
         for (uint32_t i = 0; i < nb && ok; i++) {
             bool found;
-            const de_attrval *v = kval(c, bound[i], (uint32_t)d, &found);
+            const de_attrval *v = al_cons_value(c, bound[i], (uint32_t)d, &found);
             ok = found && (!bound[i]->ndev || values_equal(v, &bound[i]->first));
         }
         if (ok && ++n >= need)
@@ -494,14 +472,17 @@ static void call_init(al_call *c, al_allocator *a, al_ntab *t, de_arena *ar, uin
     c->node_name = node_name;
     c->nwords = t->nwords;
     uint32_t nd = t->ndev ? t->ndev : 1;
-    c->busy_cnt = AL_NEW(ar, uint32_t, nd);
-    c->acap = AL_NEW(ar, de_qty *, nd);
-    c->acap_present = AL_NEW(ar, bool, nd);
-    c->capkeys = AL_NEW(ar, uint32_t *, nd);
-    c->dev_cg = AL_NEW(ar, int32_t, nd);
-    for (uint32_t i = 0; i < nd; i++)
-        c->dev_cg[i] = -1;
-    c->dev_slots = AL_NEW(ar, uint32_t *, nd);
+    /* the per-device arrays in one block */
+    size_t sz = nd * (sizeof(uint32_t) + sizeof(de_qty *) + sizeof(bool) + sizeof(uint32_t *) +
+                      sizeof(int32_t) + sizeof(uint32_t *)) + 64;
+    char *blk = al_zalloc(ar, sz);
+    c->acap = (de_qty **)blk;
+    c->capkeys = (uint32_t **)(c->acap + nd);
+    c->dev_slots = (uint32_t **)(c->capkeys + nd);
+    c->busy_cnt = (uint32_t *)(c->dev_slots + nd);
+    c->dev_cg = (int32_t *)(c->busy_cnt + nd);
+    c->acap_present = (bool *)(c->dev_cg + nd);
+    memset(c->dev_cg, 0xff, nd * sizeof *c->dev_cg); /* -1: not prepared */
     de_map_init(&c->cgrp_idx);
     de_map_init(&c->pgrp_idx);
     c->max_steps = a->opts.max_steps;

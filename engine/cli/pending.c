@@ -18,4 +18,3 @@
     }
 
 PENDING(cli_cmd_run, "run")
-PENDING(cli_cmd_policy, "policy")

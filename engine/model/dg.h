@@ -20,12 +20,25 @@
  * slice re-indexes that slice's devices and its pool; DeviceTaintRules are
  * re-applied only to the devices they select.  Nothing is rebuilt.
  *
- * Validation follows the API server (dra-model.md section 1.1).  An invalid
- * object is refused with an error naming the origin, the object and the
- * JSON path, e.g.
+ * Validation follows the API server (dra-model.md section 1.1, validation.go),
+ * with apimachinery's wording; every problem of an object is reported.  An
+ * invalid object is refused with an error naming the origin, the object and
+ * the JSON path, e.g.
  *   x.yaml: document 2: ResourceSlice "gpu-node-1": spec.devices[3].attributes["memory"]:
- *   must set exactly one of int, bool, string, version
- * and the graph is left unchanged.
+ *   Invalid value: "": exactly one value must be specified: must set exactly one of
+ *   int, bool, string, version (or ints, bools, strings, versions)
+ * and the graph is left unchanged.  Decoding is strict (unknown fields are
+ * errors, with a hint for case typos and v1beta1/v1 layout mix-ups); gated
+ * fields are always decoded; claim status is read as the system wrote it
+ * (only its shape and names are checked).  Implementation: dec*.c (decoders),
+ * graph*.c (tables and indexes); JSON List snapshots take a fast path
+ * (dec_fast.c) that falls back to the full decoder for anything unusual.
+ *
+ * Choices where upstream is ambiguous: a DeviceTaintRule without a
+ * deviceSelector taints every device (the scheduler's tracker code; the API
+ * doc says "matches nothing"); rule taints are appended in rule-name order;
+ * adminAccess needs the namespace label only when the Namespace is known;
+ * v1alpha3 slices/claims/templates are read with the v1beta1 shapes.
  */
 #ifndef DG_H
 #define DG_H

@@ -120,16 +120,15 @@ bool dg_usage_get(const dg_graph *g, uint32_t driver, uint32_t pool, uint32_t de
     return true;
 }
 
-static const dg_graph *sort_g;
-
-static int usage_cmp(const void *a, const void *b)
+static int usage_cmp(const void *a, const void *b, void *ctx)
 {
-    const usage_ent *x = &sort_g->usage[*(const uint32_t *)a], *y = &sort_g->usage[*(const uint32_t *)b];
-    int c = de_intern_cmp(sort_g->in, x->driver, y->driver);
+    const dg_graph *g = ctx;
+    const usage_ent *x = &g->usage[*(const uint32_t *)a], *y = &g->usage[*(const uint32_t *)b];
+    int c = de_intern_cmp(g->in, x->driver, y->driver);
     if (!c)
-        c = de_intern_cmp(sort_g->in, x->pool, y->pool);
+        c = de_intern_cmp(g->in, x->pool, y->pool);
     if (!c)
-        c = de_intern_cmp(sort_g->in, x->device, y->device);
+        c = de_intern_cmp(g->in, x->device, y->device);
     return c;
 }
 
@@ -139,8 +138,7 @@ void dg_usage_each(const dg_graph *g, dg_usage_cb cb, void *ctx)
     for (uint32_t i = 0; i < g->nusage; i++)
         if (g->usage[i].exclusive || g->usage[i].shared)
             idx[n++] = i;
-    sort_g = g;
-    qsort(idx, n, sizeof *idx, usage_cmp);
+    qsort_r(idx, n, sizeof *idx, usage_cmp, (void *)g);
     for (uint32_t i = 0; i < n; i++) {
         const usage_ent *u = &g->usage[idx[i]];
         dg_usage du = {u->exclusive, u->shared, u->consumed, u->nconsumed};

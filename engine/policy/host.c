@@ -1,0 +1,479 @@
+/*
+ * host.c - the policy host: the active set, hot reload and the swap.
+ *
+ * A reload never edits the active set.  The new revision is loaded into
+ * fresh VMs and validated (metadata, hooks, domains; optionally the packs'
+ * specs), then its facts are computed for every device of the graph into
+ * its own cache, a slice of work per cycle so scheduling goes on meanwhile
+ * with the old revision.  Only when that is complete is it swapped in at a
+ * cycle boundary: one pointer (the set) changes, then the new facts are
+ * published into the graph in the same call, before the next cycle can
+ * observe anything.  If loading, the specs or (strict mode) any hook call
+ * during preparation fails, the new revision is dropped, the failure is
+ * reported with file:line, and the last good revision stays active; the
+ * failed content is remembered by hash and not retried until it changes
+ * (OPA's stale-ETag lesson: a fixed bundle must be noticed again).
+ *
+ * Triggers: inotify on the directory and its pack folders (a ConfigMap
+ * update arrives as a `..data` symlink flip: any event marks the tree
+ * dirty, and the reload waits for `debounce_ns` of quiet, because the
+ * kubelet writes the new timestamped directory before flipping the link),
+ * SIGHUP, an explicit request, and a periodic rescan that compares the
+ * content hash of the tree (file watches are unreliable on some volumes).
+ * A trigger whose content hash equals the active revision's does nothing.
+ */
+#include "facts.h"
+#include "polgraph.h"
+#include "testrun.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t sighups;
+
+static void on_sighup(int sig)
+{
+    (void)sig;
+    sighups++;
+}
+
+void pol_host_install_sighup(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sighup;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+struct pol_host {
+    char *dir;
+    dg_graph *g;
+    pol_host_opts o;
+    pol_set *active;
+    pol_hookctx *hooks;
+    uint64_t hook_rev;
+    char active_hash[65];
+    /* a reload being prepared */
+    pol_set *pending;
+    char pending_hash[65];
+    uint64_t pending_ns;
+    pol_prepare_stats pending_stats;
+    char failed_hash[65];
+    bool requested;
+    sig_atomic_t sighup_seen;
+    /* watching */
+    int ifd;
+    int wds[64];
+    int nwds;
+    bool dirty;
+    uint64_t last_event;
+    uint64_t next_rescan;
+    pol_host_stats stats;
+};
+
+void pol_host_opts_default(pol_host_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    pol_config_default(&o->cfg);
+    o->watch = true;
+    o->debounce_ns = 300ull * 1000000;
+    o->rescan_ns = 30ull * 1000000000;
+    o->prepare_slice_ns = 20ull * 1000000;
+    o->strict_reload = true;
+}
+
+/* ---- content hash ------------------------------------------------------------ */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void hash_tree(pol_sha256 *h, const char *dir, const char *rel, int depth)
+{
+    if (depth > 4)
+        return;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    char **names = NULL;
+    size_t n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        names = de_xrealloc(names, (n + 1) * sizeof *names);
+        names[n++] = de_xstrdup(de->d_name);
+    }
+    closedir(d);
+    if (n)
+        qsort(names, n, sizeof *names, cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        size_t pl = strlen(dir) + strlen(names[i]) + 2, rl = strlen(rel) + strlen(names[i]) + 2;
+        char *path = de_xmalloc(pl), *r = de_xmalloc(rl);
+        snprintf(path, pl, "%s/%s", dir, names[i]);
+        snprintf(r, rl, "%s%s%s", rel, rel[0] ? "/" : "", names[i]);
+        struct stat st;
+        if (stat(path, &st) == 0) {
+            if (S_ISDIR(st.st_mode)) {
+                hash_tree(h, path, r, depth + 1);
+            } else if (S_ISREG(st.st_mode) && st.st_size <= (off_t)POL_MAX_FILE) {
+                FILE *f = fopen(path, "rb");
+                if (f) {
+                    pol_sha256_update(h, r, strlen(r) + 1);
+                    char buf[8192];
+                    size_t k;
+                    while ((k = fread(buf, 1, sizeof buf, f)) > 0)
+                        pol_sha256_update(h, buf, k);
+                    pol_sha256_update(h, "\0\0", 2);
+                    fclose(f);
+                }
+            }
+        }
+        free(path);
+        free(r);
+        free(names[i]);
+    }
+    free(names);
+}
+
+void pol_dir_hash(const char *dir, char hex[65])
+{
+    pol_sha256 h;
+    uint8_t d[POL_SHA256_LEN];
+    pol_sha256_init(&h);
+    hash_tree(&h, dir, "", 0);
+    pol_sha256_final(&h, d);
+    pol_sha256_tohex(d, hex);
+}
+
+/* ---- watching -------------------------------------------------------------- */
+
+#define WATCH_MASK                                                                                   \
+    (IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB | \
+     IN_DELETE_SELF | IN_MOVE_SELF)
+
+static void watch_reset(pol_host *h)
+{
+    if (h->ifd < 0)
+        return;
+    for (int i = 0; i < h->nwds; i++)
+        inotify_rm_watch(h->ifd, h->wds[i]);
+    h->nwds = 0;
+    int wd = inotify_add_watch(h->ifd, h->dir, WATCH_MASK);
+    if (wd >= 0)
+        h->wds[h->nwds++] = wd;
+    /* pack folders (a ConfigMap is flat; git-sync checkouts are not) */
+    DIR *d = opendir(h->dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) && h->nwds < (int)DE_ARRAY_LEN(h->wds)) {
+        if (de->d_name[0] == '.')
+            continue;
+        size_t pl = strlen(h->dir) + strlen(de->d_name) + 2;
+        char *p = de_xmalloc(pl);
+        snprintf(p, pl, "%s/%s", h->dir, de->d_name);
+        struct stat st;
+        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+            wd = inotify_add_watch(h->ifd, p, WATCH_MASK);
+            if (wd >= 0)
+                h->wds[h->nwds++] = wd;
+        }
+        free(p);
+    }
+    closedir(d);
+}
+
+static void watch_drain(pol_host *h)
+{
+    if (h->ifd < 0)
+        return;
+    char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
+    bool lost_root = false;
+    for (;;) {
+        ssize_t n = read(h->ifd, buf, sizeof buf);
+        if (n <= 0)
+            break;
+        for (char *p = buf; p < buf + n;) {
+            struct inotify_event *ev = (struct inotify_event *)p;
+            if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED))
+                lost_root = true;
+            h->dirty = true;
+            h->last_event = de_now_ns();
+            p += sizeof *ev + ev->len;
+        }
+    }
+    if (lost_root)
+        watch_reset(h);
+}
+
+/* ---- reporting -------------------------------------------------------------- */
+
+static void hlog(pol_host *h, de_log_level lvl, const de_err *e, const char *msg, const char *revision)
+{
+    if (!h->o.cfg.log)
+        return;
+    char rev[16];
+    snprintf(rev, sizeof rev, "%.12s", revision ? revision : "");
+    const char *kv[] = {"dir", h->dir, "revision", rev, NULL};
+    h->o.cfg.log(h->o.cfg.log_ctx, lvl, e && e->file[0] ? e->file : h->dir, e ? e->line : 0, msg, kv);
+}
+
+/* ---- lifecycle ---------------------------------------------------------------- */
+
+static void install(pol_host *h, pol_set *s)
+{
+    pol_hookctx_free(h->hooks);
+    h->active = s;
+    h->hook_rev++;
+    h->hooks = pol_hookctx_new(s, h->hook_rev ^ de_hash_bytes(pol_set_revision(s), 64));
+    snprintf(h->stats.revision, sizeof h->stats.revision, "%s", pol_set_revision(s));
+}
+
+de_rc pol_host_new(const char *dir, dg_graph *g, const pol_host_opts *o, pol_host **out, de_err *e)
+{
+    *out = NULL;
+    pol_host *h = de_xcalloc(1, sizeof *h);
+    h->dir = de_xstrdup(dir);
+    h->g = g;
+    if (o)
+        h->o = *o;
+    else
+        pol_host_opts_default(&h->o);
+    h->ifd = -1;
+    h->sighup_seen = sighups;
+    pol_dir_hash(dir, h->active_hash);
+    pol_set *s;
+    de_rc rc = pol_set_load(dir, dg_intern(g), &h->o.cfg, &s, e);
+    if (rc != DE_OK) {
+        free(h->dir);
+        free(h);
+        return rc;
+    }
+    bool done;
+    pol_prepare_stats st = {0};
+    pol_set_prepare(s, g, 0, &done, &st);
+    pol_set_publish(s, g, &st);
+    install(h, s);
+    h->stats.reloads_ok++;
+    if (h->o.watch) {
+        h->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        watch_reset(h);
+    }
+    if (h->o.rescan_ns)
+        h->next_rescan = de_now_ns() + h->o.rescan_ns;
+    *out = h;
+    return DE_OK;
+}
+
+void pol_host_free(pol_host *h)
+{
+    if (!h)
+        return;
+    pol_graph_clear(h->g);
+    pol_hookctx_free(h->hooks);
+    pol_set_free(h->active);
+    pol_set_free(h->pending);
+    if (h->ifd >= 0)
+        close(h->ifd);
+    free(h->dir);
+    free(h);
+}
+
+pol_set *pol_host_active(const pol_host *h) { return h->active; }
+
+void pol_host_al_hooks(pol_host *h, al_hooks *out)
+{
+    pol_hookctx_al(h->hooks, out);
+}
+
+void pol_host_request_reload(pol_host *h) { h->requested = true; }
+
+void pol_host_get_stats(const pol_host *h, pol_host_stats *out) { *out = h->stats; }
+
+/* ---- reload -------------------------------------------------------------------- */
+
+static void refuse(pol_host *h, pol_cycle *out, const de_err *e, const char *hash, const char *what)
+{
+    char msg[DE_ERR_MSG_MAX + 128];
+    snprintf(msg, sizeof msg, "policy reload refused (%s); revision %.12s stays active: %s", what,
+             pol_set_revision(h->active), e->msg);
+    hlog(h, DE_LOG_ERROR, e, msg, hash);
+    snprintf(h->failed_hash, sizeof h->failed_hash, "%s", hash);
+    snprintf(h->stats.last_error, sizeof h->stats.last_error, "%.500s", e->msg);
+    h->stats.reloads_failed++;
+    out->failed = true;
+    out->err = *e;
+}
+
+static void swap_in(pol_host *h, pol_cycle *out)
+{
+    uint64_t t0 = de_now_ns();
+    pol_set *old = h->active;
+    pol_set *s = h->pending;
+    h->pending = NULL;
+    install(h, s); /* the pointer swap */
+    pol_prepare_stats st = {0};
+    out->swap_changed = pol_set_publish(s, h->g, &st);
+    out->swap_ns = de_now_ns() - t0;
+    out->prepare_ns = h->pending_ns;
+    out->swapped = true;
+    pol_set_free(old);
+    snprintf(h->active_hash, sizeof h->active_hash, "%s", h->pending_hash);
+    h->failed_hash[0] = 0;
+    h->stats.reloads_ok++;
+    h->stats.swaps++;
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "policy revision %.12s active (%u policies; prepared in %.1f ms, swapped in %.1f ms, %u devices "
+             "changed)",
+             pol_set_revision(s), pol_set_count(s), (double)out->prepare_ns / 1e6, (double)out->swap_ns / 1e6,
+             out->swap_changed);
+    hlog(h, DE_LOG_INFO, NULL, msg, pol_set_revision(s));
+}
+
+/* Continue preparing the pending set; swap when done. */
+static void advance(pol_host *h, pol_cycle *out, uint64_t budget)
+{
+    out->preparing = true;
+    uint64_t t0 = de_now_ns();
+    bool done = false;
+    pol_set_prepare(h->pending, h->g, budget, &done, &h->pending_stats);
+    h->pending_ns += de_now_ns() - t0;
+    if (!done)
+        return;
+    out->preparing = false;
+    if (h->o.strict_reload && h->pending_stats.failures) {
+        de_err e = h->pending_stats.first.err;
+        char what[96];
+        snprintf(what, sizeof what, "%llu hook calls failed on the current devices",
+                 (unsigned long long)h->pending_stats.failures);
+        char hash[65];
+        snprintf(hash, sizeof hash, "%s", h->pending_hash);
+        pol_set_free(h->pending);
+        h->pending = NULL;
+        refuse(h, out, &e, hash, what);
+        return;
+    }
+    swap_in(h, out);
+}
+
+/* Start a reload of the directory's current content. */
+static void begin(pol_host *h, pol_cycle *out, bool force)
+{
+    char hash[65];
+    pol_dir_hash(h->dir, hash);
+    if (!force && !strcmp(hash, h->active_hash))
+        return;
+    if (!force && !strcmp(hash, h->failed_hash))
+        return;
+    if (h->pending) {
+        pol_set_free(h->pending);
+        h->pending = NULL;
+    }
+    pol_set *s;
+    de_err e;
+    de_err_clear(&e);
+    if (pol_set_load(h->dir, dg_intern(h->g), &h->o.cfg, &s, &e) != DE_OK) {
+        refuse(h, out, &e, hash, "invalid policies");
+        return;
+    }
+    if (h->o.cfg.run_specs) {
+        pol_test_summary sum;
+        de_err te;
+        de_err_clear(&te);
+        if (pol_test_run(h->dir, &h->o.cfg, NULL, NULL, &sum, &te) != DE_OK || sum.failed) {
+            if (te.rc == DE_OK)
+                de_errf(&te, DE_EPOLICY, "%u of %u pack spec tests failed (run `draengine policy test %s`)",
+                        sum.failed, sum.failed + sum.passed, h->dir);
+            pol_set_free(s);
+            refuse(h, out, &te, hash, "pack specs failed");
+            return;
+        }
+    }
+    h->pending = s;
+    snprintf(h->pending_hash, sizeof h->pending_hash, "%s", hash);
+    h->pending_ns = 0;
+    memset(&h->pending_stats, 0, sizeof h->pending_stats);
+    pol_set_prepare_restart(s);
+}
+
+de_rc pol_host_cycle(pol_host *h, pol_cycle *out)
+{
+    memset(out, 0, sizeof *out);
+    pol_prepare_stats st = {0};
+    out->devices_updated = pol_set_sync(h->active, h->g, &st);
+    if (h->pending) {
+        advance(h, out, h->o.prepare_slice_ns);
+        return DE_OK;
+    }
+    watch_drain(h);
+    uint64_t now = de_now_ns();
+    bool trigger = false, force = false;
+    if (h->requested) {
+        trigger = force = true;
+        h->requested = false;
+    }
+    if (h->sighup_seen != sighups) {
+        h->sighup_seen = sighups;
+        trigger = true;
+    }
+    if (h->dirty && now - h->last_event >= h->o.debounce_ns) {
+        h->dirty = false;
+        trigger = true;
+    }
+    if (h->o.rescan_ns && now >= h->next_rescan) {
+        h->next_rescan = now + h->o.rescan_ns;
+        trigger = true;
+    }
+    if (!trigger)
+        return DE_OK;
+    begin(h, out, force);
+    if (h->pending) {
+        if (h->ifd >= 0)
+            watch_reset(h);
+        advance(h, out, h->o.prepare_slice_ns);
+    }
+    return DE_OK;
+}
+
+de_rc pol_host_reload_now(pol_host *h, pol_cycle *out)
+{
+    memset(out, 0, sizeof *out);
+    begin(h, out, true);
+    if (!h->pending)
+        return out->failed ? out->err.rc : DE_OK;
+    advance(h, out, 0);
+    return out->failed ? out->err.rc : DE_OK;
+}
+
+/* ---- `draengine allocate --policies DIR` (cmd_allocate.c) ----------------------- */
+
+de_rc pol_host_for_allocate(dg_graph *g, const char *dir, const de_gates *gates, al_hooks *hooks, pol_host **out,
+                            de_err *e)
+{
+    (void)gates;
+    pol_host_opts o;
+    pol_host_opts_default(&o);
+    o.watch = false;
+    o.rescan_ns = 0;
+    o.cfg.log = pol_log_to_engine;
+    DE_TRY(pol_host_new(dir, g, &o, out, e));
+    pol_host_al_hooks(*out, hooks);
+    return DE_OK;
+}
+
+void pol_host_free_for_allocate(pol_host *h)
+{
+    pol_host_free(h);
+}

@@ -1,0 +1,993 @@
+/*
+ * load.c - reading policy files and packs, validating their metadata and
+ * hooks, and checking attribute-domain ownership across a whole set.
+ *
+ * A policy file is compiled in text mode only and its top level runs once,
+ * in its own fresh VM, under the load budget (Redis gives FUNCTION LOAD
+ * 500 ms).  It must return a table; every field is checked here, and an
+ * unknown field is an error (a misspelt hook would otherwise be silently
+ * ignored).  Errors name file:line: Lua reports syntax and runtime errors
+ * with their line, and metadata errors point at the line that sets the field
+ * (found by a token scan of the source) or at the chunk's `return`.
+ *
+ * Packs: <dir>/pack.lua returns {name, version, policies = {...},
+ * domains = {...}}; each listed policy must keep to the pack's domains.
+ * Loose policies and packs together must not overlap in what they own.
+ */
+#include "../base/semver.h"
+#include "pol_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- names ----------------------------------------------------------------- */
+
+static bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+/* DNS subdomain as Kubernetes uses for attribute domains (at most 63 bytes
+ * in a QualifiedName). */
+bool pol_valid_domain(const char *s, size_t n)
+{
+    if (n == 0 || n > 63)
+        return false;
+    size_t label = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '.') {
+            if (label == 0 || s[i - 1] == '-')
+                return false;
+            label = 0;
+            continue;
+        }
+        if (!is_lower_alnum(c) && c != '-')
+            return false;
+        if (label == 0 && c == '-')
+            return false;
+        if (++label > 63)
+            return false;
+    }
+    return label > 0 && s[n - 1] != '-';
+}
+
+/* C identifier of at most 32 bytes (Kubernetes attribute IDs). */
+bool pol_valid_identifier(const char *s, size_t n)
+{
+    if (n == 0 || n > 32)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
+            return false;
+    }
+    return true;
+}
+
+static bool suffix_domain(const char *s, size_t n, const char *d)
+{
+    size_t m = strlen(d);
+    if (n == m)
+        return memcmp(s, d, n) == 0;
+    return n > m && s[n - m - 1] == '.' && memcmp(s + n - m, d, m) == 0;
+}
+
+bool pol_is_standard_domain(const char *s, size_t n)
+{
+    return suffix_domain(s, n, "k8s.io") || suffix_domain(s, n, "kubernetes.io");
+}
+
+/* An ownership entry: a whole domain, or one qualified attribute. */
+static void split_entry(const char *e, const char **dom, size_t *dlen, const char **name, size_t *nlen)
+{
+    const char *slash = strchr(e, '/');
+    *dom = e;
+    *dlen = slash ? (size_t)(slash - e) : strlen(e);
+    *name = slash ? slash + 1 : NULL;
+    *nlen = slash ? strlen(slash + 1) : 0;
+}
+
+static bool entry_covers(const char *entry, const char *dom, size_t dlen, const char *name, size_t nlen)
+{
+    const char *ed, *en;
+    size_t edl, enl;
+    split_entry(entry, &ed, &edl, &en, &enl);
+    if (edl != dlen || memcmp(ed, dom, dlen))
+        return false;
+    if (!en)
+        return true;
+    return name && enl == nlen && !memcmp(en, name, nlen);
+}
+
+bool pol_owns(const pol_policy *p, const char *dom, size_t dlen, const char *name, size_t nlen)
+{
+    for (uint32_t i = 0; i < p->ndomains; i++)
+        if (entry_covers(p->domains[i], dom, dlen, name, nlen))
+            return true;
+    return false;
+}
+
+static bool entries_overlap(const char *a, const char *b)
+{
+    const char *ad, *an, *bd, *bn;
+    size_t adl, anl, bdl, bnl;
+    split_entry(a, &ad, &adl, &an, &anl);
+    split_entry(b, &bd, &bdl, &bn, &bnl);
+    if (adl != bdl || memcmp(ad, bd, adl))
+        return false;
+    if (!an || !bn)
+        return true;
+    return anl == bnl && !memcmp(an, bn, anl);
+}
+
+/* ---- source helpers -------------------------------------------------------- */
+
+static de_rc read_source(const char *path, char **out, size_t *len, de_err *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return de_errf(e, DE_EIO, "%s: cannot open: %s", path, strerror(errno));
+    char *buf = de_xmalloc(POL_MAX_FILE + 1);
+    size_t n = fread(buf, 1, POL_MAX_FILE + 1, f);
+    bool err = ferror(f);
+    fclose(f);
+    if (err) {
+        free(buf);
+        return de_errf(e, DE_EIO, "%s: read error", path);
+    }
+    if (n > POL_MAX_FILE) {
+        free(buf);
+        return de_errf(e, DE_EINVAL, "%s: larger than %u bytes", path, POL_MAX_FILE);
+    }
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return DE_OK;
+}
+
+/* Line of the first `field =` (not `==`) outside comments and strings, or of
+ * the last top-level-looking `return`, or 1. */
+static int field_line(const char *s, size_t n, const char *field)
+{
+    size_t fl = strlen(field);
+    int line = 1, ret_line = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '\n') {
+            line++;
+            continue;
+        }
+        if (c == '-' && i + 1 < n && s[i + 1] == '-') {
+            if (i + 3 < n && s[i + 2] == '[' && s[i + 3] == '[') {
+                for (i += 4; i + 1 < n && !(s[i] == ']' && s[i + 1] == ']'); i++)
+                    if (s[i] == '\n')
+                        line++;
+                i++;
+            } else {
+                while (i < n && s[i] != '\n')
+                    i++;
+                line++;
+            }
+            continue;
+        }
+        if (c == '"' || c == '\'') {
+            for (i++; i < n && s[i] != c && s[i] != '\n'; i++)
+                if (s[i] == '\\')
+                    i++;
+            continue;
+        }
+        bool start = i == 0 || !(s[i - 1] == '_' || s[i - 1] == '.' || (s[i - 1] >= 'a' && s[i - 1] <= 'z') ||
+                                 (s[i - 1] >= 'A' && s[i - 1] <= 'Z') || (s[i - 1] >= '0' && s[i - 1] <= '9'));
+        if (!start)
+            continue;
+        if (i + 6 <= n && !memcmp(s + i, "return", 6) && (i + 6 == n || !is_lower_alnum(s[i + 6])))
+            ret_line = line;
+        if (i + fl <= n && !memcmp(s + i, field, fl)) {
+            size_t j = i + fl;
+            if (j < n && (s[j] == '_' || is_lower_alnum(s[j]) || (s[j] >= 'A' && s[j] <= 'Z')))
+                continue;
+            while (j < n && (s[j] == ' ' || s[j] == '\t'))
+                j++;
+            if (j < n && s[j] == '=' && !(j + 1 < n && s[j + 1] == '='))
+                return line;
+        }
+    }
+    return ret_line ? ret_line : 1;
+}
+
+typedef struct srcref {
+    const char *path, *text;
+    size_t len;
+} srcref;
+
+static de_rc meta_err(de_err *e, const srcref *src, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static de_rc meta_err(de_err *e, const srcref *src, const char *field, const char *fmt, ...)
+{
+    char msg[DE_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    int line = field_line(src->text, src->len, field ? field : "return");
+    if (!e)
+        return DE_EINVAL;
+    de_errf(e, DE_EINVAL, "%s:%d: %s", src->path, line, msg);
+    snprintf(e->file, sizeof e->file, "%s", src->path);
+    e->line = line;
+    return DE_EINVAL;
+}
+
+/* ---- reading the returned table (raw access only: no metamethods run) --- */
+
+static bool raw_string(lua_State *L, int t, const char *k, const char **out, size_t *len, bool *present)
+{
+    lua_pushstring(L, k);
+    int ty = lua_rawget(L, t);
+    *present = ty != LUA_TNIL;
+    if (ty == LUA_TSTRING)
+        *out = lua_tolstring(L, -1, len);
+    lua_pop(L, 1); /* the string stays alive: the table holds it */
+    return ty == LUA_TSTRING;
+}
+
+static const char *const policy_fields[] = {"name",  "version", "api",    "domains", "drivers",
+                                            "failure", "weight", "description", "derive", "groups",
+                                            "score", "admit"};
+static const char *const hook_names[4] = {"derive", "groups", "score", "admit"};
+
+static de_rc check_fields(lua_State *L, int t, const char *const *allowed, size_t nallowed,
+                          const srcref *src, const char *what, de_err *e)
+{
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        lua_pop(L, 1);
+        if (lua_type(L, -1) != LUA_TSTRING) {
+            lua_pop(L, 1);
+            return meta_err(e, src, NULL, "%s table has a non-string key", what);
+        }
+        const char *k = lua_tostring(L, -1);
+        bool ok = false;
+        for (size_t i = 0; i < nallowed; i++)
+            if (!strcmp(k, allowed[i]))
+                ok = true;
+        if (!ok) {
+            char list[512] = "";
+            for (size_t i = 0; i < nallowed; i++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", allowed[i]);
+            char key[128];
+            snprintf(key, sizeof key, "%s", k);
+            lua_pop(L, 1);
+            return meta_err(e, src, key, "unknown field '%s' in the %s table (allowed: %s)", key, what, list);
+        }
+    }
+    return DE_OK;
+}
+
+static bool valid_name(const char *s, size_t n)
+{
+    if (n == 0 || n > 63 || !is_lower_alnum(s[0]) || !is_lower_alnum(s[n - 1]))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!is_lower_alnum(s[i]) && s[i] != '-' && s[i] != '.')
+            return false;
+    return true;
+}
+
+/* name, version: shared by policies and packs. */
+static de_rc check_ident(lua_State *L, int t, const srcref *src, const char *what, char **name,
+                         char **version, de_err *e)
+{
+    const char *s;
+    size_t n;
+    bool present;
+    if (!raw_string(L, t, "name", &s, &n, &present))
+        return meta_err(e, src, present ? "name" : NULL, "%s: 'name' must be a string%s", what,
+                        present ? "" : " (missing)");
+    if (!valid_name(s, n))
+        return meta_err(e, src, "name",
+                        "%s: name \"%s\" must be 1-63 lower-case letters, digits, '-' or '.', "
+                        "starting and ending with a letter or digit", what, s);
+    *name = de_xstrndup(s, n);
+    if (!raw_string(L, t, "version", &s, &n, &present))
+        return meta_err(e, src, present ? "version" : NULL, "%s: 'version' must be a semver string%s",
+                        what, present ? "" : " (missing)");
+    de_semver v;
+    de_err ve;
+    de_err_clear(&ve);
+    if (de_semver_parse(s, n, &v, &ve) != DE_OK)
+        return meta_err(e, src, "version", "%s: version \"%s\" is not a semantic version: %s", what, s,
+                        ve.msg);
+    *version = de_xstrndup(s, n);
+    return DE_OK;
+}
+
+static de_rc check_domains(lua_State *L, int t, const char *field, const srcref *src, char ***out,
+                           uint32_t *nout, bool attrs_ok, de_err *e)
+{
+    lua_pushstring(L, field);
+    int ty = lua_rawget(L, t);
+    if (ty == LUA_TNIL) {
+        lua_pop(L, 1);
+        return DE_OK;
+    }
+    int d = lua_gettop(L);
+    if (ty != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return meta_err(e, src, field, "'%s' must be a list of strings", field);
+    }
+    size_t n = lua_rawlen(L, d);
+    size_t count = 0;
+    lua_pushnil(L);
+    while (lua_next(L, d)) {
+        lua_pop(L, 1);
+        count++;
+    }
+    if (count != n || n > 64) {
+        lua_pop(L, 1);
+        return meta_err(e, src, field, "'%s' must be a list of at most 64 strings", field);
+    }
+    char **list = de_xcalloc(n ? n : 1, sizeof *list);
+    *out = list;
+    *nout = 0;
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, d, (lua_Integer)i + 1);
+        if (lua_type(L, -1) != LUA_TSTRING) {
+            lua_pop(L, 2);
+            return meta_err(e, src, field, "'%s'[%zu] must be a string", field, i + 1);
+        }
+        size_t len;
+        const char *s = lua_tolstring(L, -1, &len);
+        const char *dom, *name;
+        size_t dl, nl;
+        split_entry(s, &dom, &dl, &name, &nl);
+        bool ok = pol_valid_domain(dom, dl) && (!name || (attrs_ok && pol_valid_identifier(name, nl)));
+        if (!ok) {
+            char copy[128];
+            snprintf(copy, sizeof copy, "%s", s);
+            lua_pop(L, 2);
+            return meta_err(e, src, field,
+                            "'%s'[%zu] \"%s\" is not %s", field, i + 1, copy,
+                            attrs_ok ? "a domain (DNS subdomain, at most 63 bytes) or a qualified "
+                                       "attribute name (domain/identifier)"
+                                     : "a DNS subdomain of at most 63 bytes");
+        }
+        if (attrs_ok && !name && pol_is_standard_domain(dom, dl)) {
+            char copy[128];
+            snprintf(copy, sizeof copy, "%s", s);
+            lua_pop(L, 2);
+            return meta_err(e, src, field,
+                            "'%s'[%zu]: the standard domain \"%s\" can only be owned attribute by "
+                            "attribute (e.g. \"%s/numaNode\")", field, i + 1, copy, copy);
+        }
+        for (uint32_t j = 0; j < *nout; j++)
+            if (!strcmp(list[j], s)) {
+                char copy[128];
+                snprintf(copy, sizeof copy, "%s", s);
+                lua_pop(L, 2);
+                return meta_err(e, src, field, "'%s' lists \"%s\" twice", field, copy);
+            }
+        list[(*nout)++] = de_xstrndup(s, len);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return DE_OK;
+}
+
+/* ---- loading one policy -------------------------------------------------- */
+
+typedef struct loadctx {
+    const char *text;
+    size_t len;
+    const char *path;
+} loadctx;
+
+static int load_tramp(lua_State *L)
+{
+    loadctx *c = lua_touserdata(L, 1);
+    lua_pushfstring(L, "@%s", c->path);
+    int st = luaL_loadbufferx(L, c->text, c->len, lua_tostring(L, -1), "t");
+    if (st != LUA_OK)
+        return lua_error(L);
+    pol_sandbox_push_env(L);
+    lua_setupvalue(L, -2, 1);
+    lua_call(L, 0, 1);
+    return 1;
+}
+
+static int ref_tramp(lua_State *L)
+{
+    /* 1: policy table, 2: pol_policy* */
+    pol_policy *p = lua_touserdata(L, 2);
+    for (int h = 0; h < 4; h++) {
+        lua_getfield(L, 1, hook_names[h]);
+        if (lua_isfunction(L, -1))
+            p->ref[h] = luaL_ref(L, LUA_REGISTRYINDEX);
+        else
+            lua_pop(L, 1);
+    }
+    return 0;
+}
+
+static de_rc run_protected_load(pol_vm *vm, const char *path, const char *text, size_t len, de_err *e)
+{
+    loadctx c = {text, len, path};
+    pol_vm_begin(vm, true, 0);
+    lua_pushcfunction(vm->L, load_tramp);
+    lua_pushlightuserdata(vm->L, &c);
+    pol_reason r = pol_vm_pcall(vm, 1, 1);
+    pol_vm_end(vm);
+    if (r != POL_R_NONE) {
+        de_rc rc = r == POL_R_ERROR ? DE_EPOLICY : DE_EBUDGET;
+        if (r == POL_R_TIMEOUT)
+            rc = DE_ETIMEOUT;
+        /* syntax errors already read "path:line: msg" */
+        de_errf(e, rc, "%s%s", r == POL_R_ERROR ? "" : "loading: ", vm->errmsg);
+        if (e) {
+            snprintf(e->file, sizeof e->file, "%s", vm->errfile[0] ? vm->errfile : path);
+            e->line = vm->errline;
+            if (!e->line) {
+                /* "path:LINE:" at the start of a syntax error */
+                const char *p = strstr(vm->errmsg, path);
+                if (p && p[strlen(path)] == ':')
+                    e->line = atoi(p + strlen(path) + 1);
+            }
+        }
+        return rc;
+    }
+    return DE_OK;
+}
+
+de_rc pol_policy_load(pol_policy *p, const char *path, const char *pack, const pol_config *cfg,
+                      de_interner *in, bool test, de_err *e)
+{
+    memset(p, 0, sizeof *p);
+    for (int h = 0; h < 4; h++)
+        p->ref[h] = LUA_NOREF;
+    p->file = de_xstrdup(path);
+    p->pack = pack ? de_xstrdup(pack) : NULL;
+    p->weight = 1;
+    p->failure = cfg->failure;
+    char *text = NULL;
+    size_t len = 0;
+    DE_TRY(read_source(path, &text, &len, e));
+    pol_sha256_hex(text, len, p->revision);
+    de_rc rc = pol_vm_open(&p->vm, cfg, in, p->file, p->revision, p->file, test, e);
+    if (rc != DE_OK) {
+        free(text);
+        return rc;
+    }
+    rc = run_protected_load(&p->vm, p->file, text, len, e);
+    if (rc != DE_OK)
+        goto out;
+    lua_State *L = p->vm.L;
+    int t = lua_gettop(L);
+    srcref src = {p->file, text, len};
+    if (lua_type(L, t) != LUA_TTABLE) {
+        rc = meta_err(e, &src, NULL,
+                      "a policy must return a table (name, version, api, domains and hooks), got %s",
+                      luaL_typename(L, t));
+        goto out;
+    }
+    rc = check_fields(L, t, policy_fields, DE_ARRAY_LEN(policy_fields), &src, "policy", e);
+    if (rc != DE_OK)
+        goto out;
+    rc = check_ident(L, t, &src, "policy", &p->name, &p->version, e);
+    if (rc != DE_OK)
+        goto out;
+    p->vm.name = p->name;
+
+    lua_pushliteral(L, "api");
+    int ty = lua_rawget(L, t);
+    bool api_ok = ty == LUA_TNUMBER && lua_isinteger(L, -1) && lua_tointeger(L, -1) == POL_API;
+    lua_pop(L, 1);
+    if (!api_ok) {
+        rc = meta_err(e, &src, ty == LUA_TNIL ? NULL : "api",
+                      "policy %s: 'api' must be %d (the policy API this engine implements)%s", p->name,
+                      POL_API, ty == LUA_TNIL ? " (missing)" : "");
+        goto out;
+    }
+
+    for (int h = 0; h < 4; h++) {
+        lua_pushstring(L, hook_names[h]);
+        ty = lua_rawget(L, t);
+        lua_pop(L, 1);
+        if (ty == LUA_TNIL)
+            continue;
+        if (ty != LUA_TFUNCTION) {
+            rc = meta_err(e, &src, hook_names[h], "policy %s: hook '%s' must be a function, got %s",
+                          p->name, hook_names[h], lua_typename(L, ty));
+            goto out;
+        }
+        p->hooks |= 1u << h;
+    }
+    if (!p->hooks) {
+        rc = meta_err(e, &src, NULL, "policy %s defines no hook (derive, groups, score or admit)", p->name);
+        goto out;
+    }
+
+    rc = check_domains(L, t, "domains", &src, &p->domains, &p->ndomains, true, e);
+    if (rc != DE_OK)
+        goto out;
+    lua_pushliteral(L, "domains");
+    ty = lua_rawget(L, t);
+    lua_pop(L, 1);
+    if (ty == LUA_TNIL) {
+        rc = meta_err(e, &src, NULL,
+                      "policy %s: 'domains' is required (the attribute domains it may write; {} "
+                      "for a policy that derives nothing)", p->name);
+        goto out;
+    }
+    if ((p->hooks & POL_HOOK_DERIVE) && p->ndomains == 0) {
+        rc = meta_err(e, &src, "domains", "policy %s has a derive hook but owns no domain", p->name);
+        goto out;
+    }
+
+    char **drivers = NULL;
+    uint32_t ndrivers = 0;
+    rc = check_domains(L, t, "drivers", &src, &drivers, &ndrivers, false, e);
+    if (drivers) {
+        if (rc == DE_OK && ndrivers) {
+            p->drivers = de_xcalloc(ndrivers, sizeof *p->drivers);
+            for (uint32_t i = 0; i < ndrivers; i++)
+                p->drivers[i] = de_intern_cstr(in, drivers[i]);
+            p->ndrivers = ndrivers;
+        }
+        for (uint32_t i = 0; i < ndrivers; i++)
+            free(drivers[i]);
+        free(drivers);
+    }
+    if (rc != DE_OK)
+        goto out;
+
+    const char *s;
+    size_t n;
+    bool present;
+    bool bad = false;
+    if (raw_string(L, t, "failure", &s, &n, &present)) {
+        if (!strcmp(s, "open"))
+            p->failure = POL_FAIL_OPEN;
+        else if (!strcmp(s, "closed"))
+            p->failure = POL_FAIL_CLOSED;
+        else
+            bad = true;
+    } else if (present)
+        bad = true;
+    if (bad) {
+        rc = meta_err(e, &src, "failure", "policy %s: 'failure' must be \"open\" or \"closed\"", p->name);
+        goto out;
+    }
+    s = NULL;
+    if (raw_string(L, t, "description", &s, &n, &present))
+        p->description = de_xstrndup(s, n > 1024 ? 1024 : n);
+    else if (present) {
+        rc = meta_err(e, &src, "description", "policy %s: 'description' must be a string", p->name);
+        goto out;
+    }
+    lua_pushliteral(L, "weight");
+    ty = lua_rawget(L, t);
+    if (ty != LUA_TNIL) {
+        lua_Number w = lua_tonumber(L, -1);
+        if (ty != LUA_TNUMBER || !(w >= 0 && w <= 1e6)) {
+            lua_pop(L, 1);
+            rc = meta_err(e, &src, "weight", "policy %s: 'weight' must be a number in [0, 1e6]", p->name);
+            goto out;
+        }
+        p->weight = w;
+    }
+    lua_pop(L, 1);
+
+    /* keep the hooks */
+    lua_pushcfunction(L, ref_tramp);
+    lua_pushvalue(L, t);
+    lua_pushlightuserdata(L, p);
+    pol_vm_begin(&p->vm, true, 0);
+    pol_reason r = pol_vm_pcall(&p->vm, 2, 0);
+    pol_vm_end(&p->vm);
+    if (r != POL_R_NONE) {
+        rc = pol_vm_error(&p->vm, r, NULL, e);
+        goto out;
+    }
+    lua_settop(L, 0);
+    p->seed = de_hash_bytes(p->revision, strlen(p->revision));
+out:
+    if (rc != DE_OK && e && !e->file[0]) {
+        snprintf(e->file, sizeof e->file, "%s", path);
+    }
+    if (rc != DE_OK && e && !e->policy[0])
+        snprintf(e->policy, sizeof e->policy, "%s", p->name ? p->name : "");
+    if (rc != DE_OK && e)
+        snprintf(e->revision, sizeof e->revision, "%s", p->revision);
+    if (p->vm.L)
+        lua_settop(p->vm.L, 0);
+    free(text);
+    return rc;
+}
+
+void pol_policy_free(pol_policy *p)
+{
+    if (!p)
+        return;
+    pol_vm_close(&p->vm);
+    free(p->name);
+    free(p->version);
+    free(p->file);
+    free(p->pack);
+    free(p->description);
+    for (uint32_t i = 0; i < p->ndomains; i++)
+        free(p->domains[i]);
+    free(p->domains);
+    free(p->drivers);
+}
+
+/* ---- packs --------------------------------------------------------------- */
+
+typedef struct pack {
+    char *dir, *manifest, *name, *version;
+    char revision[POL_SHA256_HEX];
+    char **policies;
+    uint32_t npolicies;
+    char **domains;
+    uint32_t ndomains;
+} pack;
+
+static void pack_free(pack *k)
+{
+    free(k->dir);
+    free(k->manifest);
+    free(k->name);
+    free(k->version);
+    for (uint32_t i = 0; i < k->npolicies; i++)
+        free(k->policies[i]);
+    free(k->policies);
+    for (uint32_t i = 0; i < k->ndomains; i++)
+        free(k->domains[i]);
+    free(k->domains);
+}
+
+static const char *const pack_fields[] = {"name", "version", "policies", "domains", "description"};
+
+static bool safe_relative(const char *s)
+{
+    if (!s[0] || s[0] == '/' || strstr(s, ".."))
+        return false;
+    size_t n = strlen(s);
+    return n > 4 && !strcmp(s + n - 4, ".lua") && !strchr(s, '/');
+}
+
+static de_rc pack_load(pack *k, const char *dir, const pol_config *cfg, de_interner *in, de_err *e)
+{
+    memset(k, 0, sizeof *k);
+    k->dir = de_xstrdup(dir);
+    size_t ml = strlen(dir) + 16;
+    k->manifest = de_xmalloc(ml);
+    snprintf(k->manifest, ml, "%s/pack.lua", dir);
+    char *text = NULL;
+    size_t len = 0;
+    DE_TRY(read_source(k->manifest, &text, &len, e));
+    pol_sha256_hex(text, len, k->revision);
+    pol_vm vm;
+    de_rc rc = pol_vm_open(&vm, cfg, in, "pack", k->revision, k->manifest, false, e);
+    if (rc != DE_OK) {
+        free(text);
+        return rc;
+    }
+    srcref src = {k->manifest, text, len};
+    rc = run_protected_load(&vm, k->manifest, text, len, e);
+    if (rc != DE_OK)
+        goto out;
+    lua_State *L = vm.L;
+    int t = lua_gettop(L);
+    if (lua_type(L, t) != LUA_TTABLE) {
+        rc = meta_err(e, &src, NULL, "pack.lua must return a table (name, version, policies, domains)");
+        goto out;
+    }
+    rc = check_fields(L, t, pack_fields, DE_ARRAY_LEN(pack_fields), &src, "pack", e);
+    if (rc == DE_OK)
+        rc = check_ident(L, t, &src, "pack", &k->name, &k->version, e);
+    if (rc == DE_OK)
+        rc = check_domains(L, t, "domains", &src, &k->domains, &k->ndomains, true, e);
+    if (rc != DE_OK)
+        goto out;
+    lua_pushliteral(L, "policies");
+    int ty = lua_rawget(L, t);
+    size_t n = ty == LUA_TTABLE ? lua_rawlen(L, -1) : 0;
+    if (ty != LUA_TTABLE || n == 0) {
+        lua_pop(L, 1);
+        rc = meta_err(e, &src, ty == LUA_TNIL ? NULL : "policies",
+                      "pack %s: 'policies' must be a non-empty list of policy file names", k->name);
+        goto out;
+    }
+    k->policies = de_xcalloc(n, sizeof *k->policies);
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, -1, (lua_Integer)i + 1);
+        const char *s = lua_tostring(L, -1);
+        if (lua_type(L, -1) != LUA_TSTRING || !safe_relative(s)) {
+            lua_pop(L, 2);
+            rc = meta_err(e, &src, "policies",
+                          "pack %s: policies[%zu] must name a .lua file in the pack folder", k->name, i + 1);
+            goto out;
+        }
+        k->policies[k->npolicies++] = de_xstrdup(s);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    lua_pushliteral(L, "domains");
+    ty = lua_rawget(L, t);
+    lua_pop(L, 1);
+    if (ty == LUA_TNIL)
+        rc = meta_err(e, &src, NULL, "pack %s: 'domains' is required (the attribute domains it owns)",
+                      k->name);
+out:
+    pol_vm_close(&vm);
+    free(text);
+    return rc;
+}
+
+/* ---- sets ---------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *s = de_xmalloc(n);
+    snprintf(s, n, "%s/%s", a, b);
+    return s;
+}
+
+static bool ends_with(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && !strcmp(s + n - m, suf);
+}
+
+static void add_policy(pol_set *s, pol_policy *p)
+{
+    s->pols = de_xrealloc(s->pols, (s->npols + 1) * sizeof *s->pols);
+    p->index = s->npols;
+    s->pols[s->npols++] = p;
+    s->hooks |= p->hooks;
+}
+
+static de_rc load_pack_into(pol_set *s, pack *k, de_err *e)
+{
+    for (uint32_t i = 0; i < k->npolicies; i++) {
+        char *path = join(k->dir, k->policies[i]);
+        pol_policy *p = de_xcalloc(1, sizeof *p);
+        de_rc rc = pol_policy_load(p, path, k->name, &s->cfg, s->in, false, e);
+        free(path);
+        if (rc != DE_OK) {
+            pol_policy_free(p);
+            free(p);
+            return rc;
+        }
+        for (uint32_t d = 0; d < p->ndomains; d++) {
+            const char *dom, *name;
+            size_t dl, nl;
+            split_entry(p->domains[d], &dom, &dl, &name, &nl);
+            bool ok = false;
+            for (uint32_t j = 0; j < k->ndomains && !ok; j++) {
+                if (name)
+                    ok = entry_covers(k->domains[j], dom, dl, name, nl);
+                else
+                    ok = !strchr(k->domains[j], '/') && entry_covers(k->domains[j], dom, dl, NULL, 0);
+            }
+            if (!ok) {
+                de_errf(e, DE_EINVAL, "%s: policy %s owns \"%s\", outside the domains of its pack %s",
+                        p->file, p->name, p->domains[d], k->name);
+                if (e)
+                    snprintf(e->file, sizeof e->file, "%s", p->file);
+                pol_policy_free(p);
+                free(p);
+                return DE_EINVAL;
+            }
+        }
+        add_policy(s, p);
+    }
+    return DE_OK;
+}
+
+/* Two policies may not write the same attribute; packs may not overlap. */
+static de_rc check_ownership(pol_set *s, pack *packs, uint32_t npacks, de_err *e)
+{
+    for (uint32_t i = 0; i < s->npols; i++) {
+        pol_policy *a = s->pols[i];
+        for (uint32_t j = i + 1; j < s->npols; j++) {
+            pol_policy *b = s->pols[j];
+            for (uint32_t x = 0; x < a->ndomains; x++)
+                for (uint32_t y = 0; y < b->ndomains; y++)
+                    if (entries_overlap(a->domains[x], b->domains[y])) {
+                        de_errf(e, DE_EINVAL,
+                                "%s: policy %s owns \"%s\", which overlaps \"%s\" owned by policy %s "
+                                "(%s): two policies may not write the same attribute",
+                                b->file, b->name, b->domains[y], a->domains[x], a->name, a->file);
+                        if (e)
+                            snprintf(e->file, sizeof e->file, "%s", b->file);
+                        return DE_EINVAL;
+                    }
+            if (!strcmp(a->name, b->name)) {
+                de_errf(e, DE_EINVAL, "%s: policy name %s is already used by %s", b->file, b->name, a->file);
+                return DE_EINVAL;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < npacks; i++) {
+        for (uint32_t j = i + 1; j < npacks; j++) {
+            for (uint32_t x = 0; x < packs[i].ndomains; x++)
+                for (uint32_t y = 0; y < packs[j].ndomains; y++)
+                    if (entries_overlap(packs[i].domains[x], packs[j].domains[y])) {
+                        de_errf(e, DE_EINVAL, "%s: pack %s owns \"%s\", which overlaps \"%s\" of pack %s (%s)",
+                                packs[j].manifest, packs[j].name, packs[j].domains[y],
+                                packs[i].domains[x], packs[i].name, packs[i].manifest);
+                        return DE_EINVAL;
+                    }
+            if (!strcmp(packs[i].name, packs[j].name)) {
+                de_errf(e, DE_EINVAL, "%s: pack name %s is already used by %s", packs[j].manifest,
+                        packs[j].name, packs[i].manifest);
+                return DE_EINVAL;
+            }
+        }
+        /* loose policies vs pack roots */
+        for (uint32_t p = 0; p < s->npols; p++) {
+            pol_policy *q = s->pols[p];
+            if (q->pack)
+                continue;
+            for (uint32_t x = 0; x < packs[i].ndomains; x++)
+                for (uint32_t y = 0; y < q->ndomains; y++)
+                    if (entries_overlap(packs[i].domains[x], q->domains[y])) {
+                        de_errf(e, DE_EINVAL, "%s: policy %s owns \"%s\", inside the domains of pack %s (%s)",
+                                q->file, q->name, q->domains[y], packs[i].name, packs[i].manifest);
+                        return DE_EINVAL;
+                    }
+        }
+    }
+    return DE_OK;
+}
+
+de_rc pol_set_load(const char *dir, de_interner *in, const pol_config *cfg, pol_set **out, de_err *e)
+{
+    *out = NULL;
+    if (!is_dir(dir))
+        return de_errf(e, DE_ENOTFOUND, "%s: not a directory", dir);
+    pol_set *s = de_xcalloc(1, sizeof *s);
+    s->dir = de_xstrdup(dir);
+    s->cfg = *cfg;
+    s->in = in;
+    pack *packs = NULL;
+    uint32_t npacks = 0;
+    de_rc rc = DE_OK;
+    char **names = NULL;
+    size_t nnames = 0;
+
+    char *self_manifest = join(dir, "pack.lua");
+    if (is_file(self_manifest)) {
+        /* the directory itself is a pack */
+        names = de_xcalloc(1, sizeof *names);
+        names[nnames++] = de_xstrdup(".");
+    } else {
+        DIR *d = opendir(dir);
+        if (!d) {
+            free(self_manifest);
+            pol_set_free(s);
+            return de_errf(e, DE_EIO, "%s: cannot read directory: %s", dir, strerror(errno));
+        }
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (de->d_name[0] == '.')
+                continue;
+            names = de_xrealloc(names, (nnames + 1) * sizeof *names);
+            names[nnames++] = de_xstrdup(de->d_name);
+        }
+        closedir(d);
+        if (nnames)
+            qsort(names, nnames, sizeof *names, cmp_str);
+    }
+    free(self_manifest);
+
+    for (size_t i = 0; i < nnames && rc == DE_OK; i++) {
+        char *path = strcmp(names[i], ".") ? join(dir, names[i]) : de_xstrdup(dir);
+        char *manifest = join(path, "pack.lua");
+        if (is_dir(path) && is_file(manifest)) {
+            packs = de_xrealloc(packs, (npacks + 1) * sizeof *packs);
+            rc = pack_load(&packs[npacks], path, cfg, in, e);
+            npacks++;
+            if (rc == DE_OK)
+                rc = load_pack_into(s, &packs[npacks - 1], e);
+        } else if (is_file(path) && ends_with(names[i], ".lua") && !ends_with(names[i], "_spec.lua")) {
+            pol_policy *p = de_xcalloc(1, sizeof *p);
+            rc = pol_policy_load(p, path, NULL, cfg, in, false, e);
+            if (rc == DE_OK)
+                add_policy(s, p);
+            else {
+                pol_policy_free(p);
+                free(p);
+            }
+        }
+        free(manifest);
+        free(path);
+    }
+    if (rc == DE_OK)
+        rc = check_ownership(s, packs, npacks, e);
+    if (rc == DE_OK) {
+        pol_sha256 h;
+        uint8_t d[POL_SHA256_LEN];
+        pol_sha256_init(&h);
+        for (uint32_t i = 0; i < npacks; i++) {
+            pol_sha256_update(&h, "pack\0", 5);
+            pol_sha256_update(&h, packs[i].name, strlen(packs[i].name) + 1);
+            pol_sha256_update(&h, packs[i].revision, strlen(packs[i].revision) + 1);
+        }
+        for (uint32_t i = 0; i < s->npols; i++) {
+            pol_sha256_update(&h, s->pols[i]->name, strlen(s->pols[i]->name) + 1);
+            pol_sha256_update(&h, s->pols[i]->revision, strlen(s->pols[i]->revision) + 1);
+        }
+        pol_sha256_final(&h, d);
+        pol_sha256_tohex(d, s->revision);
+    }
+    for (uint32_t i = 0; i < npacks; i++)
+        pack_free(&packs[i]);
+    free(packs);
+    for (size_t i = 0; i < nnames; i++)
+        free(names[i]);
+    free(names);
+    if (rc != DE_OK) {
+        pol_set_free(s);
+        return rc;
+    }
+    *out = s;
+    return DE_OK;
+}
+
+void pol_set_free(pol_set *s)
+{
+    if (!s)
+        return;
+    pol_facts_free(s);
+    for (uint32_t i = 0; i < s->npols; i++) {
+        pol_policy_free(s->pols[i]);
+        free(s->pols[i]);
+    }
+    free(s->pols);
+    free(s->dir);
+    free(s);
+}
+
+const char *pol_set_revision(const pol_set *s) { return s->revision; }
+const char *pol_set_dir(const pol_set *s) { return s->dir; }
+uint32_t pol_set_count(const pol_set *s) { return s->npols; }
+unsigned pol_set_hooks(const pol_set *s) { return s->hooks; }
+
+void pol_set_info(const pol_set *s, uint32_t i, pol_info *out)
+{
+    const pol_policy *p = s->pols[i];
+    out->name = p->name;
+    out->version = p->version;
+    out->file = p->file;
+    out->pack = p->pack;
+    out->revision = p->revision;
+    out->hooks = p->hooks;
+    out->domains = (const char *const *)p->domains;
+    out->ndomains = p->ndomains;
+    out->failure = p->failure;
+    out->weight = p->weight;
+    out->memory = p->vm.mem_used;
+}

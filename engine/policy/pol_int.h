@@ -1,0 +1,223 @@
+/*
+ * pol_int.h - internals shared by the policy host's files (not for other
+ * modules).
+ *
+ * Every lua_State carries a pointer to its pol_vm in the extra space
+ * (lua_getextraspace), so the budget hook, the allocator and the C
+ * functions of the sandbox reach the VM's state in O(1), also from
+ * coroutines (new threads copy the main thread's extra space).  This is
+ * Redis's scriptRunCtx idea without a registry lookup.
+ */
+#ifndef POL_INT_H
+#define POL_INT_H
+
+#include "../base/arena.h"
+#include "pol.h"
+#include "sha256.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+
+/* Granularity of the count hook: the budget is checked every N VM
+ * instructions (the clock is read at the same time). */
+#define POL_HOOK_EVERY 1000
+
+#define POL_MAX_DERIVED 32  /* attributes one policy may derive for one device */
+#define POL_MAX_LIST 48     /* values in a list attribute (Kubernetes limit) */
+#define POL_MAX_GROUPS 8    /* groups per device per scope */
+#define POL_MAX_GROUP_BITS 64
+#define POL_MAX_SCOPE 128   /* bytes in a scope name */
+#define POL_MAX_LOG_LINES 16 /* dra.log lines per hook call */
+#define POL_MAX_LOG_MSG 512
+#define POL_MAX_FILE (1u << 20) /* policy source size */
+
+typedef enum pol_vmstate {
+    POL_VM_IDLE = 0, /* between calls: the hook still runs (finalizers) */
+    POL_VM_CALL,
+} pol_vmstate;
+
+typedef struct pol_policy pol_policy;
+
+typedef struct pol_vm {
+    lua_State *L;
+    /* memory */
+    size_t mem_used, mem_limit, mem_peak;
+    /* budget of the current call */
+    pol_vmstate state;
+    uint64_t instr, instr_limit, instr_total;
+    uint64_t deadline; /* absolute, de_now_ns */
+    uint64_t deadline_ns; /* the limit it was computed from */
+    pol_reason tripped;
+    bool exact;        /* count every instruction */
+    /* views created during a call are valid while call_gen is unchanged */
+    uint64_t call_gen;
+    /* where reports and dra.log go */
+    const pol_config *cfg;
+    de_interner *in;
+    const char *name;     /* policy name (for messages) */
+    const char *revision; /* hex */
+    const char *file;     /* path of the policy file */
+    const char *srcprefix; /* "@" chunk name prefix used for this VM's files */
+    int log_lines;
+    /* deterministic random (xoshiro256**), reseeded per call */
+    uint64_t rng[4];
+    uint64_t seed_base;
+    /* test VMs: the test API is registered and devices may outlive calls */
+    bool test;
+    void *test_ctx;
+    de_arena *scratch; /* VM-lifetime allocations (test devices) */
+    bool result_err;   /* the failure is a refused hook result */
+    /* failure detail of the last call */
+    char errmsg[DE_ERR_MSG_MAX];
+    char errfile[DE_ERR_FIELD_MAX];
+    int errline;
+} pol_vm;
+
+static inline pol_vm *pol_vm_of(lua_State *L)
+{
+    return *(pol_vm **)lua_getextraspace(L);
+}
+
+/* ---- vm.c: states, allocator, budgets, protected calls --------------------- */
+
+/* Create a VM with the sandbox installed (sandbox.c).  name/revision/file
+ * are borrowed and must outlive the VM. */
+de_rc pol_vm_open(pol_vm *vm, const pol_config *cfg, de_interner *in, const char *name,
+                  const char *revision, const char *file, bool test, de_err *e);
+void pol_vm_close(pol_vm *vm);
+
+/* Begin/end a budgeted call.  `load` selects the top-level budget. */
+void pol_vm_begin(pol_vm *vm, bool load, uint64_t seed);
+void pol_vm_end(pol_vm *vm);
+
+/* lua_pcall with the engine's message handler, under the budget of the
+ * current call (pol_vm_begin must have been called).  On failure returns
+ * the reason and fills vm->errmsg / errfile / errline; the stack is left as
+ * lua_pcall leaves it minus the error object. */
+pol_reason pol_vm_pcall(pol_vm *vm, int nargs, int nres);
+
+/* Reseed the deterministic random generator. */
+void pol_vm_seed(pol_vm *vm, uint64_t seed);
+
+/* Fill a de_err from the VM's last failure. */
+de_rc pol_vm_error(const pol_vm *vm, pol_reason r, const char *hook, de_err *e);
+
+/* Raise a Lua error from C with the location of the innermost Lua frame
+ * (used by view and API functions). */
+int pol_raise(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- sandbox.c: the environment ------------------------------------------- */
+
+/* Install the sandbox into a fresh state: libraries opened one by one,
+ * stripped to the allow lists, frozen; the globals table stored in the
+ * registry.  Called by pol_vm_open. */
+void pol_sandbox_install(lua_State *L, bool test);
+/* The sandbox's require (SDK modules only). */
+int pol_sandbox_require(lua_State *L);
+/* Push the globals table (for lint: which names exist). */
+void pol_sandbox_push_globals(lua_State *L);
+/* Push a new read-only _ENV for one chunk (undeclared reads raise). */
+void pol_sandbox_push_env(lua_State *L);
+/* Load text (never binary) as a chunk with its own read-only _ENV. */
+int pol_sandbox_load(lua_State *L, const char *text, size_t len, const char *chunkname);
+/* Deterministic tostring (no addresses) and ordered pairs (pushes the
+ * iterator triple for the table at idx). */
+int pol_tostring(lua_State *L);
+int pol_ordered_pairs(lua_State *L, int idx);
+/* Return a read-only proxy of the table at idx (pushes it). */
+void pol_sandbox_freeze(lua_State *L, int idx, const char *name);
+
+/* ---- api.c: the `dra` table and value classes ------------------------------- */
+
+void pol_api_open(lua_State *L, bool test); /* pushes the dra table */
+/* Version and quantity objects. */
+void pol_push_version(lua_State *L, const char *text, size_t len); /* raises if invalid */
+bool pol_is_version(lua_State *L, int idx, const char **text, size_t *len);
+void pol_push_quantity(lua_State *L, const de_qty *q);
+const de_qty *pol_to_quantity(lua_State *L, int idx);
+
+/* ---- view.c: read-only proxies ------------------------------------------ */
+
+/* Push a device view valid for the current call (or, with persistent, for
+ * the VM's life: test devices).  `derived` selects whether derived
+ * attributes are visible (score/admit) or only published ones (derive,
+ * groups: so a policy's facts never depend on another policy's). */
+void pol_push_device(lua_State *L, const de_devview *v, bool derived, bool persistent);
+void pol_push_node(lua_State *L, const pol_nodeinfo *n);
+void pol_push_claim(lua_State *L, const pol_claiminfo *c);
+void pol_view_open(lua_State *L); /* register metatables */
+const de_devview *pol_check_device(lua_State *L, int idx);
+void pol_push_attrval(lua_State *L, const de_attrval *a);
+
+/* ---- devbuild.c: a device view from a Lua table (tests, bindings) -------- */
+void pol_build_device(lua_State *L, int idx, de_interner *in, de_arena *a, uint32_t id, de_devview *out);
+
+/* ---- testapi.c: dra.test (pushes the table) ---------------------------- */
+void pol_testapi_open(lua_State *L);
+
+/* ---- sdk.c: the embedded Lua SDK ------------------------------------------ */
+
+typedef struct pol_sdk_module {
+    const char *name; /* "draengine.policy" */
+    const char *path; /* "lua/draengine/policy.lua" (for messages) */
+    const char *text;
+    size_t len;
+    bool test_only;
+} pol_sdk_module;
+const pol_sdk_module *pol_sdk_find(const char *name);
+const pol_sdk_module *pol_sdk_list(size_t *n);
+
+/* ---- policies and sets ------------------------------------------------------- */
+
+struct pol_policy {
+    char *name, *version, *file, *pack, *description;
+    char revision[POL_SHA256_HEX];
+    unsigned hooks;
+    char **domains; /* as declared */
+    uint32_t ndomains;
+    uint32_t *drivers; /* interned driver names this policy sees; NULL = all */
+    uint32_t ndrivers;
+    pol_failmode failure;
+    double weight;
+    int ref[4]; /* registry refs of derive, groups, score, admit */
+    uint64_t seed;
+    pol_vm vm;
+    uint32_t index; /* position in the set */
+    uint32_t reported; /* failures reported through the log */
+};
+
+struct pol_set {
+    char *dir;
+    char revision[POL_SHA256_HEX];
+    pol_config cfg;
+    de_interner *in;
+    pol_policy **pols; /* sorted by pack then file name */
+    uint32_t npols;
+    unsigned hooks;
+    /* group names -> bits, shared by the set's groups policies */
+    uint32_t group_names[POL_MAX_GROUP_BITS];
+    unsigned ngroups;
+    pol_stats stats;
+    /* facts cache (facts.c) */
+    void *facts;
+};
+
+/* Domain ownership helpers (load.c). */
+bool pol_owns(const pol_policy *p, const char *domain, size_t dlen, const char *name, size_t nlen);
+bool pol_valid_domain(const char *s, size_t n);
+bool pol_valid_identifier(const char *s, size_t n);
+bool pol_is_standard_domain(const char *s, size_t n);
+
+/* Load one policy file into p (fresh VM), validating metadata and hooks. */
+de_rc pol_policy_load(pol_policy *p, const char *path, const char *pack, const pol_config *cfg,
+                      de_interner *in, bool test, de_err *e);
+void pol_policy_free(pol_policy *p);
+
+/* Free the facts cache of a set (facts.c). */
+void pol_facts_free(pol_set *s);
+
+/* Report a failure through the configured log (with policy, revision, reason). */
+void pol_report(const pol_config *cfg, de_log_level lvl, const pol_policy *p, const char *hook,
+                pol_reason r, const de_err *err);
+
+#endif

@@ -1,0 +1,261 @@
+/*
+ * testrun.c - discovering and running policy spec files.
+ *
+ * Each spec file gets a fresh VM built exactly like a policy's (same
+ * sandbox, same budgets, plus dra.test and the draengine.test module), so a
+ * spec can only do what a policy can, and no state leaks from one file to
+ * the next (Neovim's lesson with busted in one shared editor).  The runner
+ * itself is Lua (lua/draengine/test.lua); this file finds the files, sets up
+ * the VM and turns its results into pol_test_result records.
+ */
+#include "testrun.h"
+#include "pol_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+
+pol_set *pol_set_single(pol_policy *p, de_interner *in, const pol_config *cfg)
+{
+    pol_set *s = de_xcalloc(1, sizeof *s);
+    s->dir = de_xstrdup(p->file);
+    s->cfg = *cfg;
+    s->in = in;
+    s->pols = de_xcalloc(1, sizeof *s->pols);
+    s->pols[0] = p;
+    s->npols = 1;
+    s->hooks = p->hooks;
+    memcpy(s->revision, p->revision, sizeof s->revision);
+    return s;
+}
+
+static bool is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+typedef struct strlist {
+    char **v;
+    size_t n;
+} strlist;
+
+static void push(strlist *l, char *s)
+{
+    l->v = de_xrealloc(l->v, (l->n + 1) * sizeof *l->v);
+    l->v[l->n++] = s;
+}
+
+static void free_list(strlist *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *s = de_xmalloc(n);
+    snprintf(s, n, "%s/%s", a, b);
+    return s;
+}
+
+/* Sorted entries of dir (no dot files); suffix filter optional. */
+static void list_dir(const char *dir, const char *suffix, strlist *out)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    strlist names = {0};
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        size_t n = strlen(de->d_name), m = suffix ? strlen(suffix) : 0;
+        if (suffix && (n < m || strcmp(de->d_name + n - m, suffix)))
+            continue;
+        push(&names, de_xstrdup(de->d_name));
+    }
+    closedir(d);
+    if (names.n)
+        qsort(names.v, names.n, sizeof *names.v, cmp_str);
+    for (size_t i = 0; i < names.n; i++)
+        push(out, join(dir, names.v[i]));
+    free_list(&names);
+}
+
+static void spec_files(const char *root, strlist *out)
+{
+    strlist a = {0};
+    list_dir(root, "_spec.lua", &a);
+    for (size_t i = 0; i < a.n; i++)
+        if (is_file(a.v[i]))
+            push(out, de_xstrdup(a.v[i]));
+    free_list(&a);
+    char *sd = join(root, "spec");
+    if (is_dir(sd)) {
+        strlist b = {0};
+        list_dir(sd, "_spec.lua", &b);
+        for (size_t i = 0; i < b.n; i++)
+            if (is_file(b.v[i]))
+                push(out, de_xstrdup(b.v[i]));
+        free_list(&b);
+    }
+    free(sd);
+}
+
+static de_rc read_all(const char *path, char **out, size_t *len, de_err *e)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return de_errf(e, DE_EIO, "%s: cannot open: %s", path, strerror(errno));
+    char *buf = de_xmalloc(POL_MAX_FILE + 1);
+    size_t n = fread(buf, 1, POL_MAX_FILE + 1, f);
+    fclose(f);
+    if (n > POL_MAX_FILE) {
+        free(buf);
+        return de_errf(e, DE_EINVAL, "%s: larger than %u bytes", path, POL_MAX_FILE);
+    }
+    buf[n] = 0;
+    *out = buf;
+    *len = n;
+    return DE_OK;
+}
+
+static int main_tramp(lua_State *L)
+{
+    /* require "draengine.test" through the sandbox's require */
+    lua_pushcfunction(L, pol_sandbox_require);
+    lua_pushliteral(L, "draengine.test");
+    lua_call(L, 1, 1);
+    lua_getfield(L, -1, "main");
+    lua_call(L, 0, 1);
+    return 1;
+}
+
+static void emit(pol_test_cb cb, void *cbctx, pol_test_summary *sum, const char *file, const char *name,
+                 const char *where, const char *msg, pol_test_status st)
+{
+    pol_test_result r = {file, name, where, msg, st};
+    if (st == POL_TEST_OK)
+        sum->passed++;
+    else if (st == POL_TEST_FAIL)
+        sum->failed++;
+    else
+        sum->pending++;
+    if (cb)
+        cb(cbctx, &r);
+}
+
+static void run_file(const char *root, const char *path, const pol_config *cfg, de_interner *in,
+                     pol_test_cb cb, void *cbctx, pol_test_summary *sum)
+{
+    de_err e;
+    de_err_clear(&e);
+    char *text = NULL;
+    size_t len = 0;
+    sum->files++;
+    if (read_all(path, &text, &len, &e) != DE_OK) {
+        emit(cb, cbctx, sum, path, "(reading the spec file)", NULL, e.msg, POL_TEST_FAIL);
+        return;
+    }
+    pol_testctx ctx = {.root = root, .spec_path = path, .spec_text = text, .spec_len = len, .in = in,
+                       .cfg = *cfg, .next_device = 1};
+    pol_vm vm;
+    if (pol_vm_open(&vm, cfg, in, "spec", "", path, true, &e) != DE_OK) {
+        emit(cb, cbctx, sum, path, "(creating the spec VM)", NULL, e.msg, POL_TEST_FAIL);
+        free(text);
+        return;
+    }
+    vm.test_ctx = &ctx;
+    lua_State *L = vm.L;
+    pol_vm_begin(&vm, true, de_hash_bytes(path, strlen(path)));
+    lua_pushcfunction(L, main_tramp);
+    pol_reason r = pol_vm_pcall(&vm, 0, 1);
+    if (r != POL_R_NONE) {
+        char where[DE_ERR_FIELD_MAX + 16] = "";
+        if (vm.errline)
+            snprintf(where, sizeof where, "%s:%d", vm.errfile, vm.errline);
+        emit(cb, cbctx, sum, path, "(running the spec file)", where[0] ? where : NULL, vm.errmsg,
+             POL_TEST_FAIL);
+    } else {
+        int t = lua_gettop(L);
+        size_t n = lua_istable(L, t) ? lua_rawlen(L, t) : 0;
+        for (size_t i = 0; i < n; i++) {
+            lua_rawgeti(L, t, (lua_Integer)i + 1);
+            lua_getfield(L, -1, "name");
+            lua_getfield(L, -2, "status");
+            lua_getfield(L, -3, "message");
+            lua_getfield(L, -4, "where");
+            const char *name = lua_tostring(L, -4), *status = lua_tostring(L, -3);
+            const char *msg = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+            const char *where = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+            pol_test_status st = status && !strcmp(status, "ok")        ? POL_TEST_OK
+                                 : status && !strcmp(status, "pending") ? POL_TEST_PENDING
+                                                                        : POL_TEST_FAIL;
+            emit(cb, cbctx, sum, path, name ? name : "?", where, msg, st);
+            lua_pop(L, 5);
+        }
+    }
+    pol_vm_end(&vm);
+    pol_vm_close(&vm);
+    pol_test_snapshots_free(&ctx);
+    free(text);
+}
+
+de_rc pol_test_run(const char *dir, const pol_config *cfg, pol_test_cb cb, void *cbctx, pol_test_summary *sum,
+                   de_err *e)
+{
+    memset(sum, 0, sizeof *sum);
+    de_interner *in = de_intern_new();
+    pol_set *s;
+    de_rc rc = pol_set_load(dir, in, cfg, &s, e);
+    if (rc != DE_OK) {
+        de_intern_free(in);
+        return rc;
+    }
+    pol_set_free(s);
+    strlist roots = {0};
+    push(&roots, de_xstrdup(dir));
+    char *self = join(dir, "pack.lua");
+    if (!is_file(self)) {
+        strlist subs = {0};
+        list_dir(dir, NULL, &subs);
+        for (size_t i = 0; i < subs.n; i++) {
+            char *m = join(subs.v[i], "pack.lua");
+            if (is_dir(subs.v[i]) && is_file(m))
+                push(&roots, de_xstrdup(subs.v[i]));
+            free(m);
+        }
+        free_list(&subs);
+    }
+    free(self);
+    for (size_t r = 0; r < roots.n; r++) {
+        strlist files = {0};
+        spec_files(roots.v[r], &files);
+        for (size_t i = 0; i < files.n; i++)
+            run_file(roots.v[r], files.v[i], cfg, in, cb, cbctx, sum);
+        free_list(&files);
+    }
+    free_list(&roots);
+    de_intern_free(in);
+    return DE_OK;
+}

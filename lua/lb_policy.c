@@ -1,0 +1,1006 @@
+/*
+ * lb_policy.c - the policy host in draengine.core, for busted specs and
+ * tools:
+ *
+ *   core.policy_sha256(s)             hex SHA-256 (the revision function)
+ *   core.policy_load(dir [, opts])    a PolicySet (opts: instructions,
+ *                                     deadline_ms, memory, max_string,
+ *                                     failure = "open"|"closed")
+ *     set:revision()  set:count()  set:info(i)  set:stats()  set:logs()
+ *     set:derive(device_table)        -> attrs, or nil, message, reason, file, line
+ *     set:groups(device_table)        -> {scope=, groups={}} | nil
+ *     set:score(node_table, {device_table...}) -> score, feasible
+ *     set:admit(claim_table)          -> admitted, reason
+ *     set:hold(device_table)          keep a device view from a hook (for
+ *                                     the stale-view spec: see policy_vm)
+ *     set:close()
+ *   core.policy_vm([opts])            a bare sandboxed VM:
+ *     vm:run(code)  -> {ok=, value=, reason=, message=, file=, line=}
+ *                      (runs like a hook call: same env, budgets, views)
+ *     vm:run_device(code, device_table) code is a function body that gets
+ *                      the device view as `...`
+ *     vm:memory()  vm:close()
+ *   core.policy_test(dir)             -> {files=, passed=, failed=, pending=,
+ *                                         results = {{file=, name=, status=, where=, message=}}}
+ *   core.policy_lint(dir)             -> {ok=, problems = {{file=, line=, severity=, message=}}}
+ *   core.policy_host(graph, dir [, opts]) a host on a core.graph() (opts also:
+ *                                     watch, debounce_ms, rescan_ms, slice_ms,
+ *                                     strict, run_specs)
+ *     host:revision()  host:count()  host:logs()  host:stats()
+ *     host:cycle()    -> {swapped=, failed=, preparing=, devices_updated=,
+ *                         prepare_ms=, swap_ms=, swap_changed=, error=}
+ *     host:reload()   (same table: load, prepare and swap now)
+ *     host:request_reload()
+ *     host:groups(driver, pool, device) -> {scope=, groups={}} | nil
+ *     host:admit(ns, name)  -> admitted, reason
+ *     host:close()     (clears the derived attributes it published)
+ *   core.policy_dir_hash(dir)         content hash used by the reload triggers
+ *
+ * Device tables: see engine/policy/devbuild.c.  Versions are written
+ * {version = "1.2.3"} here (there is no dra.version in the host).
+ */
+#include "../engine/policy/lint.h"
+#include "../engine/policy/polgraph.h"
+#include "../engine/policy/pol_int.h"
+#include "../engine/policy/testrun.h"
+#include "lb.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SET_MT "draengine.PolicySet"
+#define VM_MT "draengine.PolicyVM"
+
+typedef struct logline {
+    char *text;
+    struct logline *next;
+} logline;
+
+typedef struct logsink {
+    logline *logs, **tail;
+} logsink;
+
+typedef struct lset {
+    pol_set *set;
+    de_interner *in;
+    de_arena *arena;
+    pol_config cfg;
+    logsink sink;
+    uint32_t next_id;
+} lset;
+
+static void collect_log(void *ctx, de_log_level lvl, const char *file, int line, const char *msg,
+                        const char *const *kv)
+{
+    logsink *s = ctx;
+    char buf[DE_ERR_MSG_MAX + 256];
+    const char *policy = "";
+    for (int i = 0; kv && kv[i] && kv[i + 1]; i += 2)
+        if (!strcmp(kv[i], "policy"))
+            policy = kv[i + 1];
+    snprintf(buf, sizeof buf, "%s %s:%d [%s] %s", lvl == DE_LOG_ERROR ? "E" : lvl == DE_LOG_WARN ? "W" : "I",
+             file, line, policy, msg);
+    logline *l = de_xcalloc(1, sizeof *l);
+    l->text = de_xstrdup(buf);
+    *s->tail = l;
+    s->tail = &l->next;
+}
+
+static void read_opts(lua_State *L, int idx, pol_config *cfg)
+{
+    pol_config_default(cfg);
+    if (!lua_istable(L, idx))
+        return;
+    lua_getfield(L, idx, "instructions");
+    if (lua_isinteger(L, -1))
+        cfg->limits.instructions = (uint64_t)lua_tointeger(L, -1);
+    lua_getfield(L, idx, "deadline_ms");
+    if (lua_isnumber(L, -1))
+        cfg->limits.deadline_ns = (uint64_t)(lua_tonumber(L, -1) * 1e6);
+    lua_getfield(L, idx, "memory");
+    if (lua_isinteger(L, -1))
+        cfg->limits.memory = (size_t)lua_tointeger(L, -1);
+    lua_getfield(L, idx, "max_string");
+    if (lua_isinteger(L, -1))
+        cfg->limits.max_string = (size_t)lua_tointeger(L, -1);
+    lua_getfield(L, idx, "failure");
+    if (lua_type(L, -1) == LUA_TSTRING)
+        cfg->failure = !strcmp(lua_tostring(L, -1), "open") ? POL_FAIL_OPEN : POL_FAIL_CLOSED;
+    lua_pop(L, 5);
+}
+
+static lset *check_set(lua_State *L)
+{
+    lset *s = luaL_checkudata(L, 1, SET_MT);
+    if (!s->set)
+        luaL_error(L, "policy set is closed");
+    return s;
+}
+
+static void raise(lua_State *L, const de_err *e)
+{
+    lb_raise(L, e);
+}
+
+static int l_sha256(lua_State *L)
+{
+    size_t n;
+    const char *s = luaL_checklstring(L, 1, &n);
+    char hex[POL_SHA256_HEX];
+    pol_sha256_hex(s, n, hex);
+    lua_pushstring(L, hex);
+    return 1;
+}
+
+static int l_load(lua_State *L)
+{
+    const char *dir = luaL_checkstring(L, 1);
+    lset *s = lua_newuserdatauv(L, sizeof *s, 0);
+    memset(s, 0, sizeof *s);
+    luaL_setmetatable(L, SET_MT);
+    s->sink.tail = &s->sink.logs;
+    read_opts(L, 2, &s->cfg);
+    s->cfg.log = collect_log;
+    s->cfg.log_ctx = &s->sink;
+    s->in = de_intern_new();
+    s->arena = de_arena_new(0);
+    de_err e;
+    de_err_clear(&e);
+    if (pol_set_load(dir, s->in, &s->cfg, &s->set, &e) != DE_OK)
+        raise(L, &e);
+    return 1;
+}
+
+static void free_logs(logsink *s)
+{
+    for (logline *l = s->logs, *n; l; l = n) {
+        n = l->next;
+        free(l->text);
+        free(l);
+    }
+    s->logs = NULL;
+    s->tail = &s->logs;
+}
+
+static int s_close(lua_State *L)
+{
+    lset *s = luaL_checkudata(L, 1, SET_MT);
+    pol_set_free(s->set);
+    s->set = NULL;
+    if (s->in)
+        de_intern_free(s->in);
+    s->in = NULL;
+    if (s->arena)
+        de_arena_free(s->arena);
+    s->arena = NULL;
+    free_logs(&s->sink);
+    return 0;
+}
+
+static int s_revision(lua_State *L)
+{
+    lua_pushstring(L, pol_set_revision(check_set(L)->set));
+    return 1;
+}
+
+static int s_count(lua_State *L)
+{
+    lua_pushinteger(L, pol_set_count(check_set(L)->set));
+    return 1;
+}
+
+static int s_info(lua_State *L)
+{
+    lset *s = check_set(L);
+    lua_Integer i = luaL_checkinteger(L, 2);
+    luaL_argcheck(L, i >= 1 && i <= pol_set_count(s->set), 2, "no such policy");
+    pol_info info;
+    pol_set_info(s->set, (uint32_t)i - 1, &info);
+    lua_createtable(L, 0, 10);
+    lua_pushstring(L, info.name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, info.version);
+    lua_setfield(L, -2, "version");
+    lua_pushstring(L, info.file);
+    lua_setfield(L, -2, "file");
+    if (info.pack) {
+        lua_pushstring(L, info.pack);
+        lua_setfield(L, -2, "pack");
+    }
+    lua_pushstring(L, info.revision);
+    lua_setfield(L, -2, "revision");
+    lua_createtable(L, (int)info.ndomains, 0);
+    for (uint32_t k = 0; k < info.ndomains; k++) {
+        lua_pushstring(L, info.domains[k]);
+        lua_rawseti(L, -2, (lua_Integer)k + 1);
+    }
+    lua_setfield(L, -2, "domains");
+    lua_newtable(L);
+    const char *hn[4] = {"derive", "groups", "score", "admit"};
+    int n = 0;
+    for (int h = 0; h < 4; h++)
+        if (info.hooks & (1u << h)) {
+            lua_pushstring(L, hn[h]);
+            lua_rawseti(L, -2, ++n);
+        }
+    lua_setfield(L, -2, "hooks");
+    lua_pushstring(L, info.failure == POL_FAIL_OPEN ? "open" : "closed");
+    lua_setfield(L, -2, "failure");
+    lua_pushnumber(L, info.weight);
+    lua_setfield(L, -2, "weight");
+    lua_pushinteger(L, (lua_Integer)info.memory);
+    lua_setfield(L, -2, "memory");
+    return 1;
+}
+
+static int s_stats(lua_State *L)
+{
+    lset *s = check_set(L);
+    pol_stats st;
+    pol_set_stats(s->set, &st);
+    lua_createtable(L, 0, 8);
+    const char *hn[4] = {"derive", "groups", "score", "admit"};
+    lua_newtable(L);
+    for (int h = 0; h < 4; h++) {
+        lua_pushinteger(L, (lua_Integer)st.calls[h]);
+        lua_setfield(L, -2, hn[h]);
+    }
+    lua_setfield(L, -2, "calls");
+    lua_newtable(L);
+    for (int r = 1; r < POL_R_COUNT; r++) {
+        lua_pushinteger(L, (lua_Integer)st.failures[r]);
+        lua_setfield(L, -2, pol_reason_str((pol_reason)r));
+    }
+    lua_setfield(L, -2, "failures");
+    lua_pushinteger(L, (lua_Integer)st.instructions);
+    lua_setfield(L, -2, "instructions");
+    return 1;
+}
+
+static int s_logs(lua_State *L)
+{
+    lset *s = check_set(L);
+    lua_newtable(L);
+    int n = 0;
+    for (logline *l = s->sink.logs; l; l = l->next) {
+        lua_pushstring(L, l->text);
+        lua_rawseti(L, -2, ++n);
+    }
+    free_logs(&s->sink);
+    return 1;
+}
+
+static void push_value(lua_State *L, de_interner *in, const de_attrval *v)
+{
+    switch (v->kind) {
+    case DE_V_INT:
+        lua_pushinteger(L, v->u.i);
+        return;
+    case DE_V_BOOL:
+        lua_pushboolean(L, v->u.b);
+        return;
+    case DE_V_STRING:
+        lua_pushstring(L, de_intern_str(in, v->u.s));
+        return;
+    case DE_V_VERSION:
+        lua_createtable(L, 0, 1);
+        lua_pushstring(L, de_intern_str(in, v->u.s));
+        lua_setfield(L, -2, "version");
+        return;
+    default:
+        lua_createtable(L, (int)v->n, 0);
+        for (uint32_t i = 0; i < v->n; i++) {
+            de_attrval e = {.kind = (uint8_t)de_vkind_scalar(v->kind), .n = 1};
+            if (v->kind == DE_V_INTS)
+                e.u.i = v->u.ints[i];
+            else if (v->kind == DE_V_BOOLS)
+                e.u.b = v->u.bools[i];
+            else
+                e.u.s = v->u.strs[i];
+            push_value(L, in, &e);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+    }
+}
+
+static int push_failure(lua_State *L, const pol_failure *f)
+{
+    lua_pushnil(L);
+    lua_pushstring(L, f->err.msg);
+    lua_pushstring(L, pol_reason_str(f->reason));
+    lua_pushstring(L, f->err.file);
+    lua_pushinteger(L, f->err.line);
+    return 5;
+}
+
+static int s_derive(lua_State *L)
+{
+    lset *s = check_set(L);
+    de_devview v;
+    pol_build_device(L, 2, s->in, s->arena, ++s->next_id, &v);
+    pol_devfacts f;
+    pol_failure fail = {0};
+    pol_set_compute(s->set, &v, NULL, &f, &fail);
+    if (fail.reason != POL_R_NONE) {
+        pol_devfacts_free(&f);
+        return push_failure(L, &fail);
+    }
+    lua_createtable(L, 0, (int)f.nderived);
+    for (uint32_t i = 0; i < f.nderived; i++) {
+        lua_pushfstring(L, "%s/%s", de_intern_str(s->in, f.derived[i].domain),
+                        de_intern_str(s->in, f.derived[i].name));
+        push_value(L, s->in, &f.derived[i].v);
+        lua_rawset(L, -3);
+    }
+    lua_pushboolean(L, f.blocked);
+    pol_devfacts_free(&f);
+    return 2;
+}
+
+static int s_groups(lua_State *L)
+{
+    lset *s = check_set(L);
+    de_devview v;
+    pol_build_device(L, 2, s->in, s->arena, ++s->next_id, &v);
+    pol_devfacts f;
+    pol_failure fail = {0};
+    pol_set_compute(s->set, &v, NULL, &f, &fail);
+    if (fail.reason != POL_R_NONE) {
+        bool blocked = f.blocked;
+        pol_devfacts_free(&f);
+        int n = push_failure(L, &fail);
+        lua_pushboolean(L, blocked);
+        return n + 1;
+    }
+    if (!f.nscopes) {
+        pol_devfacts_free(&f);
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_createtable(L, 0, 2);
+    lua_pushstring(L, de_intern_str(s->in, f.scopes[0].key));
+    lua_setfield(L, -2, "scope");
+    lua_newtable(L);
+    int n = 0;
+    for (unsigned b = 0; b < POL_MAX_GROUP_BITS; b++)
+        if (f.scopes[0].groups & (1ull << b)) {
+            lua_pushstring(L, pol_set_group_name(s->set, b));
+            lua_rawseti(L, -2, ++n);
+        }
+    lua_setfield(L, -2, "groups");
+    lua_pushinteger(L, (lua_Integer)f.scopes[0].groups);
+    lua_setfield(L, -2, "mask");
+    pol_devfacts_free(&f);
+    return 1;
+}
+
+static int s_score(lua_State *L)
+{
+    lset *s = check_set(L);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    pol_nodeinfo n;
+    memset(&n, 0, sizeof n);
+    lua_getfield(L, 2, "name");
+    n.name = de_intern_cstr(s->in, luaL_optstring(L, -1, "node"));
+    lua_getfield(L, 2, "devices");
+    n.devices = (uint32_t)luaL_optinteger(L, -1, 0);
+    lua_getfield(L, 2, "free_devices");
+    n.free_devices = (uint32_t)luaL_optinteger(L, -1, 0);
+    lua_pop(L, 3);
+    size_t np = lua_rawlen(L, 3);
+    de_devview *pl = de_arena_alloc(s->arena, (np ? np : 1) * sizeof *pl);
+    for (size_t i = 0; i < np; i++) {
+        lua_rawgeti(L, 3, (lua_Integer)i + 1);
+        pol_build_device(L, -1, s->in, s->arena, ++s->next_id, &pl[i]);
+        lua_pop(L, 1);
+    }
+    double score;
+    bool feasible;
+    pol_failure fail = {0};
+    pol_set_score(s->set, &n, pl, (uint32_t)np, &score, &feasible, &fail);
+    lua_pushnumber(L, score);
+    lua_pushboolean(L, feasible);
+    if (fail.reason != POL_R_NONE) {
+        lua_pushstring(L, fail.err.msg);
+        lua_pushstring(L, pol_reason_str(fail.reason));
+        return 4;
+    }
+    return 2;
+}
+
+static uint32_t opt_intern(lua_State *L, lset *s, int t, const char *k, const char *dflt)
+{
+    lua_getfield(L, t, k);
+    uint32_t id = de_intern_cstr(s->in, luaL_optstring(L, -1, dflt));
+    lua_pop(L, 1);
+    return id;
+}
+
+static int s_admit(lua_State *L)
+{
+    lset *s = check_set(L);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    pol_claiminfo c;
+    memset(&c, 0, sizeof c);
+    c.ns = opt_intern(L, s, 2, "namespace", "default");
+    c.name = opt_intern(L, s, 2, "name", "claim");
+    c.uid = opt_intern(L, s, 2, "uid", "");
+    uint32_t *lk = NULL, *lv = NULL;
+    if (lua_getfield(L, 2, "labels") == LUA_TTABLE) {
+        int t = lua_gettop(L);
+        uint32_t n = 0;
+        lua_pushnil(L);
+        while (lua_next(L, t)) {
+            lua_pop(L, 1);
+            n++;
+        }
+        lk = de_arena_alloc(s->arena, (n + 1) * sizeof *lk);
+        lv = de_arena_alloc(s->arena, (n + 1) * sizeof *lv);
+        pol_ordered_pairs(L, t);
+        int f = lua_gettop(L) - 2;
+        for (;;) {
+            lua_pushvalue(L, f);
+            lua_call(L, 0, 2);
+            if (lua_isnil(L, -2)) {
+                lua_pop(L, 2);
+                break;
+            }
+            lk[c.nlabels] = de_intern_cstr(s->in, luaL_checkstring(L, -2));
+            lv[c.nlabels] = de_intern_cstr(s->in, luaL_checkstring(L, -1));
+            c.nlabels++;
+            lua_pop(L, 2);
+        }
+        lua_pop(L, 3);
+    }
+    lua_pop(L, 1);
+    c.label_keys = lk;
+    c.label_values = lv;
+    if (lua_getfield(L, 2, "requests") == LUA_TTABLE) {
+        int rt = lua_gettop(L);
+        size_t nr = lua_rawlen(L, rt);
+        pol_claimreq *reqs = de_arena_zalloc(s->arena, (nr ? nr : 1) * sizeof *reqs);
+        for (size_t i = 0; i < nr; i++) {
+            lua_rawgeti(L, rt, (lua_Integer)i + 1);
+            int r = lua_gettop(L);
+            reqs[i].name = opt_intern(L, s, r, "name", "req");
+            reqs[i].class_name = opt_intern(L, s, r, "class", "");
+            lua_getfield(L, r, "count");
+            reqs[i].count = luaL_optinteger(L, -1, 1);
+            lua_pop(L, 2);
+        }
+        c.requests = reqs;
+        c.nrequests = (uint32_t)nr;
+    }
+    lua_pop(L, 1);
+    bool ok;
+    char reason[512];
+    pol_failure fail = {0};
+    pol_set_admit(s->set, &c, &ok, reason, sizeof reason, &fail);
+    lua_pushboolean(L, ok);
+    if (ok && fail.reason == POL_R_NONE)
+        return 1;
+    lua_pushstring(L, ok ? fail.err.msg : reason);
+    return 2;
+}
+
+/* ---- bare VMs ------------------------------------------------------------- */
+
+typedef struct lvm {
+    pol_vm vm;
+    bool open;
+    pol_config cfg;
+    de_interner *in;
+    de_arena *arena;
+    uint32_t next_id;
+    char name[16];
+} lvm;
+
+static int l_vm(lua_State *L)
+{
+    lvm *v = lua_newuserdatauv(L, sizeof *v, 0);
+    memset(v, 0, sizeof *v);
+    luaL_setmetatable(L, VM_MT);
+    read_opts(L, 1, &v->cfg);
+    v->in = de_intern_new();
+    v->arena = de_arena_new(0);
+    snprintf(v->name, sizeof v->name, "sandbox");
+    de_err e;
+    de_err_clear(&e);
+    if (pol_vm_open(&v->vm, &v->cfg, v->in, v->name, "0000000000000000", "sandbox", false, &e) != DE_OK)
+        raise(L, &e);
+    v->open = true;
+    return 1;
+}
+
+static lvm *check_vm(lua_State *L)
+{
+    lvm *v = luaL_checkudata(L, 1, VM_MT);
+    if (!v->open)
+        luaL_error(L, "VM is closed");
+    return v;
+}
+
+static int vm_close(lua_State *L)
+{
+    lvm *v = luaL_checkudata(L, 1, VM_MT);
+    if (v->open)
+        pol_vm_close(&v->vm);
+    v->open = false;
+    if (v->in)
+        de_intern_free(v->in);
+    v->in = NULL;
+    if (v->arena)
+        de_arena_free(v->arena);
+    v->arena = NULL;
+    return 0;
+}
+
+typedef struct runctx {
+    const char *code;
+    size_t len;
+    const de_devview *dev;
+} runctx;
+
+static int run_tramp(lua_State *L)
+{
+    runctx *c = lua_touserdata(L, 1);
+    if (pol_sandbox_load(L, c->code, c->len, "@sandbox") != LUA_OK)
+        return lua_error(L);
+    int nargs = 0;
+    if (c->dev) {
+        pol_push_device(L, c->dev, false, false);
+        nargs = 1;
+    }
+    lua_call(L, nargs, 1);
+    /* describe the result without running policy code */
+    switch (lua_type(L, -1)) {
+    case LUA_TNIL:
+    case LUA_TBOOLEAN:
+    case LUA_TNUMBER:
+    case LUA_TSTRING:
+        break;
+    default:
+        lua_pushstring(L, luaL_typename(L, -1));
+        lua_replace(L, -2);
+    }
+    return 1;
+}
+
+/* The host receives the value in its own state: copy scalars only. */
+static int do_run(lua_State *L, lvm *v, const de_devview *dev)
+{
+    size_t n;
+    const char *code = luaL_checklstring(L, 2, &n);
+    runctx c = {code, n, dev};
+    pol_vm *vm = &v->vm;
+    pol_vm_begin(vm, false, 1);
+    lua_pushcfunction(vm->L, run_tramp);
+    lua_pushlightuserdata(vm->L, &c);
+    pol_reason r = pol_vm_pcall(vm, 1, 1);
+    lua_createtable(L, 0, 6);
+    lua_pushboolean(L, r == POL_R_NONE);
+    lua_setfield(L, -2, "ok");
+    lua_pushinteger(L, (lua_Integer)vm->instr);
+    lua_setfield(L, -2, "instructions");
+    if (r == POL_R_NONE) {
+        switch (lua_type(vm->L, -1)) {
+        case LUA_TBOOLEAN:
+            lua_pushboolean(L, lua_toboolean(vm->L, -1));
+            break;
+        case LUA_TNUMBER:
+            if (lua_isinteger(vm->L, -1))
+                lua_pushinteger(L, lua_tointeger(vm->L, -1));
+            else
+                lua_pushnumber(L, lua_tonumber(vm->L, -1));
+            break;
+        case LUA_TSTRING: {
+            size_t sl;
+            const char *s = lua_tolstring(vm->L, -1, &sl);
+            lua_pushlstring(L, s, sl);
+            break;
+        }
+        default:
+            lua_pushnil(L);
+        }
+        lua_setfield(L, -2, "value");
+    } else {
+        lua_pushstring(L, pol_reason_str(r));
+        lua_setfield(L, -2, "reason");
+        lua_pushstring(L, vm->errmsg);
+        lua_setfield(L, -2, "message");
+        lua_pushstring(L, vm->errfile);
+        lua_setfield(L, -2, "file");
+        lua_pushinteger(L, vm->errline);
+        lua_setfield(L, -2, "line");
+    }
+    pol_vm_end(vm);
+    lua_settop(vm->L, 0);
+    return 1;
+}
+
+static int vm_run(lua_State *L)
+{
+    return do_run(L, check_vm(L), NULL);
+}
+
+static int vm_run_device(lua_State *L)
+{
+    lvm *v = check_vm(L);
+    de_devview dev;
+    pol_build_device(L, 3, v->in, v->arena, ++v->next_id, &dev);
+    return do_run(L, v, &dev);
+}
+
+static int vm_memory(lua_State *L)
+{
+    lvm *v = check_vm(L);
+    lua_pushinteger(L, (lua_Integer)v->vm.mem_used);
+    return 1;
+}
+
+/* ---- tests and lint ---------------------------------------------------------- */
+
+static void test_cb(void *ctx, const pol_test_result *r)
+{
+    lua_State *L = ctx;
+    lua_createtable(L, 0, 5);
+    lua_pushstring(L, r->file);
+    lua_setfield(L, -2, "file");
+    lua_pushstring(L, r->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, r->status == POL_TEST_OK ? "ok" : r->status == POL_TEST_PENDING ? "pending" : "fail");
+    lua_setfield(L, -2, "status");
+    if (r->where) {
+        lua_pushstring(L, r->where);
+        lua_setfield(L, -2, "where");
+    }
+    if (r->message) {
+        lua_pushstring(L, r->message);
+        lua_setfield(L, -2, "message");
+    }
+    lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+}
+
+static int l_test(lua_State *L)
+{
+    const char *dir = luaL_checkstring(L, 1);
+    pol_config cfg;
+    read_opts(L, 2, &cfg);
+    lua_newtable(L); /* results */
+    pol_test_summary sum;
+    de_err e;
+    de_err_clear(&e);
+    if (pol_test_run(dir, &cfg, test_cb, L, &sum, &e) != DE_OK)
+        raise(L, &e);
+    lua_createtable(L, 0, 5);
+    lua_insert(L, -2);
+    lua_setfield(L, -2, "results");
+    lua_pushinteger(L, sum.files);
+    lua_setfield(L, -2, "files");
+    lua_pushinteger(L, sum.passed);
+    lua_setfield(L, -2, "passed");
+    lua_pushinteger(L, sum.failed);
+    lua_setfield(L, -2, "failed");
+    lua_pushinteger(L, sum.pending);
+    lua_setfield(L, -2, "pending");
+    return 1;
+}
+
+static void lint_cb(void *ctx, const pol_lint_problem *p)
+{
+    lua_State *L = ctx;
+    lua_createtable(L, 0, 4);
+    lua_pushstring(L, p->file);
+    lua_setfield(L, -2, "file");
+    lua_pushinteger(L, p->line);
+    lua_setfield(L, -2, "line");
+    lua_pushstring(L, p->error ? "error" : "warning");
+    lua_setfield(L, -2, "severity");
+    lua_pushstring(L, p->message);
+    lua_setfield(L, -2, "message");
+    lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+}
+
+static int l_lint(lua_State *L)
+{
+    const char *dir = luaL_checkstring(L, 1);
+    pol_config cfg;
+    read_opts(L, 2, &cfg);
+    lua_newtable(L);
+    pol_lint_summary sum;
+    pol_lint_dir(dir, &cfg, lint_cb, L, &sum);
+    lua_createtable(L, 0, 4);
+    lua_insert(L, -2);
+    lua_setfield(L, -2, "problems");
+    lua_pushboolean(L, sum.errors == 0);
+    lua_setfield(L, -2, "ok");
+    lua_pushinteger(L, sum.files);
+    lua_setfield(L, -2, "files");
+    return 1;
+}
+
+/* ---- hosts on a graph ---------------------------------------------------------- */
+
+#define HOST_MT "draengine.PolicyHost"
+
+typedef struct lhost {
+    pol_host *h;
+    dg_graph *g;
+    logsink sink;
+} lhost;
+
+/* core.graph() userdata: lb_graph.c's struct starts with the dg_graph pointer. */
+static dg_graph *graph_arg(lua_State *L, int idx)
+{
+    dg_graph **gp = luaL_checkudata(L, idx, "draengine.Graph");
+    if (!*gp)
+        luaL_error(L, "graph is closed");
+    return *gp;
+}
+
+static lhost *check_host(lua_State *L)
+{
+    lhost *u = luaL_checkudata(L, 1, HOST_MT);
+    if (!u->h)
+        luaL_error(L, "policy host is closed");
+    return u;
+}
+
+static int l_host(lua_State *L)
+{
+    dg_graph *g = graph_arg(L, 1);
+    const char *dir = luaL_checkstring(L, 2);
+    lhost *u = lua_newuserdatauv(L, sizeof *u, 1);
+    memset(u, 0, sizeof *u);
+    u->sink.tail = &u->sink.logs;
+    luaL_setmetatable(L, HOST_MT);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1); /* keep the graph alive */
+    pol_host_opts o;
+    pol_host_opts_default(&o);
+    read_opts(L, 3, &o.cfg);
+    o.watch = false;
+    o.rescan_ns = 0;
+    if (lua_istable(L, 3)) {
+        lua_getfield(L, 3, "watch");
+        o.watch = lua_toboolean(L, -1);
+        lua_getfield(L, 3, "debounce_ms");
+        if (lua_isnumber(L, -1))
+            o.debounce_ns = (uint64_t)(lua_tonumber(L, -1) * 1e6);
+        lua_getfield(L, 3, "rescan_ms");
+        if (lua_isnumber(L, -1))
+            o.rescan_ns = (uint64_t)(lua_tonumber(L, -1) * 1e6);
+        lua_getfield(L, 3, "slice_ms");
+        if (lua_isnumber(L, -1))
+            o.prepare_slice_ns = (uint64_t)(lua_tonumber(L, -1) * 1e6);
+        lua_getfield(L, 3, "strict");
+        if (lua_isboolean(L, -1))
+            o.strict_reload = lua_toboolean(L, -1);
+        lua_getfield(L, 3, "run_specs");
+        o.cfg.run_specs = lua_toboolean(L, -1);
+        lua_pop(L, 6);
+    }
+    o.cfg.log = collect_log;
+    o.cfg.log_ctx = &u->sink;
+    de_err e;
+    de_err_clear(&e);
+    if (pol_host_new(dir, g, &o, &u->h, &e) != DE_OK)
+        raise(L, &e);
+    u->g = g;
+    return 1;
+}
+
+static int host_close(lua_State *L)
+{
+    lhost *u = luaL_checkudata(L, 1, HOST_MT);
+    if (u->h)
+        pol_host_free(u->h);
+    u->h = NULL;
+    free_logs(&u->sink);
+    return 0;
+}
+
+static int host_revision(lua_State *L)
+{
+    lua_pushstring(L, pol_set_revision(pol_host_active(check_host(L)->h)));
+    return 1;
+}
+
+static int host_count(lua_State *L)
+{
+    lua_pushinteger(L, pol_set_count(pol_host_active(check_host(L)->h)));
+    return 1;
+}
+
+static int host_logs(lua_State *L)
+{
+    lhost *u = check_host(L);
+    lua_newtable(L);
+    int n = 0;
+    for (logline *l = u->sink.logs; l; l = l->next) {
+        lua_pushstring(L, l->text);
+        lua_rawseti(L, -2, ++n);
+    }
+    free_logs(&u->sink);
+    return 1;
+}
+
+static void push_cycle(lua_State *L, const pol_cycle *c)
+{
+    lua_createtable(L, 0, 8);
+    lua_pushboolean(L, c->swapped);
+    lua_setfield(L, -2, "swapped");
+    lua_pushboolean(L, c->failed);
+    lua_setfield(L, -2, "failed");
+    lua_pushboolean(L, c->preparing);
+    lua_setfield(L, -2, "preparing");
+    lua_pushinteger(L, c->devices_updated);
+    lua_setfield(L, -2, "devices_updated");
+    lua_pushnumber(L, (double)c->prepare_ns / 1e6);
+    lua_setfield(L, -2, "prepare_ms");
+    lua_pushnumber(L, (double)c->swap_ns / 1e6);
+    lua_setfield(L, -2, "swap_ms");
+    lua_pushinteger(L, c->swap_changed);
+    lua_setfield(L, -2, "swap_changed");
+    if (c->failed) {
+        lua_pushstring(L, c->err.msg);
+        lua_setfield(L, -2, "error");
+        lua_pushstring(L, c->err.file);
+        lua_setfield(L, -2, "file");
+        lua_pushinteger(L, c->err.line);
+        lua_setfield(L, -2, "line");
+    }
+}
+
+static int host_cycle(lua_State *L)
+{
+    lhost *u = check_host(L);
+    pol_cycle c;
+    pol_host_cycle(u->h, &c);
+    push_cycle(L, &c);
+    return 1;
+}
+
+static int host_reload(lua_State *L)
+{
+    lhost *u = check_host(L);
+    pol_cycle c;
+    pol_host_reload_now(u->h, &c);
+    push_cycle(L, &c);
+    return 1;
+}
+
+static int host_request(lua_State *L)
+{
+    pol_host_request_reload(check_host(L)->h);
+    return 0;
+}
+
+static int host_stats(lua_State *L)
+{
+    lhost *u = check_host(L);
+    pol_host_stats st;
+    pol_host_get_stats(u->h, &st);
+    lua_createtable(L, 0, 5);
+    lua_pushinteger(L, (lua_Integer)st.reloads_ok);
+    lua_setfield(L, -2, "reloads_ok");
+    lua_pushinteger(L, (lua_Integer)st.reloads_failed);
+    lua_setfield(L, -2, "reloads_failed");
+    lua_pushinteger(L, (lua_Integer)st.swaps);
+    lua_setfield(L, -2, "swaps");
+    lua_pushstring(L, st.revision);
+    lua_setfield(L, -2, "revision");
+    lua_pushstring(L, st.last_error);
+    lua_setfield(L, -2, "last_error");
+    return 1;
+}
+
+static int host_groups(lua_State *L)
+{
+    lhost *u = check_host(L);
+    de_interner *in = dg_intern(u->g);
+    uint32_t id = dg_device_find(u->g, de_intern_cstr(in, luaL_checkstring(L, 2)), de_intern_cstr(in, luaL_checkstring(L, 3)),
+                                 de_intern_cstr(in, luaL_checkstring(L, 4)));
+    al_hooks hk;
+    pol_host_al_hooks(u->h, &hk);
+    if (id == DG_NONE || !hk.groups) {
+        lua_pushnil(L);
+        return 1;
+    }
+    al_groups gr;
+    hk.groups(hk.ctx, u->g, id, &gr);
+    if (!gr.scope) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_createtable(L, 0, 2);
+    lua_pushstring(L, de_intern_str(in, gr.scope));
+    lua_setfield(L, -2, "scope");
+    lua_createtable(L, (int)gr.ngroups, 0);
+    for (uint32_t i = 0; i < gr.ngroups; i++) {
+        lua_pushstring(L, de_intern_str(in, gr.groups[i]));
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "groups");
+    return 1;
+}
+
+static int host_admit(lua_State *L)
+{
+    lhost *u = check_host(L);
+    de_interner *in = dg_intern(u->g);
+    uint32_t clid = dg_claim_find(u->g, de_intern_cstr(in, luaL_checkstring(L, 2)), de_intern_cstr(in, luaL_checkstring(L, 3)));
+    if (clid == DG_NONE)
+        return luaL_error(L, "no such claim");
+    al_hooks hk;
+    pol_host_al_hooks(u->h, &hk);
+    if (!hk.admit) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    de_err why;
+    de_err_clear(&why);
+    de_rc rc = hk.admit(hk.ctx, u->g, clid, &why);
+    lua_pushboolean(L, rc == DE_OK);
+    if (rc == DE_OK)
+        return 1;
+    lua_pushstring(L, why.msg);
+    return 2;
+}
+
+static int l_dir_hash(lua_State *L)
+{
+    char hex[65];
+    pol_dir_hash(luaL_checkstring(L, 1), hex);
+    lua_pushstring(L, hex);
+    return 1;
+}
+
+void lb_open_policy(lua_State *L)
+{
+    static const luaL_Reg host_methods[] = {
+        {"revision", host_revision}, {"count", host_count},   {"logs", host_logs},
+        {"cycle", host_cycle},       {"reload", host_reload}, {"request_reload", host_request},
+        {"stats", host_stats},       {"groups", host_groups}, {"admit", host_admit},
+        {"close", host_close},       {NULL, NULL},
+    };
+    luaL_newmetatable(L, HOST_MT);
+    lua_newtable(L);
+    luaL_setfuncs(L, host_methods, 0);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, host_close);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
+
+    static const luaL_Reg set_methods[] = {
+        {"revision", s_revision}, {"count", s_count}, {"info", s_info},   {"stats", s_stats},
+        {"logs", s_logs},         {"derive", s_derive}, {"groups", s_groups}, {"score", s_score},
+        {"admit", s_admit},       {"close", s_close},  {NULL, NULL},
+    };
+    luaL_newmetatable(L, SET_MT);
+    lua_newtable(L);
+    luaL_setfuncs(L, set_methods, 0);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, s_close);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
+
+    static const luaL_Reg vm_methods[] = {
+        {"run", vm_run}, {"run_device", vm_run_device}, {"memory", vm_memory}, {"close", vm_close}, {NULL, NULL},
+    };
+    luaL_newmetatable(L, VM_MT);
+    lua_newtable(L);
+    luaL_setfuncs(L, vm_methods, 0);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, vm_close);
+    lua_setfield(L, -2, "__gc");
+    lua_pop(L, 1);
+
+    static const luaL_Reg fns[] = {
+        {"policy_sha256", l_sha256}, {"policy_load", l_load}, {"policy_vm", l_vm},
+        {"policy_test", l_test},     {"policy_lint", l_lint}, {"policy_host", l_host},
+        {"policy_dir_hash", l_dir_hash}, {NULL, NULL},
+    };
+    luaL_setfuncs(L, fns, 0);
+}
