@@ -360,7 +360,7 @@ static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, int fmt)
     for (uint32_t i = 0; i < lc->npods; i++) {
         uint32_t pid = al_input_pod(g, lc, i);
         const dg_pod *pod = pid == DG_NONE ? NULL : dg_pod_get(g, pid);
-        if (!pod || !pod->nclaims)
+        if (!pod || !al_pod_uses_dra(al, pid))
             continue;
         considered++;
         char pname[512];
