@@ -267,7 +267,7 @@ static int l_schedule(lua_State *L)
     for (uint32_t i = 0; i < x.in.npods; i++) {
         uint32_t pid = al_input_pod(x.g, &x.in, i);
         const dg_pod *pod = pid == DG_NONE ? NULL : dg_pod_get(x.g, pid);
-        if (!pod || !pod->nclaims)
+        if (!pod || !al_pod_uses_dra(a, pid))
             continue;
         lua_newtable(L);
         set_str(L, "namespace", de_intern_str(in, pod->meta.ns));

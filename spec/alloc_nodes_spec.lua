@@ -120,3 +120,41 @@ describe("allocate command without --node", function()
     assert.are.same({}, core.json_decode(out).items)
   end)
 end)
+
+describe("extended resources backed by DRA (KEP-5004)", function()
+  local M = H.shared_dir() .. "/corpus/manifests/dra-example-driver/"
+  local files = {M .. "extended-resource-request.yaml", M .. "resourceslice-gpu-8devices-readme.yaml",
+    M .. "deviceclass-gpu.example.com-extendedresource.rendered.yaml"}
+
+  it("give pods asking for a class's resource a scheduler-made claim", function()
+    local r = core.schedule{files = files}
+    assert.are.equal(2, #r.pods)
+    for i, p in ipairs(r.pods) do
+      assert.are.equal("scheduled", p.status, p.reason)
+      local c = p.claims[#p.claims]
+      assert.matches("^" .. p.name .. "%-extended%-resources%-%w%w%w%w%w$", c.name)
+      assert.is_true(c.allocated_now)
+      local x = c.allocation.devices.results[1]
+      assert.are.equal("container-0-request-0", x.request)
+      assert.are.equal("gpu-" .. (i - 1), x.device)
+    end
+  end)
+
+  it("leave the resource to the device plugin on a node that offers it", function()
+    local node = [[
+apiVersion: v1
+kind: Node
+metadata: {name: dra-example-driver-cluster-worker}
+status:
+  allocatable: {example.com/gpu: "4"}
+]]
+    local r = core.schedule{files = files, text = node}
+    local byname = {}
+    for _, p in ipairs(r.pods) do byname[p.name] = p end
+    -- pod0 asks for the implicit deviceclass.resource.kubernetes.io/... name: DRA
+    assert.are.equal(1, #byname.pod0.claims)
+    -- pod1 asks for example.com/gpu, which the node's allocatable offers
+    assert.are.equal("scheduled", byname.pod1.status)
+    assert.are.equal(0, #byname.pod1.claims)
+  end)
+end)

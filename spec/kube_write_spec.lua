@@ -105,7 +105,7 @@ describe("kube writes", function()
   it("fails TLS verification against the wrong CA", function()
     local cfgtxt = core.json_decode(H_read(srv.kubeconfig))
     cfgtxt.clusters[1].cluster["certificate-authority-data"] = nil
-    cfgtxt.clusters[1].cluster["certificate-authority"] = srv.dir .. "/client.crt"
+    cfgtxt.clusters[1].cluster["certificate-authority"] = srv.certdir .. "/client.crt"
     local p = srv.dir .. "/kc-wrong"
     local f = io.open(p, "w"); f:write(core.json_encode(cfgtxt)); f:close()
     local cl = core.kube.client(core.kube.config{ kubeconfig = p }, { max_retries = 1 })

@@ -63,6 +63,14 @@ describe("deploy manifests", function()
     assert.truthy(args:find("--policy-dir=" .. mount.mountPath, 1, true))
     assert.is_nil(mount.subPath) -- a subPath mount never sees ConfigMap updates
     assert.are.equal("draengine-policies", d.spec.template.spec.volumes[1].configMap.name)
+    -- every flag the Deployment passes is one `draengine serve` documents
+    local rc, help = H.run({ "serve", "--help" })
+    assert.are.equal(0, rc)
+    for i = 3, #c.command do
+      local flag = c.command[i]:match("^(%-%-[%w%-]+)")
+      assert.truthy(flag, c.command[i])
+      assert.truthy(help:find(flag, 1, true), flag)
+    end
   end)
 
   it("the example kubeconfig is one draengine can read", function()

@@ -41,7 +41,7 @@ typedef struct al_allocator al_allocator;
 
 /* Default per-node search budget: number of search steps (one step = one
  * attempt to fill one device slot, upstream's allocateOne invocation). */
-#define AL_DEFAULT_MAX_STEPS 2000000u
+#define AL_DEFAULT_MAX_STEPS 1000000u
 
 /* Upstream's per-claim result limit (AllocationResultsMaxSize). */
 #define AL_MAX_RESULTS 32
@@ -181,6 +181,10 @@ typedef struct al_pod_outcome {
  * (dg_claim_set_allocation + reservation for the pod) so later pods see it.
  * DE_OK: scheduled; DE_EUNSAT: no node fits (out->why); other: hard error.
  * Pods without claims are DE_OK with node DG_NONE and nclaims 0.
+ * Extended resources backed by DRA (container requests such as
+ * example.com/gpu that a DeviceClass serves, KEP-5004) get a claim made by
+ * the scheduler, <pod>-extended-resources-<suffix>, allocated with the pod's
+ * own claims and listed last in out->claims.
  */
 de_rc al_schedule_pod(al_allocator *a, uint32_t pod, de_arena *arena, al_pod_outcome *out,
                       de_err *e);
@@ -219,6 +223,10 @@ void al_input_free(al_input *in);
 /* claim / pod id of the i-th pending claim / pod (DG_NONE if gone) */
 uint32_t al_input_claim(const dg_graph *g, const al_input *in, uint32_t i);
 uint32_t al_input_pod(const dg_graph *g, const al_input *in, uint32_t i);
+
+/* Does the pod need the allocator at all: claims, or extended resources a
+ * DeviceClass serves (KEP-5004)? */
+bool al_pod_uses_dra(al_allocator *a, uint32_t pod);
 
 /* ---- statistics ------------------------------------------------------------------ */
 

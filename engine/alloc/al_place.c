@@ -248,10 +248,11 @@ static void reasons_free(reasons *r)
 static de_rc resolve_claims(al_allocator *a, const dg_pod *pod, uint32_t podid, de_arena *ar,
                             al_pod_outcome *out, const char **why, de_err *e)
 {
+    /* one more slot: the claim for extended resources, if any */
     out->nclaims = pod->nclaims;
-    out->claims = AL_NEW(ar, uint32_t, pod->nclaims ? pod->nclaims : 1);
-    out->allocated_now = AL_NEW(ar, bool, pod->nclaims ? pod->nclaims : 1);
-    out->allocs = AL_NEW(ar, al_claim_alloc, pod->nclaims ? pod->nclaims : 1);
+    out->claims = AL_NEW(ar, uint32_t, pod->nclaims + 1);
+    out->allocated_now = AL_NEW(ar, bool, pod->nclaims + 1);
+    out->allocs = AL_NEW(ar, al_claim_alloc, pod->nclaims + 1);
     for (uint32_t i = 0; i < pod->nclaims; i++) {
         const dg_pod_claim_ref *ref = &pod->claims[i];
         uint32_t id = DG_NONE;
@@ -400,9 +401,14 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         return rc;
     pod = dg_pod_get(a->g, podid);
     al_sync(a);
+    /* extended resources backed by DRA: a per-node claim, allocated last */
+    al_ext *ext = NULL;
+    uint32_t next = al_ext_needs(a, pod, ar, &ext);
+    uint64_t vmask[8];
+    uint32_t vclaim[8], nvar = 0;
     /* pending claims and the selector sets of their plain requests */
-    uint32_t *pending = AL_NEW(ar, uint32_t, out->nclaims ? out->nclaims : 1), npending = 0;
-    uint32_t *pidx = AL_NEW(ar, uint32_t, out->nclaims ? out->nclaims : 1);
+    uint32_t *pending = AL_NEW(ar, uint32_t, out->nclaims + 1), npending = 0;
+    uint32_t *pidx = AL_NEW(ar, uint32_t, out->nclaims + 1);
     al_selset **ss = NULL;
     uint32_t nss = 0, capss = 0;
     int64_t max_score = 0;
@@ -454,7 +460,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     double best_total = 0;
     int64_t best_k8s = 0;
     double best_policy = 0;
-    uint32_t best_rank = UINT32_MAX;
+    uint32_t best_rank = UINT32_MAX, best_nuse = 0, best_ext = DG_NONE;
     al_outcome best;
     memset(&best, 0, sizeof best);
     de_rc result = DE_OK;
@@ -469,7 +475,34 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
             continue;
         }
         out->nodes_checked++;
-        if (!npending) {
+        uint32_t nuse = npending;
+        if (next) {
+            uint64_t mask = al_ext_mask(ext, next, node);
+            if (mask) {
+                uint32_t v = 0;
+                while (v < nvar && vmask[v] != mask)
+                    v++;
+                if (v == nvar) {
+                    if (nvar == 8) {
+                        reason_add(&rs, "too many different extended resource claims for one pod");
+                        continue;
+                    }
+                    de_err ce;
+                    de_err_clear(&ce);
+                    rc = al_ext_claim(a, pod, ext, next, mask, nvar, &vclaim[nvar], &ce);
+                    a->last_usage_gen = dg_generation(a->g); /* our own write */
+                    if (rc != DE_OK) {
+                        *e = ce;
+                        result = rc;
+                        break;
+                    }
+                    vmask[nvar++] = mask;
+                }
+                pending[npending] = vclaim[v];
+                nuse = npending + 1;
+            }
+        }
+        if (!nuse) {
             out->nodes_feasible++;
             best_rank = (uint32_t)r;
             break;
@@ -488,7 +521,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         }
         de_arena_mark m = de_arena_save(ar);
         al_outcome o;
-        rc = al_allocate(a, node->meta.name, pending, npending, ar, &o, &ne);
+        rc = al_allocate(a, node->meta.name, pending, nuse, ar, &o, &ne);
         if (rc != DE_OK) {
             if (rc == DE_EUNSAT || o.invalid_pools || rc == DE_EBUDGET)
                 reason_add(&rs, o.why.summary ? o.why.summary : ne.msg);
@@ -504,10 +537,10 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         double ps = 0;
         if (scoring) {
             al_placement pl = {.node = a->node_order[r],
-                               .node_name = node->meta.name, .pod = podid, .nclaims = npending,
+                               .node_name = node->meta.name, .pod = podid, .nclaims = nuse,
                                .claims = pending, .k8s_score = o.k8s_score};
-            dg_allocation *al = AL_NEW(ar, dg_allocation, npending);
-            for (uint32_t i = 0; i < npending; i++)
+            dg_allocation *al = AL_NEW(ar, dg_allocation, nuse);
+            for (uint32_t i = 0; i < nuse; i++)
                 al[i] = o.claims[i].alloc;
             pl.allocs = al;
             de_err se;
@@ -523,6 +556,8 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         double total = (double)o.k8s_score + ps;
         if (best_rank == UINT32_MAX || total > best_total) {
             best_rank = (uint32_t)r;
+            best_nuse = nuse;
+            best_ext = nuse > npending ? pending[npending] : DG_NONE;
             best_total = total;
             best_k8s = o.k8s_score;
             best_policy = ps;
@@ -530,6 +565,18 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         }
         if (!scoring && o.k8s_score >= max_score)
             break;
+    }
+    /* drop the extended resource claims of nodes not chosen */
+    for (uint32_t v = 0; v < nvar; v++) {
+        if (result == DE_OK && best_rank != UINT32_MAX && vclaim[v] == best_ext)
+            continue;
+        const dg_claim *cl = dg_claim_get(a->g, vclaim[v]);
+        if (cl) {
+            de_err re;
+            de_err_clear(&re);
+            dg_remove(a->g, DG_KIND_RESOURCE_CLAIM, al_str(a, cl->meta.ns), al_str(a, cl->meta.name), &re);
+            a->last_usage_gen = dg_generation(a->g);
+        }
     }
     if (result != DE_OK) {
         free(ss);
@@ -563,6 +610,13 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     out->node_name = node->meta.name;
     out->k8s_score = best_k8s;
     out->policy_score = best_policy;
+    if (best_nuse > npending) {
+        /* the extended resource claim joins the pod's claims, last */
+        pending[npending] = best_ext;
+        pidx[npending] = out->nclaims;
+        out->claims[out->nclaims++] = best_ext;
+        npending++;
+    }
     for (uint32_t i = 0; i < npending; i++) {
         out->allocated_now[pidx[i]] = true;
         out->allocs[pidx[i]] = best.claims[i];

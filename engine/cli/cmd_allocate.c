@@ -26,16 +26,11 @@
 #include "../base/map.h"
 #include "../base/quantity.h"
 #include "../model/dg.h"
+#include "../policy/polgraph.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The policy host plugs in here (engine/policy); weak until it lands. */
-typedef struct pol_host pol_host;
-de_rc pol_host_for_allocate(dg_graph *g, const char *dir, const de_gates *gates, al_hooks *hooks,
-                            pol_host **out, de_err *e) __attribute__((weak));
-void pol_host_free_for_allocate(pol_host *h) __attribute__((weak));
 
 enum { OUT_JSON, OUT_YAML, OUT_TABLE };
 
@@ -365,7 +360,7 @@ static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, int fmt)
     for (uint32_t i = 0; i < lc->npods; i++) {
         uint32_t pid = al_input_pod(g, lc, i);
         const dg_pod *pod = pid == DG_NONE ? NULL : dg_pod_get(g, pid);
-        if (!pod || !pod->nclaims)
+        if (!pod || !al_pod_uses_dra(al, pid))
             continue;
         considered++;
         char pname[512];
@@ -549,10 +544,8 @@ int cli_cmd_allocate(int argc, char **argv)
         goto out;
     }
     if (policies) {
-        if (!pol_host_for_allocate) {
-            cli_errorf("allocate", "--policies: the policy engine is not available in this build");
-            goto out;
-        }
+        /* the policy host publishes derived attributes into the graph and
+         * answers the allocator's hooks (admit, groups, score) */
         al_hooks hooks;
         memset(&hooks, 0, sizeof hooks);
         if (pol_host_for_allocate(g, policies, &opts.gates, &hooks, &host, &e) != DE_OK) {
@@ -564,8 +557,7 @@ int cli_cmd_allocate(int argc, char **argv)
     ret = node ? run_node(alc, g, &lc, node, fmt) : run_pods(alc, g, &lc, fmt);
 out:
     al_free(alc);
-    if (host && pol_host_free_for_allocate)
-        pol_host_free_for_allocate(host);
+    pol_host_free_for_allocate(host); /* before the graph: it clears what it published */
     dg_free(g);
     al_input_free(&lc);
     dg_free(checker);

@@ -15,6 +15,7 @@
 #include "../alloc/al.h"
 #include "../base/log.h"
 #include "../model/dg.h"
+#include "../policy/polgraph.h"
 #include "../sched/sch.h"
 #include "../sched/sch_http.h"
 #include "cli.h"
@@ -59,6 +60,13 @@ static void usage(FILE *f)
         "  --pod-initial-backoff DURATION        first retry delay of a failed pod (default 1s)\n"
         "  --pod-max-backoff DURATION            longest retry delay (default 10s)\n"
         "  --no-events                           do not write events.k8s.io Events\n"
+        "\n"
+        "Policies (Lua, hot-reloaded at cycle boundaries; the last good revision stays\n"
+        "active when a reload fails):\n"
+        "  --policy-dir DIR                      policies and packs (e.g. a mounted ConfigMap)\n"
+        "  --policy-watch[=true|false]           reload on inotify events (default true)\n"
+        "  --policy-rescan DURATION              content-hash rescan period (default 30s)\n"
+        "                                        SIGHUP also reloads\n"
         "\n"
         "Leader election (coordination.k8s.io/v1 Lease):\n"
         "  --leader-elect[=true|false]           elect a leader before scheduling (default true)\n"
@@ -135,6 +143,7 @@ typedef struct serve {
     al_allocator *al;
     sch_sched *s;
     sch_http *http;
+    pol_host *pol;
     bool leader_elect;
     uint64_t started;
 } serve;
@@ -154,8 +163,10 @@ static bool check(serve *sv, const char *name, const char **why)
         return kc_informer_synced(sv->inf);
     }
     if (!strcmp(name, "policies-loaded")) {
+        /* no --policy-dir, or an active revision (the last good one stays
+         * active when a reload fails) */
         *why = "policies not loaded";
-        return true; /* no policy directory, or the active set is the last good one */
+        return !sv->pol || pol_host_active(sv->pol) != NULL;
     }
     *why = "unknown check";
     return false;
@@ -238,6 +249,19 @@ static int on_http(void *ctx, const char *method, const char *path, const char *
                       "Time writes waited for the client-side rate limiter.");
         sch_prom_sample(body, "draengine_kube_rate_limited_seconds_total", "",
                         (double)ks.rate_limited_ns / 1e9);
+        if (sv->pol) {
+            pol_host_stats ps;
+            pol_host_get_stats(sv->pol, &ps);
+            sch_prom_head(body, "draengine_policy_reloads_total", "counter",
+                          "Policy reloads by result (failed = the previous revision stayed active).");
+            sch_prom_sample(body, "draengine_policy_reloads_total", "result=\"ok\"", (double)ps.reloads_ok);
+            sch_prom_sample(body, "draengine_policy_reloads_total", "result=\"failed\"", (double)ps.reloads_failed);
+            sch_prom_head(body, "draengine_policy_active_revision", "gauge",
+                          "The active policy revision (SHA-256 of the set).");
+            char l[128];
+            snprintf(l, sizeof l, "revision=\"%.64s\"", ps.revision);
+            sch_prom_sample(body, "draengine_policy_active_revision", l, 1);
+        }
         sch_prom_head(body, "draengine_leader", "gauge", "1 while this replica leads.");
         sch_prom_sample(body, "draengine_leader", "",
                         (!sv->leader_elect || kc_lease_is_leader(sv->lease)) ? 1 : 0);
@@ -263,7 +287,7 @@ static void default_identity(char *buf, size_t cap)
 enum {
     O_KUBECONFIG = 256, O_CONTEXT, O_MASTER, O_QPS, O_BURST, O_SCHEDNAME, O_GATES, O_IBACKOFF,
     O_MBACKOFF, O_NOEVENTS, O_LE, O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_NAME, O_LE_NS,
-    O_LE_ID, O_BIND, O_PORT, O_LOGFMT, O_WBACKOFF, O_JITTER,
+    O_LE_ID, O_BIND, O_PORT, O_LOGFMT, O_WBACKOFF, O_JITTER, O_POLDIR, O_POLWATCH, O_POLRESCAN,
 };
 
 int cli_cmd_serve(int argc, char **argv)
@@ -292,6 +316,9 @@ int cli_cmd_serve(int argc, char **argv)
         {"logging-format", required_argument, NULL, O_LOGFMT},
         {"watch-backoff", required_argument, NULL, O_WBACKOFF},
         {"jitter-seed", required_argument, NULL, O_JITTER},
+        {"policy-dir", required_argument, NULL, O_POLDIR},
+        {"policy-watch", optional_argument, NULL, O_POLWATCH},
+        {"policy-rescan", required_argument, NULL, O_POLRESCAN},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -304,7 +331,9 @@ int cli_cmd_serve(int argc, char **argv)
     bool leader_elect = true;
     const char *bind = "0.0.0.0";
     long port = 10251;
-    uint64_t wbackoff = 0, jitter = 0;
+    uint64_t wbackoff = 0, jitter = 0, rescan = 30000000000ull;
+    const char *policy_dir = NULL;
+    bool policy_watch = true;
     char ident[320] = "";
     de_err e;
     de_err_clear(&e);
@@ -357,6 +386,19 @@ int cli_cmd_serve(int argc, char **argv)
             else wbackoff = d;
             break;
         case O_NOEVENTS: so.no_events = true; break;
+        case O_POLDIR: policy_dir = optarg; break;
+        case O_POLWATCH:
+            if (!parse_bool(optarg, &policy_watch)) {
+                cli_errorf("serve", "--policy-watch: \"%s\" is not true or false", optarg);
+                return CLI_EXIT_INVALID;
+            }
+            break;
+        case O_POLRESCAN:
+            if (!parse_duration(optarg, &rescan)) {
+                cli_errorf("serve", "--policy-rescan: \"%s\" is not a duration", optarg);
+                return CLI_EXIT_INVALID;
+            }
+            break;
         case O_LE:
             if (!parse_bool(optarg, &leader_elect)) {
                 cli_errorf("serve", "--leader-elect: \"%s\" is not true or false", optarg);
@@ -450,6 +492,26 @@ int cli_cmd_serve(int argc, char **argv)
     }
     so.workload_claims = gates.on[DE_GATE_WORKLOAD_RESOURCE_CLAIMS];
     sv.s = sch_new(sv.g, sv.al, sv.cl, &so);
+    if (policy_dir) {
+        pol_host_opts po;
+        pol_host_opts_default(&po);
+        po.cfg.log = pol_log_to_engine;
+        po.watch = policy_watch;
+        po.rescan_ns = rescan;
+        if (pol_host_new(policy_dir, sv.g, &po, &sv.pol, &e) != DE_OK) {
+            cli_errorf("serve", "--policy-dir: %s", e.msg);
+            rc = CLI_EXIT_INVALID;
+            goto out;
+        }
+        pol_host_install_sighup();
+        al_hooks h;
+        pol_host_al_hooks(sv.pol, &h);
+        al_set_hooks(sv.al, &h);
+        sch_set_hooks(sv.s, &h);
+        pol_host_stats ps;
+        pol_host_get_stats(sv.pol, &ps);
+        DE_INFO(0, "policies loaded from %s: revision %.16s", policy_dir, ps.revision);
+    }
     sv.http = sch_http_new(bind, (int)port, on_http, &sv, &e);
     if (!sv.http) {
         cli_errorf("serve", "%s", e.msg);
@@ -508,6 +570,24 @@ int cli_cmd_serve(int argc, char **argv)
                 DE_INFO(0, "%s", leader ? "became leader" : "waiting to become leader");
             was_leader = leader;
         }
+        if (sv.pol) {
+            /* cycle boundary: facts of changed devices, and reloads */
+            pol_cycle pc;
+            memset(&pc, 0, sizeof pc);
+            pol_host_cycle(sv.pol, &pc);
+            if (pc.swapped) {
+                al_hooks h;
+                pol_host_al_hooks(sv.pol, &h);
+                al_set_hooks(sv.al, &h);
+                sch_set_hooks(sv.s, &h);
+                pol_host_stats ps;
+                pol_host_get_stats(sv.pol, &ps);
+                DE_INFO(0, "policies reloaded: revision %.16s (%u devices changed)", ps.revision,
+                        pc.swap_changed);
+            }
+            if (pc.failed)
+                DE_ERROR("policy reload refused, previous revision stays active: %s", pc.err.msg);
+        }
         bool synced = kc_informer_synced(sv.inf);
         if (synced && !was_synced) {
             dg_stats gs;
@@ -529,6 +609,7 @@ out:
     sch_http_free(sv.http);
     sch_free(sv.s);
     al_free(sv.al);
+    pol_host_free(sv.pol); /* before the graph: it clears what it published */
     dg_free(sv.g);
     kc_client_free(sv.cl);
     kc_config_free(sv.cfg);

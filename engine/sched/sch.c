@@ -59,6 +59,14 @@ void sch_free(sch_sched *s)
     free(s);
 }
 
+void sch_set_hooks(sch_sched *s, const al_hooks *h)
+{
+    if (h)
+        s->hooks = *h;
+    else
+        memset(&s->hooks, 0, sizeof s->hooks);
+}
+
 void sch_get_stats(const sch_sched *s, sch_stats *out)
 {
     *out = s->st;
@@ -750,19 +758,48 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         return;
     }
 
-    /* Score: least-allocated + normalised firstAvailable; ties by name. */
+    /* Score: least-allocated + normalised firstAvailable + policy scores;
+     * ties by name.  A policy score that fails (closed) drops the node. */
     int64_t maxk = 0;
     for (uint32_t i = 0; i < nf; i++)
         maxk = DE_MAX(maxk, fs[i].k8s);
-    uint32_t best = 0;
-    double bestsc = -1;
+    uint32_t best = UINT32_MAX;
+    double bestsc = -1e300;
     for (uint32_t i = 0; i < nf; i++) {
-        double sc = fs[i].score + (maxk > 0 ? (double)fs[i].k8s * 100.0 / (double)maxk : 0);
+        double psc = 0;
+        if (s->hooks.score && fs[i].out.nclaims) {
+            uint32_t *ids = de_arena_alloc(s->cycle, fs[i].out.nclaims * sizeof *ids);
+            dg_allocation *al = de_arena_alloc(s->cycle, fs[i].out.nclaims * sizeof *al);
+            for (uint32_t q = 0; q < fs[i].out.nclaims; q++) {
+                ids[q] = fs[i].out.claims[q].claim;
+                al[q] = fs[i].out.claims[q].alloc;
+            }
+            al_placement pl = {fs[i].node, fs[i].name, pid, fs[i].out.nclaims, ids, al, fs[i].k8s};
+            de_err pe;
+            de_err_clear(&pe);
+            if (s->hooks.score(s->hooks.ctx, s->g, &pl, &psc, &pe) != DE_OK) {
+                DE_INFO(2, "policy score refused node %s: %s", de_intern_str(s->in, fs[i].name), pe.msg);
+                continue;
+            }
+        }
+        double sc = fs[i].score + (maxk > 0 ? (double)fs[i].k8s * 100.0 / (double)maxk : 0) + psc;
+        if (best == UINT32_MAX) {
+            best = i;
+            bestsc = sc;
+            continue;
+        }
         if (sc > bestsc + 1e-9 ||
             (sc > bestsc - 1e-9 && de_intern_cmp(s->in, fs[i].name, fs[best].name) < 0)) {
             best = i;
             bestsc = sc;
         }
+    }
+    if (best == UINT32_MAX) {
+        DROP_EXT();
+        snprintf(msg, sizeof msg, "0/%u nodes are available: %u refused by policy score hooks.", N, nf);
+        unschedulable(s, idx, pid, WAIT_DEVICES | WAIT_NODE, keys, nk, msg);
+        sch_hist_observe(&s->attempt_lat, (double)(de_now_ns() - t0) / 1e9);
+        return;
     }
     uint32_t nchosen = np;
     uint32_t ext_clid = DG_NONE;

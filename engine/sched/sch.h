@@ -63,6 +63,11 @@ typedef struct sch_opts {
 sch_sched *sch_new(dg_graph *g, al_allocator *al, kc_client *cl, const sch_opts *o);
 void sch_free(sch_sched *s);
 
+/* Policy hooks (score) used when choosing among feasible nodes; the
+ * allocator gets the same hooks from the caller.  Copied; NULL clears.
+ * Call again whenever the policy host swaps revisions. */
+void sch_set_hooks(sch_sched *s, const al_hooks *h);
+
 /* The informer callback: apply one object change to the graph and requeue
  * the pods it affects.  Invalid objects are counted and logged, never
  * fatal. */

@@ -102,6 +102,7 @@ struct sch_sched {
     uint32_t nusage, usagecap;
     de_map assumed_rv;   /* claim key -> resourceVersion we wrote */
     json_t *podgroups;   /* "ns/name" -> PodGroup (KEP-5729), when enabled */
+    al_hooks hooks;      /* policy score hook (zeroed = none) */
 
     /* nodes sorted by name, rebuilt when the node set changes */
     uint32_t *nodes;

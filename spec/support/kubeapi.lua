@@ -21,13 +21,24 @@ local function exists(p)
   local f = io.open(p, "r"); if f then f:close(); return true end; return false
 end
 
+-- One CA and set of certificates per busted run (openssl is the slow part
+-- of starting a server); every server gets its own state directory.
+local certdir
+
 function M.start(opts)
   opts = opts or {}
+  if not certdir then
+    certdir = os.tmpname(); os.remove(certdir)
+    assert(os.execute("mkdir -p " .. H.shell_quote(certdir)))
+    local dir = certdir
+    M._cleanup = setmetatable({}, { __gc = function() os.execute("rm -rf " .. H.shell_quote(dir)) end })
+  end
   local dir = os.tmpname()
   os.remove(dir)
   assert(os.execute("mkdir -p " .. H.shell_quote(dir)))
   local args = { "python3", H.root .. "/spec/support/kubeapi.py", "--dir", dir,
-    "--bookmark-ms", tostring(opts.bookmark_ms or 500), "--seed", tostring(opts.seed or 1) }
+    "--bookmark-ms", tostring(opts.bookmark_ms or 500), "--seed", tostring(opts.seed or 1),
+    "--cert-dir", certdir }
   if opts.no_claim_controller then args[#args + 1] = "--no-claim-controller" end
   if opts.token then args[#args + 1] = "--token"; args[#args + 1] = opts.token end
   local parts = {}
@@ -40,7 +51,7 @@ function M.start(opts)
     sleep(0.05)
   end
   assert(exists(dir .. "/port"), "test API server did not start: " .. (io.open(dir .. "/server.log") and H.read_file(dir .. "/server.log") or ""))
-  local s = setmetatable({ dir = dir, kubeconfig = dir .. "/kubeconfig",
+  local s = setmetatable({ dir = dir, certdir = certdir, kubeconfig = dir .. "/kubeconfig",
     token = opts.token or "test-token-0123456789abcdef" }, Server)
   s.port = tonumber(H.read_file(dir .. "/port"))
   s.pid = tonumber(H.read_file(dir .. "/pid"))

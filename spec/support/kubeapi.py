@@ -761,14 +761,14 @@ def make_certs(d):
                 "-CAcreateserial", "-out", who + ".crt", "-days", "2", *extra, cwd=d)
 
 
-def write_kubeconfigs(d, port, token):
+def write_kubeconfigs(d, cd, port, token):
     server = "https://127.0.0.1:%d" % port
-    ca = base64.b64encode(open(os.path.join(d, "ca.crt"), "rb").read()).decode()
+    ca = base64.b64encode(open(os.path.join(cd, "ca.crt"), "rb").read()).decode()
     cfg = {"apiVersion": "v1", "kind": "Config", "current-context": "test",
            "clusters": [{"name": "test", "cluster": {"server": server, "certificate-authority-data": ca}}],
            "users": [{"name": "token", "user": {"token": token}},
-                     {"name": "cert", "user": {"client-certificate": os.path.join(d, "client.crt"),
-                                               "client-key": os.path.join(d, "client.key")}}],
+                     {"name": "cert", "user": {"client-certificate": os.path.join(cd, "client.crt"),
+                                               "client-key": os.path.join(cd, "client.key")}}],
            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "token"}},
                         {"name": "cert", "context": {"cluster": "test", "user": "cert"}}]}
     with open(os.path.join(d, "kubeconfig"), "w") as f:
@@ -784,18 +784,20 @@ def main():
     ap.add_argument("--token", default="test-token-0123456789abcdef")
     ap.add_argument("--bookmark-ms", type=int, default=1000)
     ap.add_argument("--no-claim-controller", action="store_true")
-    ap.add_argument("--reuse-certs", action="store_true")
+    ap.add_argument("--cert-dir", help="CA and certificates (made there if missing); default --dir")
     ap.add_argument("--verbose", action="store_true")
     ARGS = ap.parse_args()
     d = ARGS.dir
     os.makedirs(d, exist_ok=True)
-    if not (ARGS.reuse_certs and os.path.exists(os.path.join(d, "server.crt"))):
-        make_certs(d)
+    cd = ARGS.cert_dir or d
+    os.makedirs(cd, exist_ok=True)
+    if not os.path.exists(os.path.join(cd, "client.crt")):
+        make_certs(cd)
     STORE = Store(ARGS.seed, not ARGS.no_claim_controller)
     STORE.valid_tokens = {ARGS.token}
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(os.path.join(d, "server.crt"), os.path.join(d, "server.key"))
-    ctx.load_verify_locations(os.path.join(d, "ca.crt"))
+    ctx.load_cert_chain(os.path.join(cd, "server.crt"), os.path.join(cd, "server.key"))
+    ctx.load_verify_locations(os.path.join(cd, "ca.crt"))
     ctx.verify_mode = ssl.CERT_OPTIONAL
 
     class Server(ThreadingHTTPServer):
@@ -814,7 +816,7 @@ def main():
 
     srv = Server(("127.0.0.1", ARGS.port), Handler)
     port = srv.server_address[1]
-    write_kubeconfigs(d, port, ARGS.token)
+    write_kubeconfigs(d, cd, port, ARGS.token)
     with open(os.path.join(d, "pid"), "w") as f:
         f.write(str(os.getpid()))
     with open(os.path.join(d, "port.tmp"), "w") as f:  # the readiness marker: last
