@@ -163,6 +163,38 @@ extern const cel_type cel_t_dyn, cel_t_any, cel_t_error, cel_t_null, cel_t_bool,
     cel_t_uint, cel_t_double, cel_t_string, cel_t_bytes, cel_t_qty, cel_t_semver, cel_t_device,
     cel_t_type;
 
+/* Type unification (types.c). */
+typedef struct cel_undo {
+    uint32_t id;
+    const cel_type *old;
+} cel_undo;
+
+typedef struct cel_unify {
+    de_arena *a;           /* where new type terms go */
+    const cel_type **sub;  /* type variable -> bound type, or NULL */
+    uint32_t nvars, capvars;
+    cel_undo *undo;
+    uint32_t nundo, capundo;
+    bool oom;
+} cel_unify;
+
+const cel_type *cel_u_mktype(cel_unify *u, int k, const cel_type *p0, const cel_type *p1);
+const cel_type *cel_u_fresh(cel_unify *u);
+/* t1 assignable to t2; the raw form leaves partial bindings for the caller
+ * to roll back (cel_u_rollback to a saved u->nundo). */
+bool cel_u_assignable(cel_unify *u, const cel_type *t1, const cel_type *t2);
+bool cel_u_assignable_raw(cel_unify *u, const cel_type *t1, const cel_type *t2);
+void cel_u_rollback(cel_unify *u, uint32_t mark);
+/* Apply the substitution (unbound variables become dyn when to_dyn). */
+const cel_type *cel_u_subst(cel_unify *u, const cel_type *t, bool to_dyn);
+/* An overload's table type with its parameters A, B renamed to vars. */
+const cel_type *cel_u_inst(cel_unify *u, const cel_type *t, const cel_type **vars);
+void cel_u_free(cel_unify *u);
+bool cel_t_exact(const cel_type *a, const cel_type *b);
+bool cel_t_is_dyn(const cel_type *t);
+bool cel_t_is_dyn_or_err(const cel_type *t);
+const cel_type *cel_t_most_general(const cel_type *t1, const cel_type *t2);
+
 /* Format a type the way cel-go prints it ("list(int)", "map(string, dyn)"). */
 void cel_type_format(const cel_type *t, de_buf *b);
 

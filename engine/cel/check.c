@@ -39,21 +39,13 @@ typedef struct scope_ent {
     uint32_t slot;
 } scope_ent;
 
-typedef struct undo_ent {
-    uint32_t id;
-    const cel_type *old;
-} undo_ent;
-
 typedef struct C {
     cel_env *env;
     cel_prog *p;
     de_arena *a;
     de_err *e;
     bool failed;
-    const cel_type **sub;
-    uint32_t nvars, capvars;
-    undo_ent *undo;
-    uint32_t nundo, capundo;
+    cel_unify u;
     scope_ent *scope;
     uint32_t nscope, capscope;
     uint32_t maxslots;
@@ -87,239 +79,6 @@ static const char *tname(C *c, const cel_type *t)
     char *s = de_arena_strdup(c->a, de_buf_str(&b));
     de_buf_free(&b);
     return s ? s : "?";
-}
-
-/* ---- type terms ---------------------------------------------------------------- */
-
-static const cel_type *mktype(C *c, int k, const cel_type *p0, const cel_type *p1)
-{
-    cel_type *t = de_arena_zalloc(c->a, sizeof *t);
-    if (!t) {
-        fail(c, 0, "expression too large");
-        return &cel_t_error;
-    }
-    t->k = (uint8_t)k;
-    t->p0 = p0;
-    t->p1 = p1;
-    return t;
-}
-
-static const cel_type *fresh(C *c)
-{
-    if (c->nvars == c->capvars) {
-        uint32_t nc = c->capvars ? c->capvars * 2 : 64;
-        c->sub = de_xrealloc(c->sub, nc * sizeof *c->sub);
-        c->capvars = nc;
-    }
-    c->sub[c->nvars] = NULL;
-    cel_type *t = de_arena_zalloc(c->a, sizeof *t);
-    if (!t) {
-        fail(c, 0, "expression too large");
-        return &cel_t_error;
-    }
-    t->k = TK_PARAM;
-    t->id = c->nvars++;
-    return t;
-}
-
-static const cel_type *find(C *c, const cel_type *t)
-{
-    if (t->k == TK_PARAM && t->id < c->nvars)
-        return c->sub[t->id];
-    return NULL;
-}
-
-static void bind(C *c, const cel_type *param, const cel_type *t)
-{
-    if (c->nundo == c->capundo) {
-        uint32_t nc = c->capundo ? c->capundo * 2 : 64;
-        c->undo = de_xrealloc(c->undo, nc * sizeof *c->undo);
-        c->capundo = nc;
-    }
-    c->undo[c->nundo].id = param->id;
-    c->undo[c->nundo].old = c->sub[param->id];
-    c->nundo++;
-    c->sub[param->id] = t;
-}
-
-static void rollback(C *c, uint32_t mark)
-{
-    while (c->nundo > mark) {
-        c->nundo--;
-        c->sub[c->undo[c->nundo].id] = c->undo[c->nundo].old;
-    }
-}
-
-static bool is_dyn(const cel_type *t) { return t->k == TK_DYN || t->k == TK_ANY; }
-static bool is_dyn_or_err(const cel_type *t) { return is_dyn(t) || t->k == TK_ERROR; }
-
-static bool exact(const cel_type *a, const cel_type *b)
-{
-    if (a == b)
-        return true;
-    if (!a || !b || a->k != b->k)
-        return false;
-    switch (a->k) {
-    case TK_PARAM: return a->id == b->id;
-    case TK_LIST: return exact(a->p0, b->p0);
-    case TK_MAP: return exact(a->p0, b->p0) && exact(a->p1, b->p1);
-    case TK_TYPE: return (!a->p0 && !b->p0) || (a->p0 && b->p0 && exact(a->p0, b->p0));
-    default: return true;
-    }
-}
-
-static bool less_specific(const cel_type *t1, const cel_type *t2)
-{
-    if (is_dyn(t1) || t1->k == TK_PARAM)
-        return true;
-    if (is_dyn(t2) || t2->k == TK_PARAM)
-        return false;
-    if (t1->k != t2->k)
-        return false;
-    switch (t1->k) {
-    case TK_LIST: return less_specific(t1->p0, t2->p0);
-    case TK_MAP: return less_specific(t1->p0, t2->p0) && less_specific(t1->p1, t2->p1);
-    case TK_TYPE: return true;
-    default: return exact(t1, t2);
-    }
-}
-
-static const cel_type *most_general(const cel_type *t1, const cel_type *t2)
-{
-    return less_specific(t1, t2) ? t1 : t2;
-}
-
-static bool not_referenced_in(C *c, const cel_type *t, const cel_type *within)
-{
-    if (!within)
-        return true;
-    if (exact(t, within))
-        return false;
-    switch (within->k) {
-    case TK_PARAM: {
-        const cel_type *s = find(c, within);
-        return !s || not_referenced_in(c, t, s);
-    }
-    case TK_LIST:
-    case TK_MAP:
-    case TK_TYPE:
-        return not_referenced_in(c, t, within->p0) && not_referenced_in(c, t, within->p1);
-    default:
-        return true;
-    }
-}
-
-static bool nullable(const cel_type *t)
-{
-    return t->k == TK_NULL || t->k == TK_QTY || t->k == TK_SEMVER || t->k == TK_DEVICE ||
-           t->k == TK_ANY;
-}
-
-static bool assignable_int(C *c, const cel_type *t1, const cel_type *t2);
-
-static bool valid_subst(C *c, const cel_type *t1, const cel_type *t2, bool *has)
-{
-    if (t1->k == t2->k && exact(t1, t2)) {
-        *has = true;
-        return true;
-    }
-    const cel_type *s = find(c, t2);
-    if (s) {
-        *has = true;
-        if (t1->k == s->k && exact(t1, s))
-            return true;
-        if (assignable_int(c, t1, s)) {
-            const cel_type *nt = most_general(t1, s);
-            if (not_referenced_in(c, t2, nt))
-                bind(c, t2, nt);
-            return true;
-        }
-        return false;
-    }
-    *has = false;
-    if (not_referenced_in(c, t2, t1)) {
-        bind(c, t2, t1);
-        return true;
-    }
-    return false;
-}
-
-/* t1 assignable to t2 (cel-go internalIsAssignable) */
-static bool assignable_int(C *c, const cel_type *t1, const cel_type *t2)
-{
-    bool has;
-    if (t2->k == TK_PARAM) {
-        if (valid_subst(c, t1, t2, &has))
-            return true;
-        if (has)
-            return false;
-    }
-    if (t1->k == TK_PARAM)
-        return valid_subst(c, t2, t1, &has);
-    if (is_dyn_or_err(t1) || is_dyn_or_err(t2))
-        return true;
-    if (t1->k == TK_NULL)
-        return nullable(t2);
-    if (t2->k == TK_NULL)
-        return nullable(t1);
-    switch (t1->k) {
-    case TK_TYPE: return t2->k == TK_TYPE;
-    case TK_LIST: return t2->k == TK_LIST && assignable_int(c, t1->p0, t2->p0);
-    case TK_MAP:
-        return t2->k == TK_MAP && assignable_int(c, t1->p0, t2->p0) &&
-               assignable_int(c, t1->p1, t2->p1);
-    default: return t1->k == t2->k;
-    }
-}
-
-static bool assignable(C *c, const cel_type *t1, const cel_type *t2)
-{
-    uint32_t mark = c->nundo;
-    if (assignable_int(c, t1, t2))
-        return true;
-    rollback(c, mark);
-    return false;
-}
-
-static const cel_type *subst(C *c, const cel_type *t, bool to_dyn)
-{
-    if (!t)
-        return t;
-    const cel_type *s = find(c, t);
-    if (s)
-        return subst(c, s, to_dyn);
-    switch (t->k) {
-    case TK_PARAM:
-        return to_dyn ? &cel_t_dyn : t;
-    case TK_LIST: {
-        const cel_type *e = subst(c, t->p0, to_dyn);
-        return e == t->p0 ? t : mktype(c, TK_LIST, e, NULL);
-    }
-    case TK_MAP: {
-        const cel_type *k = subst(c, t->p0, to_dyn), *v = subst(c, t->p1, to_dyn);
-        return k == t->p0 && v == t->p1 ? t : mktype(c, TK_MAP, k, v);
-    }
-    case TK_TYPE: {
-        if (!t->p0)
-            return t;
-        const cel_type *e = subst(c, t->p0, to_dyn);
-        return e == t->p0 ? t : mktype(c, TK_TYPE, e, NULL);
-    }
-    default:
-        return t;
-    }
-}
-
-/* Instantiate an overload's table type with the call site's fresh vars. */
-static const cel_type *inst(C *c, const cel_type *t, const cel_type **vars)
-{
-    switch (t->k) {
-    case TK_PARAM: return vars[t->id];
-    case TK_LIST: return mktype(c, TK_LIST, inst(c, t->p0, vars), NULL);
-    case TK_MAP: return mktype(c, TK_MAP, inst(c, t->p0, vars), inst(c, t->p1, vars));
-    case TK_TYPE: return t->p0 ? mktype(c, TK_TYPE, inst(c, t->p0, vars), NULL) : t;
-    default: return t;
-    }
 }
 
 /* ---- scopes ---------------------------------------------------------------------- */
@@ -396,12 +155,12 @@ static void check_ident(C *c, cel_node *n)
         if (name_eq(n->name, n->nlen, type_idents[i].name)) {
             const cel_type *inner;
             switch (type_idents[i].tk) {
-            case TK_LIST: inner = mktype(c, TK_LIST, &cel_t_dyn, NULL); break;
-            case TK_MAP: inner = mktype(c, TK_MAP, &cel_t_dyn, &cel_t_dyn); break;
+            case TK_LIST: inner = cel_u_mktype(&c->u, TK_LIST, &cel_t_dyn, NULL); break;
+            case TK_MAP: inner = cel_u_mktype(&c->u, TK_MAP, &cel_t_dyn, &cel_t_dyn); break;
             case TK_TYPE: inner = &cel_t_type; break;
-            default: inner = mktype(c, type_idents[i].tk, NULL, NULL); break;
+            default: inner = cel_u_mktype(&c->u, type_idents[i].tk, NULL, NULL); break;
             }
-            set_const(c, n, cv_type(type_idents[i].rt), mktype(c, TK_TYPE, inner, NULL));
+            set_const(c, n, cv_type(type_idents[i].rt), cel_u_mktype(&c->u, TK_TYPE, inner, NULL));
             return;
         }
     }
@@ -425,7 +184,7 @@ static const cel_type *device_field(C *c, const char *f, uint32_t n)
 
 static const cel_type *select_type(C *c, cel_node *n, cel_node *operand)
 {
-    const cel_type *t = subst(c, operand->ty, false);
+    const cel_type *t = cel_u_subst(&c->u, operand->ty, false);
     switch (t->k) {
     case TK_MAP:
         return t->p1;
@@ -438,10 +197,10 @@ static const cel_type *select_type(C *c, cel_node *n, cel_node *operand)
         return f;
     }
     case TK_PARAM:
-        assignable(c, &cel_t_dyn, t);
+        cel_u_assignable(&c->u, &cel_t_dyn, t);
         return &cel_t_dyn;
     default:
-        if (!is_dyn_or_err(t))
+        if (!cel_t_is_dyn_or_err(t))
             fail(c, n->pos, "type '%s' does not support field selection", tname(c, t));
         return &cel_t_dyn;
     }
@@ -540,7 +299,7 @@ static void check_select(C *c, cel_node *n)
         n->ty = &cel_t_bool;
         return;
     }
-    n->ty = subst(c, rt, false);
+    n->ty = cel_u_subst(&c->u, rt, false);
     if (devmap_base(n->a) >= 0)
         fuse_devmap(c, n, n->a, n->name, n->nlen);
     else if (n->a->k == N_DEVMAP)
@@ -639,21 +398,21 @@ static void check_call(C *c, cel_node *n)
             continue;
         const cel_type *vars[2] = {NULL, NULL};
         for (int v = 0; v < o->nparamvars; v++)
-            vars[v] = fresh(c);
-        uint32_t mark = c->nundo;
+            vars[v] = cel_u_fresh(&c->u);
+        uint32_t mark = c->u.nundo;
         bool ok = true;
         for (uint32_t i = 0; i < na && ok; i++)
-            ok = assignable_int(c, argt[i], inst(c, o->params[i], vars));
+            ok = cel_u_assignable_raw(&c->u, argt[i], cel_u_inst(&c->u, o->params[i], vars));
         if (!ok) {
-            rollback(c, mark);
+            cel_u_rollback(&c->u, mark);
             continue;
         }
         if (nm < DE_ARRAY_LEN(matched))
             matched[nm++] = (uint16_t)(f->first + k);
-        const cel_type *r = subst(c, inst(c, o->result, vars), false);
+        const cel_type *r = cel_u_subst(&c->u, cel_u_inst(&c->u, o->result, vars), false);
         if (!result)
             result = r;
-        else if (!is_dyn(result) && !exact(r, result))
+        else if (!cel_t_is_dyn(result) && !cel_t_exact(r, result))
             result = &cel_t_dyn;
     }
     if (!result) {
@@ -661,7 +420,7 @@ static void check_call(C *c, cel_node *n)
         de_buf_init(&b, 4096);
         uint32_t i = 0;
         if (n->a) {
-            cel_type_format(subst(c, argt[0], true), &b);
+            cel_type_format(cel_u_subst(&c->u, argt[0], true), &b);
             de_buf_putc(&b, '.');
             i = 1;
         }
@@ -669,7 +428,7 @@ static void check_call(C *c, cel_node *n)
         for (uint32_t j = i; j < na; j++) {
             if (j > i)
                 de_buf_puts(&b, ", ");
-            cel_type_format(subst(c, argt[j], true), &b);
+            cel_type_format(cel_u_subst(&c->u, argt[j], true), &b);
         }
         de_buf_putc(&b, ')');
         fail(c, n->pos, "found no matching overload for '%s' applied to '%s'", fname, de_buf_str(&b));
@@ -727,8 +486,8 @@ static void check_logic(C *c, cel_node *n)
         return;
     cel_node *ops[2] = {n->a, n->b};
     for (int i = 0; i < 2; i++) {
-        if (!assignable(c, ops[i]->ty, &cel_t_bool)) {
-            fail(c, ops[i]->pos, "expected type 'bool' but found '%s'", tname(c, subst(c, ops[i]->ty, true)));
+        if (!cel_u_assignable(&c->u, ops[i]->ty, &cel_t_bool)) {
+            fail(c, ops[i]->pos, "expected type 'bool' but found '%s'", tname(c, cel_u_subst(&c->u, ops[i]->ty, true)));
             return;
         }
     }
@@ -742,17 +501,17 @@ static void check_cond(C *c, cel_node *n)
     check(c, n->c);
     if (c->failed)
         return;
-    const cel_type *A = fresh(c);
-    uint32_t mark = c->nundo;
-    if (!assignable_int(c, n->a->ty, &cel_t_bool) || !assignable_int(c, n->b->ty, A) ||
-        !assignable_int(c, n->c->ty, A)) {
-        rollback(c, mark);
+    const cel_type *A = cel_u_fresh(&c->u);
+    uint32_t mark = c->u.nundo;
+    if (!cel_u_assignable_raw(&c->u, n->a->ty, &cel_t_bool) || !cel_u_assignable_raw(&c->u, n->b->ty, A) ||
+        !cel_u_assignable_raw(&c->u, n->c->ty, A)) {
+        cel_u_rollback(&c->u, mark);
         fail(c, n->pos, "found no matching overload for '_?_:_' applied to '(%s, %s, %s)'",
-             tname(c, subst(c, n->a->ty, true)), tname(c, subst(c, n->b->ty, true)),
-             tname(c, subst(c, n->c->ty, true)));
+             tname(c, cel_u_subst(&c->u, n->a->ty, true)), tname(c, cel_u_subst(&c->u, n->b->ty, true)),
+             tname(c, cel_u_subst(&c->u, n->c->ty, true)));
         return;
     }
-    n->ty = subst(c, A, false);
+    n->ty = cel_u_subst(&c->u, A, false);
 }
 
 /* Element type join: cel-go joins mismatching element types to dyn; the
@@ -761,8 +520,8 @@ static const cel_type *join(C *c, const cel_type *prev, const cel_type *cur)
 {
     if (!prev)
         return cur;
-    if (assignable(c, prev, cur))
-        return most_general(prev, cur);
+    if (cel_u_assignable(&c->u, prev, cur))
+        return cel_t_most_general(prev, cur);
     return &cel_t_dyn;
 }
 
@@ -772,12 +531,12 @@ static bool homogeneous(C *c, cel_node **items, uint32_t n, uint32_t step)
 {
     const cel_type *first = NULL;
     for (uint32_t i = 0; i < n; i += step) {
-        const cel_type *t = subst(c, items[i]->ty, true);
+        const cel_type *t = cel_u_subst(&c->u, items[i]->ty, true);
         if (!first) {
             first = t;
             continue;
         }
-        if (!exact(first, t)) {
+        if (!cel_t_exact(first, t)) {
             fail(c, items[i]->pos, "expected type '%s' but found '%s'", tname(c, first), tname(c, t));
             return false;
         }
@@ -798,7 +557,7 @@ static void check_list(C *c, cel_node *n)
     }
     if (c->failed || !homogeneous(c, n->args, n->nargs, 1))
         return;
-    n->ty = mktype(c, TK_LIST, et ? et : fresh(c), NULL);
+    n->ty = cel_u_mktype(&c->u, TK_LIST, et ? et : cel_u_fresh(&c->u), NULL);
     if (all_const) {
         cel_v *items = de_arena_alloc(c->a, (n->nargs ? n->nargs : 1) * sizeof *items);
         if (!items) {
@@ -830,10 +589,10 @@ static void check_map(C *c, cel_node *n)
         (n->nargs > 1 && !homogeneous(c, n->args + 1, n->nargs - 1, 2)))
         return;
     if (!kt) {
-        kt = fresh(c);
-        vt = fresh(c);
+        kt = cel_u_fresh(&c->u);
+        vt = cel_u_fresh(&c->u);
     }
-    n->ty = mktype(c, TK_MAP, kt, vt);
+    n->ty = cel_u_mktype(&c->u, TK_MAP, kt, vt);
     if (all_const) {
         uint32_t cnt = n->nargs / 2;
         cel_v *keys = de_arena_alloc(c->a, (cnt ? cnt : 1) * sizeof *keys);
@@ -861,7 +620,7 @@ static void check_comprehension(C *c, cel_node *n)
     check(c, n->a);
     if (c->failed)
         return;
-    const cel_type *rt = subst(c, n->a->ty, false);
+    const cel_type *rt = cel_u_subst(&c->u, n->a->ty, false);
     const cel_type *vt;
     switch (rt->k) {
     case TK_LIST: vt = rt->p0; break;
@@ -869,7 +628,7 @@ static void check_comprehension(C *c, cel_node *n)
     case TK_DYN:
     case TK_ERROR:
     case TK_PARAM:
-        assignable(c, &cel_t_dyn, rt);
+        cel_u_assignable(&c->u, &cel_t_dyn, rt);
         vt = &cel_t_dyn;
         break;
     default:
@@ -887,14 +646,14 @@ static void check_comprehension(C *c, cel_node *n)
     if (c->failed)
         return;
     bool pred = n->k != N_MAP_M;
-    if (pred && !assignable(c, n->b->ty, &cel_t_bool)) {
-        fail(c, n->b->pos, "expected type 'bool' but found '%s'", tname(c, subst(c, n->b->ty, true)));
+    if (pred && !cel_u_assignable(&c->u, n->b->ty, &cel_t_bool)) {
+        fail(c, n->b->pos, "expected type 'bool' but found '%s'", tname(c, cel_u_subst(&c->u, n->b->ty, true)));
         return;
     }
     switch (n->k) {
-    case N_MAP_M: n->ty = mktype(c, TK_LIST, subst(c, n->b->ty, false), NULL); break;
-    case N_MAP_FILTER: n->ty = mktype(c, TK_LIST, subst(c, n->c->ty, false), NULL); break;
-    case N_FILTER: n->ty = mktype(c, TK_LIST, subst(c, vt, false), NULL); break;
+    case N_MAP_M: n->ty = cel_u_mktype(&c->u, TK_LIST, cel_u_subst(&c->u, n->b->ty, false), NULL); break;
+    case N_MAP_FILTER: n->ty = cel_u_mktype(&c->u, TK_LIST, cel_u_subst(&c->u, n->c->ty, false), NULL); break;
+    case N_FILTER: n->ty = cel_u_mktype(&c->u, TK_LIST, cel_u_subst(&c->u, vt, false), NULL); break;
     default: n->ty = &cel_t_bool; break;
     }
 }
@@ -1021,12 +780,14 @@ de_rc cel_check(cel_env *env, cel_prog *p, de_err *e)
     c.p = p;
     c.a = p->arena;
     c.e = e;
+    c.u.a = p->arena;
     check(&c, p->root);
+    if (c.u.oom && !c.failed)
+        fail(&c, 0, "expression too large");
     if (!c.failed)
-        p->type = subst(&c, p->root->ty, true);
+        p->type = cel_u_subst(&c.u, p->root->ty, true);
     p->nslots = c.maxslots;
-    free(c.sub);
-    free(c.undo);
+    cel_u_free(&c.u);
     free(c.scope);
     return c.failed ? DE_EINVAL : DE_OK;
 }
