@@ -41,7 +41,7 @@ typedef struct al_allocator al_allocator;
 
 /* Default per-node search budget: number of search steps (one step = one
  * attempt to fill one device slot, upstream's allocateOne invocation). */
-#define AL_DEFAULT_MAX_STEPS 2000000u
+#define AL_DEFAULT_MAX_STEPS 1000000u
 
 /* Upstream's per-claim result limit (AllocationResultsMaxSize). */
 #define AL_MAX_RESULTS 32
