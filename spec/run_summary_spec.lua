@@ -93,6 +93,24 @@ describe("draengine run", function()
   it("draws no progress bar when stderr is not a terminal", function()
     assert.are.equal("", err)
   end)
+
+  it("draws a progress bar on a terminal and clears it at the end", function()
+    local p = io.popen("command -v script 2>/dev/null")
+    local script = p:read("l")
+    p:close()
+    if not script or script == "" then
+      pending("script(1) is not installed: no way to give the run a terminal")
+      return
+    end
+    local cmd = H.shell_quote(H.bin) .. " run --nodes 24 --no-policies --seed 3"
+    -- script(1) must not inherit the sanitizer runtime preloaded by `make test-asan`
+    p = io.popen("env -u LD_PRELOAD script -qec " .. H.shell_quote(cmd) .. " /dev/null")
+    local tty = p:read("a")
+    p:close()
+    assert.truthy(tty:match("^\r%[[#.]+%] +%d+%% GPUs busy +%d+ pods: %d+ placed, %d+ pending\27%[K"), tty:sub(1, 200))
+    -- the bar is erased before the summary is printed
+    assert.truthy(tty:find("\r\27[Kdraengine run: seed 3", 1, true))
+  end)
 end)
 
 describe("draengine run with the shipped policies", function()
