@@ -35,6 +35,7 @@
  *     host:admit(ns, name)  -> admitted, reason
  *     host:close()     (clears the derived attributes it published)
  *   core.policy_dir_hash(dir)         content hash used by the reload triggers
+ *   core.policy_install_sighup()      SIGHUP makes every host reload (serve does this)
  *
  * Device tables: see engine/policy/devbuild.c.  Versions are written
  * {version = "1.2.3"} here (there is no dra.version in the host).
@@ -949,6 +950,13 @@ static int host_admit(lua_State *L)
     return 2;
 }
 
+static int l_install_sighup(lua_State *L)
+{
+    (void)L;
+    pol_host_install_sighup();
+    return 0;
+}
+
 static int l_dir_hash(lua_State *L)
 {
     char hex[65];
@@ -1000,7 +1008,7 @@ void lb_open_policy(lua_State *L)
     static const luaL_Reg fns[] = {
         {"policy_sha256", l_sha256}, {"policy_load", l_load}, {"policy_vm", l_vm},
         {"policy_test", l_test},     {"policy_lint", l_lint}, {"policy_host", l_host},
-        {"policy_dir_hash", l_dir_hash}, {NULL, NULL},
+        {"policy_dir_hash", l_dir_hash}, {"policy_install_sighup", l_install_sighup}, {NULL, NULL},
     };
     luaL_setfuncs(L, fns, 0);
 }

@@ -62,6 +62,11 @@ static int result_error(lua_State *L, callctx *c, const char *fmt, ...)
 {
     pol_vm *vm = &c->p->vm;
     vm->result_err = true;
+    /* the line of the hook's definition, looked up only now */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->p->ref[c->hook]);
+    lua_Debug ar;
+    if (lua_getinfo(L, ">S", &ar))
+        c->fn_line = ar.linedefined;
     snprintf(vm->errfile, sizeof vm->errfile, "%s", c->p->file);
     vm->errline = c->fn_line;
     char msg[1024];
@@ -300,10 +305,6 @@ static int hook_tramp(lua_State *L)
 {
     callctx *c = lua_touserdata(L, 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, c->p->ref[c->hook]);
-    lua_Debug ar;
-    lua_pushvalue(L, -1);
-    lua_getinfo(L, ">S", &ar);
-    c->fn_line = ar.linedefined;
     switch (c->hook) {
     case H_DERIVE:
         pol_push_device(L, c->v, false, false);

@@ -1,0 +1,41 @@
+-- cel_extra_spec.lua - the extra CEL vectors of spec/fixtures/cel-extra
+-- (upstream cases beyond the shared set, plus our own DRA cases; see
+-- spec/fixtures/cel-extra/tools/gen.py) through `draengine cel --batch`,
+-- scored by the shared check-cel.  Every scored vector must pass; the known
+-- failures live in spec/fixtures/cel-extra-failing and are not run here.
+local H = require "support.helper"
+
+local function count_vectors(dir)
+  local total, skipped = 0, 0
+  local p = assert(io.popen("ls " .. H.shell_quote(dir), "r"))
+  for name in p:lines() do
+    if name:match("%.json$") then
+      total = total + 1
+      local body = H.read_file(dir .. "/" .. name)
+      if body:match('"celGoSkips"%s*:%s*true') then skipped = skipped + 1 end
+    end
+  end
+  p:close()
+  return total, skipped
+end
+
+describe("extra CEL vectors (spec/fixtures/cel-extra)", function()
+  -- python must not run under the ASan LD_PRELOAD; the binary links ASan itself
+  it("all scored vectors pass", function()
+    local shared = H.shared_dir()
+    assert.is_not_nil(shared, "shared conformance scripts not found")
+    local dir = H.root .. "/spec/fixtures/cel-extra"
+    local total, skipped = count_vectors(dir)
+    assert.is_true(total > 1000, "expected the generated vectors, found " .. total)
+    local cmd = string.format("env -u LD_PRELOAD python3 %s --bin %s %s 2>&1",
+      H.shell_quote(shared .. "/conformance/check-cel"), H.shell_quote(H.bin), H.shell_quote(dir))
+    local p = assert(io.popen(cmd, "r"))
+    local out = p:read("a")
+    p:close()
+    local passed, failed = out:match("(%d+) passed, (%d+) failed%s*$")
+    assert.is_not_nil(passed, "no summary line in:\n" .. out:sub(-2000))
+    passed, failed = tonumber(passed), tonumber(failed)
+    assert.are.equal(0, failed, out:sub(-4000))
+    assert.are.equal(total - skipped, passed, "every vector file must be scored:\n" .. out:sub(-2000))
+  end)
+end)
