@@ -136,8 +136,7 @@ static int l_poll(lua_State *L)
 }
 
 /* poll, then apply each event to the graph with fd_apply_event (the same
- * path the engine's loops use).  The graph userdata's first member is its
- * dg_graph pointer (lb_graph.c; lb_policy.c and lb_sched.c rely on it too). */
+ * path the engine's loops use). */
 typedef struct sync_ctx {
     collect c;
     dg_graph *g;
@@ -166,12 +165,10 @@ static void on_sync_event(void *ctx, const fd_event *ev)
 static int l_sync(lua_State *L)
 {
     fd_watch *w = check_watch(L);
-    dg_graph **gp = luaL_checkudata(L, 2, "draengine.Graph");
-    if (!*gp)
-        return luaL_error(L, "graph is closed");
+    dg_graph *g = lb_check_graph(L, 2);
     lua_Integer ms = luaL_optinteger(L, 3, 0);
     lua_newtable(L);
-    sync_ctx s = {{L, lua_gettop(L), 0}, *gp};
+    sync_ctx s = {{L, lua_gettop(L), 0}, g};
     de_err e;
     de_err_clear(&e);
     uint32_t n;

@@ -20,13 +20,9 @@ typedef struct lhost {
     logsink sink;
 } lhost;
 
-/* core.graph() userdata: lb_graph.c's struct starts with the dg_graph pointer. */
 static dg_graph *graph_arg(lua_State *L, int idx)
 {
-    dg_graph **gp = luaL_checkudata(L, idx, "draengine.Graph");
-    if (!*gp)
-        luaL_error(L, "graph is closed");
-    return *gp;
+    return lb_check_graph(L, idx);
 }
 
 static lhost *check_host(lua_State *L)

@@ -328,7 +328,10 @@ static void hook_groups(void *ctx, const dg_graph *g, uint32_t devid, al_groups 
     (void)g;
     memset(out, 0, sizeof *out);
     const pol_slot *sl = pol_facts_peek(h->set, devid);
-    if (!sl || !sl->f.nscopes)
+    if (!sl)
+        return;
+    out->blocked = sl->f.blocked;
+    if (!sl->f.nscopes)
         return;
     out->scope = sl->f.scopes[0].key;
     out->ngroups = sl->ngroups;
