@@ -8,7 +8,8 @@
  * repeat counts above 1000 - and rewrites the few constructs whose meaning
  * differs (octal escapes, \v, \s outside classes, a literal '{') into
  * their PCRE2 spelling ($ outside (?m) becomes \z: RE2's end of text).
- * PCRE2 then compiles it in UTF mode with LF as the only newline, and JIT
+ * PCRE2 then compiles it in UTF mode with LF as the only newline (and, as
+ * in RE2, (?m)^ also matching after a newline that ends the text), and JIT
  * compiles it when it can.
  *
  * Backtracking cannot run away: every match runs under a match limit, a
@@ -531,7 +532,8 @@ static pcre2_code *compile_re2(re_cache *c, const char *pat, size_t n, uint32_t 
     int ec;
     PCRE2_SIZE eo;
     pcre2_code *code = pcre2_compile((PCRE2_SPTR)de_buf_str(&t.out), t.out.len,
-                                     PCRE2_UTF | PCRE2_NEVER_BACKSLASH_C | PCRE2_ALT_CIRCUMFLEX | opts, &ec, &eo, c->cctx);
+                                     PCRE2_UTF | PCRE2_NEVER_BACKSLASH_C | PCRE2_ALT_CIRCUMFLEX | opts,
+                                     &ec, &eo, c->cctx);
     de_buf_free(&t.out);
     if (!code) {
         PCRE2_UCHAR msg[160];
