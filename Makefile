@@ -11,7 +11,7 @@
 # into the Lua module, so specs drive exactly the code the command runs.
 
 DEBIAN_PACKAGES := gcc make pkg-config liblua5.4-dev lua5.4 lua-busted libjansson-dev \
-                   libcurl4-openssl-dev libyaml-dev libpcre2-dev python3 openssl
+                   libcurl4-openssl-dev libyaml-dev libpcre2-dev python3 openssl chromium
 
 PKGS    := lua5.4 jansson libcurl yaml-0.1 libpcre2-8
 CC      ?= cc
@@ -93,7 +93,7 @@ $(BUILD)/obj/engine/policy/sdk.o: $(wildcard lua/draengine/*.lua)
 
 # ---- run -------------------------------------------------------------------
 run: all
-	./$(BIN) inspect -f examples/cluster
+	./$(BIN) run
 
 # ---- tests -----------------------------------------------------------------
 # busted runs under lua5.4 with the module path pointing at this build; the

@@ -29,6 +29,11 @@ void lb_open_sim(lua_State *L);     /* simulated clusters, sysfs discovery */
 void lb_open_sched(lua_State *L);   /* scheduler pieces */
 void lb_open_kube(lua_State *L);    /* kube client pieces */
 
+/* The dg_graph behind a core.graph() object at stack index idx (raises if it
+ * is not a Graph or is closed).  Other bindings take graphs only through this. */
+struct dg_graph;
+struct dg_graph *lb_check_graph(lua_State *L, int idx);
+
 /* Raise a Lua error carrying a de_err. */
 int lb_raise(lua_State *L, const de_err *e);
 

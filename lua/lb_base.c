@@ -1,6 +1,6 @@
 /*
- * lb_base.c - version, feature gates.  (Quantity and semver classes are
- * added by lb_quantity.c / lb_semver.c through lb_open_base_numeric.)
+ * lb_base.c - version, feature gates.  (Quantity, semver and JSON helpers are
+ * added by lb_numeric.c and lb_json.c through lb_open_numeric.)
  */
 #include "../engine/base/gates.h"
 #include "lb.h"

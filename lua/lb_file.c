@@ -4,7 +4,7 @@
  *   local w = core.watch({ "dir", "file.yaml" }, { watch = true, debounce_ms = 50 })
  *   w:scan()          -> events since the last scan (the first: every object as "add")
  *   w:poll(ms)        -> wait up to ms for file changes, then debounce and scan
- *   w:sync(graph, ms) -> poll, and apply the events to a core.graph (g:apply / g:remove);
+ *   w:sync(graph, ms) -> poll, and apply the events to a core.graph (fd_apply_event);
  *                        returns the events, each with `applied` or `error` set
  *   w:count()         -> objects, files
  *   w:watching()      -> true when inotify is in use
@@ -135,43 +135,45 @@ static int l_poll(lua_State *L)
     return do_poll(L, w, false, luaL_optinteger(L, 2, 0));
 }
 
-/* poll, then apply each event to the graph through its own methods */
+/* poll, then apply each event to the graph with fd_apply_event (the same
+ * path the engine's loops use). */
+typedef struct sync_ctx {
+    collect c;
+    dg_graph *g;
+} sync_ctx;
+
+static void on_sync_event(void *ctx, const fd_event *ev)
+{
+    sync_ctx *s = ctx;
+    on_event(&s->c, ev);
+    if (ev->op == FD_ERROR)
+        return;
+    lua_State *L = s->c.L;
+    de_err e;
+    de_err_clear(&e);
+    lua_rawgeti(L, s->c.t, s->c.n);
+    if (fd_apply_event(s->g, ev, &e) == DE_OK) {
+        lua_pushboolean(L, 1);
+        lua_setfield(L, -2, "applied");
+    } else {
+        lua_pushstring(L, e.msg);
+        lua_setfield(L, -2, "error");
+    }
+    lua_pop(L, 1);
+}
+
 static int l_sync(lua_State *L)
 {
     fd_watch *w = check_watch(L);
-    luaL_checkudata(L, 2, "draengine.Graph");
-    do_poll(L, w, false, luaL_optinteger(L, 3, 0));
-    int evs = lua_gettop(L);
-    lua_Integer n = luaL_len(L, evs);
-    for (lua_Integer i = 1; i <= n; i++) {
-        lua_rawgeti(L, evs, i);
-        int ev = lua_gettop(L);
-        lua_getfield(L, ev, "op");
-        const char *op = lua_tostring(L, -1);
-        lua_pop(L, 1);
-        if (!strcmp(op, "add") || !strcmp(op, "update")) {
-            lua_getfield(L, 2, "apply");
-            lua_pushvalue(L, 2);
-            lua_getfield(L, ev, "object");
-        } else if (!strcmp(op, "delete")) {
-            lua_getfield(L, 2, "remove");
-            lua_pushvalue(L, 2);
-            lua_getfield(L, ev, "kind");
-            lua_getfield(L, ev, "namespace");
-            lua_getfield(L, ev, "name");
-        } else {
-            lua_pop(L, 1);
-            continue;
-        }
-        int nargs = lua_gettop(L) - ev - 1;
-        if (lua_pcall(L, nargs, 0, 0) == LUA_OK) {
-            lua_pushboolean(L, 1);
-            lua_setfield(L, ev, "applied");
-        } else {
-            lua_setfield(L, ev, "error");
-        }
-        lua_pop(L, 1);
-    }
+    dg_graph *g = lb_check_graph(L, 2);
+    lua_Integer ms = luaL_optinteger(L, 3, 0);
+    lua_newtable(L);
+    sync_ctx s = {{L, lua_gettop(L), 0}, g};
+    de_err e;
+    de_err_clear(&e);
+    uint32_t n;
+    if (fd_poll(w, (int)ms, on_sync_event, &s, &n, &e) != DE_OK)
+        return lb_raise(L, &e);
     return 1;
 }
 

@@ -685,6 +685,14 @@ static int l_generation(lua_State *L)
     return 1;
 }
 
+dg_graph *lb_check_graph(lua_State *L, int idx)
+{
+    lgraph *u = luaL_checkudata(L, idx, GRAPH_CLASS);
+    if (!u->g)
+        luaL_error(L, "graph is closed");
+    return u->g;
+}
+
 void lb_open_graph(lua_State *L)
 {
     static const luaL_Reg methods[] = {

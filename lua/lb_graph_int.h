@@ -28,10 +28,7 @@ typedef struct lgraph {
 
 static inline dg_graph *check_graph(lua_State *L)
 {
-    lgraph *u = luaL_checkudata(L, 1, GRAPH_CLASS);
-    if (!u->g)
-        luaL_error(L, "graph is closed");
-    return u->g;
+    return lb_check_graph(L, 1);
 }
 
 static inline int raise_err(lua_State *L, const de_err *e)

@@ -12,17 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* lb_graph.c's userdata starts with the graph pointer. */
-typedef struct lgraph_view {
-    dg_graph *g;
-} lgraph_view;
-
 static dg_graph *graph_arg(lua_State *L, int i)
 {
-    lgraph_view *u = luaL_checkudata(L, i, "draengine.Graph");
-    if (!u->g)
-        luaL_error(L, "graph is closed");
-    return u->g;
+    return lb_check_graph(L, i);
 }
 
 static uint32_t find_pod(lua_State *L, dg_graph *g, int i)

@@ -194,10 +194,12 @@ spec:
     attributes:
       model: {string: %s}
 ]]
+    local deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: default}\n"
     write(dir .. "/slice.yaml", string.format(slice, "LATEST-GPU-MODEL") .. "---\n" .. class("gpu.example.com"))
+    write(dir .. "/other.yaml", deploy)
     local w = core.watch({ dir }, { watch = true, debounce_ms = 30 })
     local evs = w:sync(g, 0)
-    assert.are.equal(2, #evs)
+    assert.are.equal(3, #evs) -- a kind the graph does not model is accepted and ignored
     for _, e in ipairs(evs) do assert.is_true(e.applied, tostring(e.error)) end
     assert.are.equal(1, g:stats().slices)
     assert.are.equal(1, g:stats().classes)
@@ -206,9 +208,12 @@ spec:
     assert.are.same({ "update ResourceSlice/node-a-gpu" }, summary(evs))
     assert.is_true(evs[1].applied)
     os.remove(dir .. "/slice.yaml")
+    os.remove(dir .. "/other.yaml")
     evs = w:sync(g, 3000)
     -- deletions come sorted by identity (group, kind, namespace, name)
-    assert.are.same({ "delete DeviceClass/gpu.example.com", "delete ResourceSlice/node-a-gpu" }, summary(evs))
+    assert.are.same({ "delete Deployment/web", "delete DeviceClass/gpu.example.com",
+                      "delete ResourceSlice/node-a-gpu" }, summary(evs))
+    for _, e in ipairs(evs) do assert.is_true(e.applied, tostring(e.error)) end
     assert.are.equal(0, g:stats().slices)
     assert.are.equal(0, g:stats().classes)
     w:close()

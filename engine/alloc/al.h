@@ -80,6 +80,8 @@ typedef struct al_groups {
     uint32_t scope;         /* interned scope id; 0 = the device is in no scope */
     uint32_t ngroups;       /* 0 = "no groups" */
     const uint32_t *groups; /* interned group ids (owned by the hook provider) */
+    bool blocked;           /* a groups policy failed closed on this device: it must not be
+                             * allocated (its compatibility is unknown) */
 } al_groups;
 
 /* What `score` sees: one feasible placement of a pod's pending claims. */

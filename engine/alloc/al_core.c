@@ -16,6 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+void al_oom(size_t n)
+{
+    /* library code does not log; this is the engine's fatal path (see de_xmalloc) */
+    fprintf(stderr, "draengine: allocator arena exhausted allocating %zu bytes\n", n);
+    abort();
+}
+
 const char *al_str(const al_allocator *a, uint32_t id)
 {
     return de_intern_str(a->in, id);

@@ -425,11 +425,18 @@ de_rc al_ext_claim(al_allocator *a, const dg_pod *pod, const al_ext *x, uint32_t
 void al_explain(al_call *c, al_why *why);
 
 /* helpers */
+
+/* Arena allocation for bookkeeping.  The arenas have the default 1 GiB cap;
+ * reaching it means a pathological input, treated like malloc failure of a
+ * bookkeeping block elsewhere in the engine (de_xmalloc): fatal, with a
+ * message. */
+void al_oom(size_t n) __attribute__((noreturn));
+
 static inline void *al_zalloc(de_arena *ar, size_t n)
 {
     void *p = de_arena_zalloc(ar, n ? n : 1);
     if (!p)
-        abort();
+        al_oom(n);
     return p;
 }
 

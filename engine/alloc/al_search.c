@@ -347,9 +347,26 @@ static int solve(al_call *c, uint32_t ci, uint32_t ri, uint32_t si, int64_t k, b
     }
     const uint64_t *cand = c->pure ? rq->stat : rq->iter;
     uint32_t nd = c->t->ndev;
+    /* pure calls: matchAttribute values already fixed filter the candidates
+     * before anything is charged (the rejection would leave no trace) */
+    al_cons *bound[8];
+    uint32_t nb = 0;
+    for (uint32_t i = 0; c->pure && i < rq->ncons && nb < 8; i++) {
+        al_cons *kc = &cc->cons[rq->cons[i]];
+        if (kc->kind == AL_CK_MATCH && kc->ndev)
+            bound[nb++] = kc;
+    }
     for (size_t d = de_bits_next(cand, nd, start); d < nd; d = de_bits_next(cand, nd, d + 1)) {
         uint32_t dev = (uint32_t)d;
         if (rq->admin ? de_bit_get(cc->mine, dev) : al_dev_in_use(c, dev))
+            continue;
+        bool match = true;
+        for (uint32_t i = 0; i < nb && match; i++) {
+            bool found;
+            const de_attrval *v = al_cons_value(c, bound[i], dev, &found);
+            match = found && values_equal(v, &bound[i]->first);
+        }
+        if (!match)
             continue;
         bool ok;
         if (al_selectable(c, rq, dev, &ok) != DE_OK)

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int cli_policy_diff(int argc, char **argv);
 
@@ -257,6 +258,20 @@ static int cmd_list(int argc, char **argv)
 
 /* ---- bench ----------------------------------------------------------------------- */
 
+static de_interner *sort_in;
+static int cmp_interned(const void *a, const void *b)
+{
+    return de_intern_cmp(sort_in, *(const uint32_t *)a, *(const uint32_t *)b);
+}
+
+/* Thread CPU time: a busy machine does not inflate the figures. */
+static uint64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static de_rc load_snapshot(const popts *o, dg_graph **out, de_err *e)
 {
     dg_opts gopts = {0};
@@ -304,11 +319,28 @@ static int cmd_bench(int argc, char **argv)
     for (uint32_t id = 0; id < dg_device_id_limit(g); id++)
         if (dg_device_get(g, id))
             ndev++;
-    printf("# %u policies, %u devices, %d iterations; timings vary between runs, instruction counts do not\n",
+    printf("# %u policies, %u devices, %d iterations; ns = thread CPU time per call (it varies between runs;\n"
+           "# instruction counts do not)\n",
            pol_set_count(s), ndev, o.iterations);
     printf("%-24s %-7s %10s %12s %14s %10s\n", "policy", "hook", "calls", "ns/call", "instructions", "failures");
     static const char *const hn[4] = {"derive", "groups", "score", "admit"};
     de_arena *ar = de_arena_new(0);
+    /* node names that have devices (Node objects may be absent), sorted */
+    uint32_t *nodes = de_xcalloc(dg_device_id_limit(g) + 1, sizeof *nodes), nnodes = 0;
+    for (uint32_t id = 0; id < dg_device_id_limit(g); id++) {
+        if (!dg_device_get(g, id))
+            continue;
+        de_devview v;
+        dg_device_view(g, id, &v);
+        bool seen = !v.node;
+        for (uint32_t k = 0; k < nnodes && !seen; k++)
+            seen = nodes[k] == v.node;
+        if (!seen)
+            nodes[nnodes++] = v.node;
+    }
+    sort_in = dg_intern(g);
+    if (nnodes)
+        qsort(nodes, nnodes, sizeof *nodes, cmp_interned);
     for (uint32_t i = 0; i < pol_set_count(s); i++) {
         pol_info info;
         pol_set_info(s, i, &info);
@@ -320,7 +352,7 @@ static int cmd_bench(int argc, char **argv)
             /* pass 0: exact instruction counts; passes 1..n: timing */
             for (int pass = 0; pass <= o.iterations; pass++) {
                 pol_set_exact_counting(s, pass == 0);
-                uint64_t t0 = de_now_ns();
+                uint64_t t0 = cpu_ns();
                 if (bit == POL_HOOK_DERIVE || bit == POL_HOOK_GROUPS) {
                     for (uint32_t id = 0; id < dg_device_id_limit(g); id++) {
                         if (!dg_device_get(g, id))
@@ -338,24 +370,34 @@ static int cmd_bench(int argc, char **argv)
                         }
                     }
                 } else if (bit == POL_HOOK_SCORE) {
-                    for (uint32_t nid = 0; nid < dg_node_id_limit(g); nid++) {
-                        const dg_node *node = dg_node_get(g, nid);
-                        if (!node)
-                            continue;
+                    /* every node that has devices, its first device as the placement */
+                    for (uint32_t k = 0; k < nnodes; k++) {
                         const uint32_t *sids;
                         uint32_t nsl;
-                        dg_slices_on_node(g, node->meta.name, &sids, &nsl);
+                        dg_slices_on_node(g, nodes[k], &sids, &nsl);
                         de_devview v[1];
                         uint32_t nv = 0;
-                        for (uint32_t k = 0; k < nsl && !nv; k++) {
-                            const dg_slice *sl = dg_slice_get(g, sids[k]);
+                        for (uint32_t q = 0; q < nsl && !nv; q++) {
+                            const dg_slice *sl = dg_slice_get(g, sids[q]);
                             if (sl && sl->ndevices) {
-                                dg_device_view(g, dg_device_id(g, sids[k], 0), &v[0]);
+                                dg_device_view(g, dg_device_id(g, sids[q], 0), &v[0]);
                                 nv = 1;
                             }
                         }
-                        pol_nodeinfo ni = {.name = node->meta.name};
-                        ni.free_devices = pol_node_free_devices(g, node->meta.name, &ni.devices);
+                        pol_nodeinfo ni = {.name = nodes[k]};
+                        uint32_t nid = dg_node_find(g, nodes[k]);
+                        const dg_node *node = nid == DG_NONE ? NULL : dg_node_get(g, nid);
+                        uint32_t lk[64], lv[64];
+                        if (node) {
+                            for (uint32_t q = 0; q < node->meta.nlabels && q < 64; q++) {
+                                lk[q] = node->meta.labels[q].key;
+                                lv[q] = node->meta.labels[q].value;
+                            }
+                            ni.label_keys = lk;
+                            ni.label_values = lv;
+                            ni.nlabels = node->meta.nlabels < 64 ? node->meta.nlabels : 64;
+                        }
+                        ni.free_devices = pol_node_free_devices(g, nodes[k], &ni.devices);
                         uint64_t n = 0;
                         pol_reason r = pol_set_call_one(s, i, bit, NULL, &ni, v, nv, NULL, &n);
                         if (pass == 0) {
@@ -382,7 +424,7 @@ static int cmd_bench(int argc, char **argv)
                     }
                 }
                 if (pass > 0)
-                    ns += de_now_ns() - t0;
+                    ns += cpu_ns() - t0;
             }
             double per = calls ? (double)ns / (double)(calls * (uint64_t)o.iterations) : 0;
             double ipc = calls ? (double)instr / (double)calls : 0;
@@ -391,6 +433,7 @@ static int cmd_bench(int argc, char **argv)
         }
     }
     de_arena_free(ar);
+    free(nodes);
     pol_set_free(s);
     dg_free(g);
     return CLI_EXIT_OK;

@@ -130,10 +130,8 @@ static de_rc run_side(side *s, const char **files, int nfiles, const de_gates *g
     ho.watch = false;
     ho.rescan_ns = 0;
     de_rc rc = pol_host_new(s->dir, s->g, &ho, &s->host, e);
-    if (rc != DE_OK) {
-        de_err_prefix(e, "%s", s->dir);
+    if (rc != DE_OK)
         return rc;
-    }
     al_opts ao;
     memset(&ao, 0, sizeof ao);
     ao.gates = *gates;

@@ -17,4 +17,3 @@
         return CLI_EXIT_INTERNAL;                                                      \
     }
 
-PENDING(cli_cmd_run, "run")

@@ -76,6 +76,10 @@ dg_graph *dg_new(de_interner *in, const dg_opts *opts); /* in may be NULL: own i
 void dg_free(dg_graph *g);
 de_interner *dg_intern(const dg_graph *g);
 uint64_t dg_generation(const dg_graph *g);
+/* Bumped whenever any device changes (its slice, its taints, its derived
+ * attributes); unchanged while only claims, pods or classes change.  The
+ * policy host uses it to skip re-checking devices after claim updates. */
+uint64_t dg_devices_generation(const dg_graph *g);
 
 /* ---- loading -------------------------------------------------------------- */
 

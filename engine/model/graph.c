@@ -194,6 +194,7 @@ void dg_free(dg_graph *g)
 
 de_interner *dg_intern(const dg_graph *g) { return g->in; }
 uint64_t dg_generation(const dg_graph *g) { return g->gen; }
+uint64_t dg_devices_generation(const dg_graph *g) { return g->devgen; }
 
 const char *dg_kind_name(dg_kind k)
 {

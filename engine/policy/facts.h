@@ -21,7 +21,7 @@ typedef struct pol_facts {
     pol_slot *slots;
     uint32_t cap;
     uint32_t cursor;       /* next device id to prepare */
-    uint64_t graph_gen;    /* dg_generation after the last publish/sync */
+    uint64_t graph_gen;    /* dg_devices_generation after the last publish/sync */
     uint32_t synced_limit; /* device id limit at the last sync */
     /* group id arrays, interned by mask (they live as long as the set: the
      * allocator may hold them until the revision changes) */

@@ -129,14 +129,15 @@ uint32_t pol_set_publish(pol_set *s, dg_graph *g, pol_prepare_stats *st)
             sl->pub_gen = after;
         }
     }
-    f->graph_gen = dg_generation(g);
+    f->graph_gen = dg_devices_generation(g);
+    f->synced_limit = limit;
     return changed;
 }
 
 uint32_t pol_set_sync(pol_set *s, dg_graph *g, pol_prepare_stats *st)
 {
     pol_facts *f = pol_facts_of(s);
-    if (f->graph_gen == dg_generation(g) && f->synced_limit == dg_device_id_limit(g))
+    if (f->graph_gen == dg_devices_generation(g) && f->synced_limit == dg_device_id_limit(g))
         return 0;
     uint32_t limit = dg_device_id_limit(g), updated = 0;
     for (uint32_t id = 0; id < limit; id++) {
@@ -161,7 +162,7 @@ uint32_t pol_set_sync(pol_set *s, dg_graph *g, pol_prepare_stats *st)
         }
         updated++;
     }
-    f->graph_gen = dg_generation(g);
+    f->graph_gen = dg_devices_generation(g);
     f->synced_limit = limit;
     return updated;
 }
@@ -327,7 +328,10 @@ static void hook_groups(void *ctx, const dg_graph *g, uint32_t devid, al_groups 
     (void)g;
     memset(out, 0, sizeof *out);
     const pol_slot *sl = pol_facts_peek(h->set, devid);
-    if (!sl || !sl->f.nscopes)
+    if (!sl)
+        return;
+    out->blocked = sl->f.blocked;
+    if (!sl->f.nscopes)
         return;
     out->scope = sl->f.scopes[0].key;
     out->ngroups = sl->ngroups;

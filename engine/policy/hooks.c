@@ -62,6 +62,11 @@ static int result_error(lua_State *L, callctx *c, const char *fmt, ...)
 {
     pol_vm *vm = &c->p->vm;
     vm->result_err = true;
+    /* the line of the hook's definition, looked up only now */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->p->ref[c->hook]);
+    lua_Debug ar;
+    if (lua_getinfo(L, ">S", &ar))
+        c->fn_line = ar.linedefined;
     snprintf(vm->errfile, sizeof vm->errfile, "%s", c->p->file);
     vm->errline = c->fn_line;
     char msg[1024];
@@ -300,10 +305,6 @@ static int hook_tramp(lua_State *L)
 {
     callctx *c = lua_touserdata(L, 1);
     lua_rawgeti(L, LUA_REGISTRYINDEX, c->p->ref[c->hook]);
-    lua_Debug ar;
-    lua_pushvalue(L, -1);
-    lua_getinfo(L, ">S", &ar);
-    c->fn_line = ar.linedefined;
     switch (c->hook) {
     case H_DERIVE:
         pol_push_device(L, c->v, false, false);
@@ -499,8 +500,23 @@ uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *pr
         if (p->hooks & POL_HOOK_DERIVE) {
             callctx c = {.set = s, .p = p, .hook = H_DERIVE, .v = v, .attrs = cbuf};
             pol_reason r = call(s, &c, seed, first);
+            if (r == POL_R_NONE && nall + c.nattrs > DE_ARRAY_LEN(all)) {
+                /* the device's facts from every policy together are capped */
+                r = POL_R_RESULT;
+                de_err err;
+                de_err_clear(&err);
+                de_errf(&err, DE_EPOLICY, "policy %s (revision %.12s) hook derive: result: the device would have "
+                        "more than %zu derived attributes", p->name, p->revision, DE_ARRAY_LEN(all));
+                snprintf(err.file, sizeof err.file, "%s", p->file);
+                s->stats.failures[r]++;
+                if (first && first->reason == POL_R_NONE) {
+                    first->reason = r;
+                    first->err = err;
+                }
+                pol_report(&s->cfg, DE_LOG_ERROR, p, "derive", r, &err);
+            }
             if (r == POL_R_NONE) {
-                for (uint32_t k = 0; k < c.nattrs && nall < DE_ARRAY_LEN(all); k++) {
+                for (uint32_t k = 0; k < c.nattrs; k++) {
                     de_attr *a = &all[nall];
                     a->domain = cbuf[k].domain;
                     a->name = cbuf[k].name;
@@ -532,6 +548,12 @@ uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *pr
             if (r == POL_R_NONE) {
                 if (c.has_scope && nscopes < DE_ARRAY_LEN(scopes))
                     scopes[nscopes++] = c.scope;
+                else if (c.has_scope) {
+                    /* more scopes than groups policies can give: refuse (closed = blocked) */
+                    failures++;
+                    if (p->failure == POL_FAIL_CLOSED)
+                        out->blocked = true;
+                }
             } else {
                 failures++;
                 if (p->failure == POL_FAIL_CLOSED)

@@ -33,8 +33,9 @@
  *
  * Failure: a hook that errors or exceeds a budget is reported (policy name,
  * revision, file:line, reason) and the call fails *closed* by default
- * (derived facts of that device absent, groups: device not allocatable,
- * admit: claim refused, score: node not chosen) or *open* when the policy
+ * (derived facts of that device absent, groups: the device is reported
+ * blocked to the allocator through al_groups.blocked, admit: claim refused,
+ * score: node ranked last) or *open* when the policy
  * (or the host configuration) says `failure = "open"` (derive: the device
  * keeps the facts of the last successful call, groups: no constraint, admit:
  * claim admitted, score: 0).  Other policies and the allocation go on.

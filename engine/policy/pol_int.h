@@ -67,6 +67,9 @@ typedef struct pol_vm {
     void *test_ctx;
     de_arena *scratch; /* VM-lifetime allocations (test devices) */
     bool result_err;   /* the failure is a refused hook result */
+    /* metatables of the view classes, as registry refs (no name lookups
+     * on the hot path: HAProxy's class_*_ref idea) */
+    int mt[8];
     /* failure detail of the last call */
     char errmsg[DE_ERR_MSG_MAX];
     char errfile[DE_ERR_FIELD_MAX];

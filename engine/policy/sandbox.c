@@ -425,6 +425,17 @@ int pol_sandbox_require(lua_State *L)
 
 /* ---- bounded string functions --------------------------------------------- */
 
+/* The wrapped string functions are plain C functions of lstrlib.c that use
+ * neither upvalues nor continuations, so the wrapper calls them directly
+ * in its own frame (same arguments on the stack) instead of through
+ * lua_call: policies call string functions often, and the extra call costs
+ * more than the check. */
+static int call_original(lua_State *L)
+{
+    lua_CFunction f = lua_tocfunction(L, lua_upvalueindex(1));
+    return f(L);
+}
+
 /* An upper bound on the steps Lua's backtracking matcher can take for
  * pattern p on a subject of n bytes.  Each quantified item (*, +, -), each
  * %b and each back reference can be tried at up to n+1 positions and is
@@ -531,11 +542,7 @@ static int bounded_call(lua_State *L, size_t subject, size_t pattern_arg)
         return pol_raise(L, "pattern too complex for a subject of %zu bytes (worst case %.3g steps, "
                             "limit %.3g): anchor it, use fewer repetitions, or shorten the subject",
                          n, cost, POL_PATTERN_STEPS);
-    int nargs = lua_gettop(L);
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, nargs, LUA_MULTRET);
-    return lua_gettop(L);
+    return call_original(L);
 }
 
 /* upvalue 1: the original function */
@@ -556,11 +563,7 @@ static int sb_find(lua_State *L)
     if (n > vm->cfg->limits.max_subject)
         return pol_raise(L, "string subject too long (%zu bytes, limit %zu)", n,
                          vm->cfg->limits.max_subject);
-    int nargs = lua_gettop(L);
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, nargs, LUA_MULTRET);
-    return lua_gettop(L);
+    return call_original(L);
 }
 
 /* tostring without addresses: "table: 0x55d0..." would make policy output
@@ -620,11 +623,7 @@ static int sb_format(lua_State *L)
             lua_replace(L, arg);
         }
     }
-    int nargs = lua_gettop(L);
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, nargs, 1);
-    return 1;
+    return call_original(L);
 }
 
 static int sb_rep(lua_State *L)
@@ -640,11 +639,7 @@ static int sb_rep(lua_State *L)
         if (total > (double)cap)
             return pol_raise(L, "string.rep result too large (%.0f bytes, limit %zu)", total, cap);
     }
-    int nargs = lua_gettop(L);
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, nargs, 1);
-    return 1;
+    return call_original(L);
 }
 
 /* ---- deterministic random ------------------------------------------------ */

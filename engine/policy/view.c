@@ -29,6 +29,30 @@
 #define NODE_MT "draengine.Node"
 #define CLAIM_MT "draengine.Claim"
 
+enum { MT_DEVICE = 0, MT_ATTRS, MT_CAPS, MT_NODE, MT_CLAIM };
+static const char *const mt_names[] = {DEVICE_MT, ATTRS_MT, CAPS_MT, NODE_MT, CLAIM_MT};
+
+/* luaL_checkudata / luaL_setmetatable without looking the name up. */
+static void *check(lua_State *L, int idx, int which)
+{
+    void *p = lua_touserdata(L, idx);
+    if (p && lua_getmetatable(L, idx)) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, pol_vm_of(L)->mt[which]);
+        bool same = lua_rawequal(L, -1, -2);
+        lua_pop(L, 2);
+        if (same)
+            return p;
+    }
+    luaL_typeerror(L, idx, mt_names[which]);
+    return NULL;
+}
+
+static void set_mt(lua_State *L, int which)
+{
+    lua_rawgeti(L, LUA_REGISTRYINDEX, pol_vm_of(L)->mt[which]);
+    lua_setmetatable(L, -2);
+}
+
 typedef struct devud {
     uint64_t gen; /* 0 = persistent */
     bool derived;
@@ -147,7 +171,7 @@ static const de_attr *find_attr(const de_devview *v, bool derived, uint32_t dom,
 
 static int attrs_index(lua_State *L)
 {
-    mapud *m = luaL_checkudata(L, 1, ATTRS_MT);
+    mapud *m = check(L, 1, MT_ATTRS);
     check_live(L, m->gen, "device");
     uint32_t dom, name;
     const de_attr *a;
@@ -170,7 +194,7 @@ static void push_qualified(lua_State *L, uint32_t dom, uint32_t name)
 
 static int attrs_pairs(lua_State *L)
 {
-    mapud *m = luaL_checkudata(L, 1, ATTRS_MT);
+    mapud *m = check(L, 1, MT_ATTRS);
     check_live(L, m->gen, "device");
     const de_devview *v = m->v;
     lua_newtable(L);
@@ -192,7 +216,7 @@ static int attrs_pairs(lua_State *L)
 
 static int caps_index(lua_State *L)
 {
-    mapud *m = luaL_checkudata(L, 1, CAPS_MT);
+    mapud *m = check(L, 1, MT_CAPS);
     check_live(L, m->gen, "device");
     uint32_t dom, name;
     const de_cap *c;
@@ -206,7 +230,7 @@ static int caps_index(lua_State *L)
 
 static int caps_pairs(lua_State *L)
 {
-    mapud *m = luaL_checkudata(L, 1, CAPS_MT);
+    mapud *m = check(L, 1, MT_CAPS);
     check_live(L, m->gen, "device");
     lua_newtable(L);
     int t = lua_gettop(L);
@@ -220,7 +244,7 @@ static int caps_pairs(lua_State *L)
 
 /* ---- device --------------------------------------------------------------- */
 
-static void push_map(lua_State *L, int dev, int slot, const char *mt)
+static void push_map(lua_State *L, int dev, int slot, int which)
 {
     if (lua_getiuservalue(L, dev, slot) == LUA_TUSERDATA)
         return;
@@ -232,14 +256,14 @@ static void push_map(lua_State *L, int dev, int slot, const char *mt)
     m->v = &d->v;
     lua_pushvalue(L, dev);
     lua_setiuservalue(L, -2, 1);
-    luaL_setmetatable(L, mt);
+    set_mt(L, which);
     lua_pushvalue(L, -1);
     lua_setiuservalue(L, dev, slot);
 }
 
 static int dev_index(lua_State *L)
 {
-    devud *d = luaL_checkudata(L, 1, DEVICE_MT);
+    devud *d = check(L, 1, MT_DEVICE);
     check_live(L, d->gen, "device");
     const char *k = luaL_checkstring(L, 2);
     if (!strcmp(k, "driver"))
@@ -254,9 +278,9 @@ static int dev_index(lua_State *L)
         else
             lua_pushnil(L);
     } else if (!strcmp(k, "attributes"))
-        push_map(L, 1, 1, ATTRS_MT);
+        push_map(L, 1, 1, MT_ATTRS);
     else if (!strcmp(k, "capacity"))
-        push_map(L, 1, 2, CAPS_MT);
+        push_map(L, 1, 2, MT_CAPS);
     else if (!strcmp(k, "allow_multiple_allocations"))
         lua_pushboolean(L, d->v.allow_multi == 1);
     else
@@ -267,7 +291,7 @@ static int dev_index(lua_State *L)
 
 static int dev_tostring(lua_State *L)
 {
-    devud *d = luaL_checkudata(L, 1, DEVICE_MT);
+    devud *d = check(L, 1, MT_DEVICE);
     check_live(L, d->gen, "device");
     lua_pushliteral(L, "device ");
     push_interned(L, d->v.driver);
@@ -285,12 +309,12 @@ void pol_push_device(lua_State *L, const de_devview *v, bool derived, bool persi
     d->gen = persistent ? 0 : pol_vm_of(L)->call_gen;
     d->derived = derived;
     d->v = *v;
-    luaL_setmetatable(L, DEVICE_MT);
+    set_mt(L, MT_DEVICE);
 }
 
 const de_devview *pol_check_device(lua_State *L, int idx)
 {
-    devud *d = luaL_checkudata(L, idx, DEVICE_MT);
+    devud *d = check(L, idx, MT_DEVICE);
     check_live(L, d->gen, "device");
     return &d->v;
 }
@@ -309,7 +333,7 @@ static void push_kv_table(lua_State *L, const uint32_t *keys, const uint32_t *va
 
 static int node_index(lua_State *L)
 {
-    nodeud *n = luaL_checkudata(L, 1, NODE_MT);
+    nodeud *n = check(L, 1, MT_NODE);
     check_live(L, n->gen, "node");
     const char *k = luaL_checkstring(L, 2);
     if (!strcmp(k, "name"))
@@ -330,14 +354,14 @@ void pol_push_node(lua_State *L, const pol_nodeinfo *info)
     nodeud *n = lua_newuserdatauv(L, sizeof *n, 0);
     n->gen = pol_vm_of(L)->call_gen;
     n->n = *info;
-    luaL_setmetatable(L, NODE_MT);
+    set_mt(L, MT_NODE);
 }
 
 /* ---- claim ------------------------------------------------------------------ */
 
 static int claim_index(lua_State *L)
 {
-    claimud *c = luaL_checkudata(L, 1, CLAIM_MT);
+    claimud *c = check(L, 1, MT_CLAIM);
     check_live(L, c->gen, "claim");
     const char *k = luaL_checkstring(L, 2);
     if (!strcmp(k, "namespace"))
@@ -382,18 +406,18 @@ void pol_push_claim(lua_State *L, const pol_claiminfo *info)
     claimud *c = lua_newuserdatauv(L, sizeof *c, 0);
     c->gen = pol_vm_of(L)->call_gen;
     c->c = *info;
-    luaL_setmetatable(L, CLAIM_MT);
+    set_mt(L, MT_CLAIM);
 }
 
 /* ---- registration ------------------------------------------------------------ */
 
-static void reg(lua_State *L, const char *name, const luaL_Reg *fns)
+static void reg(lua_State *L, int which, const luaL_Reg *fns)
 {
-    luaL_newmetatable(L, name);
+    luaL_newmetatable(L, mt_names[which]);
     luaL_setfuncs(L, fns, 0);
-    lua_pushstring(L, name);
+    lua_pushstring(L, mt_names[which]);
     lua_setfield(L, -2, "__metatable");
-    lua_pop(L, 1);
+    pol_vm_of(L)->mt[which] = luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
 void pol_view_open(lua_State *L)
@@ -406,9 +430,9 @@ void pol_view_open(lua_State *L)
         {"__index", caps_index}, {"__newindex", ro_newindex}, {"__pairs", caps_pairs}, {NULL, NULL}};
     static const luaL_Reg node[] = {{"__index", node_index}, {"__newindex", ro_newindex}, {NULL, NULL}};
     static const luaL_Reg claim[] = {{"__index", claim_index}, {"__newindex", ro_newindex}, {NULL, NULL}};
-    reg(L, DEVICE_MT, dev);
-    reg(L, ATTRS_MT, attrs);
-    reg(L, CAPS_MT, caps);
-    reg(L, NODE_MT, node);
-    reg(L, CLAIM_MT, claim);
+    reg(L, MT_DEVICE, dev);
+    reg(L, MT_ATTRS, attrs);
+    reg(L, MT_CAPS, caps);
+    reg(L, MT_NODE, node);
+    reg(L, MT_CLAIM, claim);
 }

@@ -296,7 +296,11 @@ function M.env(G)
     __index = function(_, k)
       local v = G[k]
       if v ~= nil then return v end
-      return _ENV[k]
+      local ok, w = pcall(function() return _ENV[k] end)
+      if not ok then
+        error("undeclared global '" .. tostring(k) .. "' (spec files see the sandbox globals and the test API)", 2)
+      end
+      return w
     end,
     __newindex = function(_, k)
       error("assignment to global '" .. tostring(k) .. "' (spec files use locals)", 2)

@@ -1,0 +1,539 @@
+/*
+ * bench_policy.c - policy host benchmarks (one core):
+ *
+ *   reload-100k      5,000 nodes x (10 GPUs + 10 NICs) = 100,000 devices with
+ *                    the shipped fact policies active (numa-bridge, gpu-tiers,
+ *                    mig-compat); pods are scheduled one per
+ *                    cycle while a new revision (the shipped policies with an
+ *                    edited gpu-tiers) is loaded, prepared in 20 ms slices
+ *                    between cycles, and swapped in.  Every pod needs derived
+ *                    facts (a gold GPU and a NIC on the same
+ *                    resource.kubernetes.io/numaNode, both bridged from vendor
+ *                    names), so a decision that ran on half-published facts
+ *                    would fail.  Figures:
+ *                      reload-100k-ms             the swap: pointer switch +
+ *                                                 publishing every device's
+ *                                                 facts into the graph
+ *                      reload-100k-prepare-ms     computing the new revision's
+ *                                                 facts for all devices (before
+ *                                                 the swap, while scheduling goes on)
+ *                      reload-100k-failed-decisions  pods that could not be
+ *                                                 scheduled, before, during and
+ *                                                 after the reload
+ *   policy-overhead  gpu-nic-5000 (the allocator's scenario, rebuilt here:
+ *                    5,000 nodes x 8 GPUs + 8 NICs on 4 PCIe roots, GPU+NIC
+ *                    claims with matchAttribute pcieRoot) with the shipped
+ *                    policies on and off, the same pods timed in both runs.
+ *                    policy-overhead-ratio = CPU per pod on / off.  The facts
+ *                    (derive/groups) are computed before the clock starts
+ *                    and reported separately; with score hooks the allocator
+ *                    evaluates every feasible node instead of stopping at the
+ *                    first one, which the nodes-evaluated figures show.
+ *
+ * Scenario flags (after --): --policies DIR (default: the shipped policies),
+ * --nodes N, --pods N.
+ */
+#include "bench.h"
+#include "../engine/alloc/al.h"
+#include "../engine/policy/polgraph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static de_rc put(dg_graph *g, json_t *obj, de_err *e)
+{
+    de_origin o = {"<bench>", 1, -1};
+    dg_kind k;
+    de_rc rc = dg_apply(g, obj, &o, &k, e);
+    json_decref(obj);
+    return rc;
+}
+
+static json_t *slice_obj(const char *name, const char *driver, const char *node, json_t *devices)
+{
+    return json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:{s:s, s:i, s:i}, s:s, s:o}}", "apiVersion",
+                     "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata", "name", name, "spec", "driver",
+                     driver, "pool", "name", node, "generation", 1, "resourceSliceCount", 1, "nodeName", node,
+                     "devices", devices);
+}
+
+static json_t *class_obj(const char *name, const char *expr)
+{
+    return json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:{s:s}}]}}", "apiVersion", "resource.k8s.io/v1", "kind",
+                     "DeviceClass", "metadata", "name", name, "spec", "selectors", "cel", "expression", expr);
+}
+
+static json_t *claim_pod(dg_graph *g, uint32_t i, json_t *requests, json_t *constraints, de_err *e, de_rc *rc)
+{
+    char claim[64], pod[64], uid[64];
+    snprintf(claim, sizeof claim, "claim-%u", i);
+    snprintf(pod, sizeof pod, "pod-%u", i);
+    snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012u", i);
+    json_t *devices = json_pack("{s:o}", "requests", requests);
+    if (constraints)
+        json_object_set_new(devices, "constraints", constraints);
+    *rc = put(g, json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:o}}", "apiVersion", "resource.k8s.io/v1", "kind",
+                           "ResourceClaim", "metadata", "name", claim, "namespace", "default", "spec", "devices",
+                           devices),
+              e);
+    if (*rc == DE_OK)
+        *rc = put(g, json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:[{s:s, s:s}], s:[{s:s, s:s}]}}", "apiVersion", "v1",
+                               "kind", "Pod", "metadata", "name", pod, "namespace", "default", "uid", uid, "spec",
+                               "containers", "name", "c", "image", "registry.k8s.io/pause", "resourceClaims", "name",
+                               "dev", "resourceClaimName", claim),
+                  e);
+    return NULL;
+}
+
+static json_t *exact(const char *name, const char *cls)
+{
+    return json_pack("{s:s, s:{s:s, s:i}}", "name", name, "exactly", "deviceClassName", cls, "count", 1);
+}
+
+/* The shipped policies: --policies, $DRAENGINE_POLICIES, ./policies, or
+ * next to the binary (../policies from build/draengine). */
+static const char *shipped(int argc, char **argv, char *buf, size_t cap)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--policies"))
+            return argv[i + 1];
+    const char *env = getenv("DRAENGINE_POLICIES");
+    if (env && *env)
+        return env;
+    if (access("policies/numa-bridge.lua", R_OK) == 0)
+        return "policies";
+    char exe[512];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            snprintf(buf, cap, "%s/../policies", exe);
+            return buf;
+        }
+    }
+    return "policies";
+}
+
+static int opt_int(int argc, char **argv, const char *flag, int dflt)
+{
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], flag))
+            return atoi(argv[i + 1]);
+    return dflt;
+}
+
+static void quiet(void *ctx, de_log_level lvl, const char *file, int line, const char *msg, const char *const *kv)
+{
+    (void)ctx, (void)file, (void)line, (void)kv;
+    if (lvl == DE_LOG_ERROR)
+        fprintf(stderr, "bench: policy: %s\n", msg);
+}
+
+/* ---- reload-100k ------------------------------------------------------------------------ */
+
+static int copy_file(const char *from, const char *to, const char *find, const char *repl)
+{
+    FILE *f = fopen(from, "rb");
+    if (!f)
+        return -1;
+    char *buf = de_xmalloc(1 << 20);
+    size_t n = fread(buf, 1, (1 << 20) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    FILE *o = fopen(to, "wb");
+    if (!o) {
+        free(buf);
+        return -1;
+    }
+    char *hit = find ? strstr(buf, find) : NULL;
+    if (hit) {
+        fwrite(buf, 1, (size_t)(hit - buf), o);
+        fputs(repl, o);
+        fputs(hit + strlen(find), o);
+    } else {
+        fwrite(buf, 1, n, o);
+    }
+    fclose(o);
+    free(buf);
+    return hit || !find ? 0 : -1;
+}
+
+int bench_reload_100k(FILE *out, int argc, char **argv)
+{
+    char pbuf[600];
+    const char *pol = shipped(argc, argv, pbuf, sizeof pbuf);
+    const uint32_t nodes = (uint32_t)opt_int(argc, argv, "--nodes", 5000), per = 10;
+    const uint32_t npods = (uint32_t)opt_int(argc, argv, "--pods", 1500);
+    /* the host's directory: a copy of the shipped policies (revision 1);
+     * at a third of the pods gpu-tiers.lua is edited in place (revision 2:
+     * a different memoryGiB, so every GPU's facts change), as a ConfigMap
+     * update would, and a reload is requested */
+    char dir[] = "/tmp/draengine-reload-XXXXXX";
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "bench reload-100k: cannot create a temp dir\n");
+        return 3;
+    }
+    /* the policies whose facts decisions depend on (the score policies are
+     * left out: with a score hook the allocator evaluates every feasible
+     * node per pod, see policy-overhead, and reloading them has no facts) */
+    static const char *const files[] = {"numa-bridge.lua", "gpu-tiers.lua", "mig-compat.lua"};
+    int ret = 3;
+    for (size_t i = 0; i < DE_ARRAY_LEN(files); i++) {
+        char from[800], to[800];
+        snprintf(from, sizeof from, "%s/%s", pol, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
+        if (copy_file(from, to, NULL, NULL) != 0) {
+            fprintf(stderr, "bench reload-100k: cannot copy %s (give the shipped policies with -- --policies DIR)\n",
+                    from);
+            goto cleanup_dir;
+        }
+    }
+
+    dg_opts go = {0};
+    go.skip_validation = true;
+    dg_graph *g = dg_new(NULL, &go);
+    de_err e;
+    de_err_clear(&e);
+    /* gold GPUs (tier derived by gpu-tiers) with a NIC on the same NUMA node
+     * (both bridged by numa-bridge from NVIDIA VFIO `numa` and dranet) */
+    de_rc rc = put(g, class_obj("gold-gpu", "device.driver == 'gpu.nvidia.com' && "
+                                            "'tier.draengine.io' in device.attributes && "
+                                            "device.attributes['tier.draengine.io'].tier == 'gold'"),
+                   &e);
+    if (rc == DE_OK)
+        rc = put(g, class_obj("rdma-nic", "device.driver == 'dra.net' && device.attributes['dra.net'].rdma"), &e);
+    for (uint32_t n = 0; n < nodes && rc == DE_OK; n++) {
+        char node[64], s1[80], s2[80];
+        snprintf(node, sizeof node, "node-%04u", n);
+        snprintf(s1, sizeof s1, "%s-gpus", node);
+        snprintf(s2, sizeof s2, "%s-nics", node);
+        rc = put(g, json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Node", "metadata", "name", node),
+                 &e);
+        json_t *gpus = json_array(), *nics = json_array();
+        for (uint32_t d = 0; d < per; d++) {
+            char dn[32], uuid[64];
+            snprintf(dn, sizeof dn, "gpu-vfio-%u", d);
+            snprintf(uuid, sizeof uuid, "GPU-%08x-0000-4000-8000-%012u", n, d);
+            json_array_append_new(
+                gpus, json_pack("{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}, s:{s:i}}, s:{s:{s:s}}}", "name", dn,
+                                "attributes", "type", "string", "vfio", "productName", "string",
+                                "NVIDIA H100 80GB HBM3", "uuid", "string", uuid, "numa", "int", (int)(d / 5),
+                                "capacity", "addressableMemory", "value", "81559Mi"));
+            snprintf(dn, sizeof dn, "pci-0000-%02x-00-0", d);
+            json_array_append_new(nics, json_pack("{s:s, s:{s:{s:i}, s:{s:b}}}", "name", dn, "attributes",
+                                                  "dra.net/numaNode", "int", (int)(d / 5), "dra.net/rdma", "bool", 1));
+        }
+        if (rc == DE_OK)
+            rc = put(g, slice_obj(s1, "gpu.nvidia.com", node, gpus), &e);
+        else
+            json_decref(gpus);
+        if (rc == DE_OK)
+            rc = put(g, slice_obj(s2, "dra.net", node, nics), &e);
+        else
+            json_decref(nics);
+    }
+    for (uint32_t i = 0; i < npods && rc == DE_OK; i++) {
+        json_t *reqs = json_pack("[o, o]", exact("gpu", "gold-gpu"), exact("nic", "rdma-nic"));
+        json_t *cons = json_pack("[{s:[s, s], s:s}]", "requests", "gpu", "nic", "matchAttribute",
+                                 "resource.kubernetes.io/numaNode");
+        claim_pod(g, i, reqs, cons, &e, &rc);
+    }
+    if (rc != DE_OK) {
+        fprintf(stderr, "bench reload-100k: building the cluster: %s\n", e.msg);
+        dg_free(g);
+        goto cleanup_dir;
+    }
+    dg_stats st;
+    dg_get_stats(g, &st);
+
+    pol_host_opts ho;
+    pol_host_opts_default(&ho);
+    ho.watch = false;
+    ho.rescan_ns = 0;
+    ho.cfg.log = quiet;
+    ho.prepare_slice_ns = 20ull * 1000000;
+    pol_host *h;
+    uint64_t t0 = de_now_ns();
+    if (pol_host_new(dir, g, &ho, &h, &e) != DE_OK) {
+        fprintf(stderr, "bench reload-100k: %s\n", e.msg);
+        dg_free(g);
+        goto cleanup_dir;
+    }
+    uint64_t initial_ns = de_now_ns() - t0;
+    al_opts ao;
+    memset(&ao, 0, sizeof ao);
+    de_gates_default(&ao.gates);
+    al_allocator *a = al_new(g, &ao, &e);
+    al_hooks hk;
+    pol_host_al_hooks(h, &hk);
+    al_set_hooks(a, &hk);
+
+    de_interner *in = dg_intern(g);
+    uint32_t ns = de_intern_cstr(in, "default");
+    de_arena *ar = de_arena_new(0);
+    uint32_t failed = 0, during = 0, after = 0, reload_at = npods / 3;
+    bool swapped = false, refused = false;
+    pol_cycle sw;
+    memset(&sw, 0, sizeof sw);
+    for (uint32_t i = 0; i < npods; i++) {
+        if (i == reload_at) {
+            char from[800], to[800];
+            snprintf(from, sizeof from, "%s/gpu-tiers.lua", pol);
+            snprintf(to, sizeof to, "%s/gpu-tiers.lua", dir);
+            if (copy_file(from, to, "if gib then out[D .. \"memoryGiB\"] = math.tointeger(gib) end",
+                          "if gib then out[D .. \"memoryGiB\"] = math.tointeger(gib) + 1 end") != 0) {
+                fprintf(stderr, "bench reload-100k: cannot edit %s\n", to);
+                break;
+            }
+            pol_host_request_reload(h);
+        }
+        pol_cycle c;
+        pol_host_cycle(h, &c); /* the cycle boundary */
+        if (c.failed) {
+            fprintf(stderr, "bench reload-100k: reload refused: %s\n", c.err.msg);
+            refused = true;
+        }
+        if (c.swapped) {
+            swapped = true;
+            sw = c;
+            pol_host_al_hooks(h, &hk);
+            al_set_hooks(a, &hk);
+        }
+        if (c.preparing)
+            during++;
+        else if (swapped)
+            after++;
+        char name[64];
+        snprintf(name, sizeof name, "pod-%u", i);
+        uint32_t pid = dg_pod_find(g, ns, de_intern_cstr(in, name));
+        de_arena_reset(ar);
+        al_pod_outcome o;
+        de_err pe;
+        de_err_clear(&pe);
+        de_rc r = al_schedule_pod(a, pid, ar, &o, &pe);
+        if (r != DE_OK) {
+            if (failed < 3)
+                fprintf(stderr, "bench reload-100k: pod %s: %s\n", name, r == DE_EUNSAT && o.why ? o.why : pe.msg);
+            failed++;
+        }
+    }
+    bench_print(out, "reload-100k-ms", (double)sw.swap_ns / 1e6, "ms");
+    bench_print(out, "reload-100k-failed-decisions", failed, "count");
+    bench_print(out, "reload-100k-prepare-ms", (double)sw.prepare_ns / 1e6, "ms");
+    bench_print(out, "reload-100k-devices", st.devices, "devices");
+    bench_print(out, "reload-100k-devices-changed-at-swap", sw.swap_changed, "devices");
+    bench_print(out, "reload-100k-decisions-while-preparing", during, "count");
+    bench_print(out, "reload-100k-decisions-after-swap", after, "count");
+    bench_print(out, "reload-100k-initial-load-ms", (double)initial_ns / 1e6, "ms");
+    de_arena_free(ar);
+    al_free(a);
+    pol_host_free(h);
+    dg_free(g);
+    ret = swapped && !refused ? 0 : 1;
+cleanup_dir:
+    for (size_t i = 0; i < DE_ARRAY_LEN(files); i++) {
+        char p[800];
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+    return ret;
+}
+
+/* ---- policy-overhead ------------------------------------------------------------------- */
+
+/* gpu-nic-5000 as bench_alloc.c builds it (reproduced: its generator is
+ * private to that file). */
+static de_rc build_gpu_nic(dg_graph *g, uint32_t nodes, uint32_t npods, de_err *e)
+{
+    const uint32_t per = 8;
+    de_rc rc = put(g, class_obj("gpu.example.com", "device.driver == \"gpu.example.com\""), e);
+    if (rc == DE_OK)
+        rc = put(g, class_obj("nic.example.com",
+                              "device.driver == \"nic.example.com\" && device.attributes[\"nic.example.com\"].rdma"),
+                 e);
+    for (uint32_t n = 0; n < nodes && rc == DE_OK; n++) {
+        char node[64], s1[80], s2[80];
+        snprintf(node, sizeof node, "gpu-node-%04u", n);
+        snprintf(s1, sizeof s1, "%s-gpus", node);
+        snprintf(s2, sizeof s2, "%s-nics", node);
+        rc = put(g, json_pack("{s:s, s:s, s:{s:s, s:{s:s}}}", "apiVersion", "v1", "kind", "Node", "metadata", "name",
+                              node, "labels", "nvidia.com/gpu.present", "true"),
+                 e);
+        json_t *gpus = json_array(), *nics = json_array();
+        for (uint32_t d = 0; d < per; d++) {
+            char dn[32], root[32];
+            snprintf(dn, sizeof dn, "gpu-%u", d);
+            snprintf(root, sizeof root, "pci0000:%02x", 0x10 * (d / 2 + 1));
+            json_array_append_new(gpus, json_pack("{s:s, s:{s:{s:s}}}", "name", dn, "attributes",
+                                                  "resource.kubernetes.io/pcieRoot", "string", root));
+            uint32_t nd = per - 1 - d;
+            snprintf(dn, sizeof dn, "nic-%u", nd);
+            snprintf(root, sizeof root, "pci0000:%02x", 0x10 * (nd / 2 + 1));
+            json_array_append_new(nics, json_pack("{s:s, s:{s:{s:s}, s:{s:b}}}", "name", dn, "attributes",
+                                                  "resource.kubernetes.io/pcieRoot", "string", root, "rdma", "bool",
+                                                  1));
+        }
+        if (rc == DE_OK)
+            rc = put(g, slice_obj(s1, "gpu.example.com", node, gpus), e);
+        else
+            json_decref(gpus);
+        if (rc == DE_OK)
+            rc = put(g, slice_obj(s2, "nic.example.com", node, nics), e);
+        else
+            json_decref(nics);
+    }
+    for (uint32_t i = 0; i < npods && rc == DE_OK; i++) {
+        json_t *reqs = json_pack("[o, o]", exact("gpu", "gpu.example.com"), exact("nic", "nic.example.com"));
+        json_t *cons = json_pack("[{s:[s, s], s:s}]", "requests", "gpu", "nic", "matchAttribute",
+                                 "resource.kubernetes.io/pcieRoot");
+        claim_pod(g, i, reqs, cons, e, &rc);
+    }
+    return rc;
+}
+
+typedef struct ovr {
+    double cpu_s;          /* scheduling the timed pods */
+    double facts_ms;       /* the policy host's initial facts (not timed above) */
+    double allocs_per_pod; /* al_allocate calls per pod (nodes evaluated) */
+    uint32_t ok, fail;
+} ovr;
+
+static int overhead_run(const char *dir, uint32_t nodes, uint32_t npods, ovr *r)
+{
+    memset(r, 0, sizeof *r);
+    dg_opts go = {0};
+    go.skip_validation = true;
+    dg_graph *g = dg_new(NULL, &go);
+    de_err e;
+    de_err_clear(&e);
+    if (build_gpu_nic(g, nodes, npods, &e) != DE_OK) {
+        fprintf(stderr, "bench policy-overhead: building the cluster: %s\n", e.msg);
+        dg_free(g);
+        return 3;
+    }
+    al_opts ao;
+    memset(&ao, 0, sizeof ao);
+    de_gates_default(&ao.gates);
+    al_allocator *a = al_new(g, &ao, &e);
+    pol_host *h = NULL;
+    if (dir) {
+        pol_host_opts ho;
+        pol_host_opts_default(&ho);
+        ho.watch = false;
+        ho.rescan_ns = 0;
+        ho.cfg.log = quiet;
+        uint64_t t0 = cpu_ns();
+        if (pol_host_new(dir, g, &ho, &h, &e) != DE_OK) {
+            fprintf(stderr, "bench policy-overhead: %s\n", e.msg);
+            al_free(a);
+            dg_free(g);
+            return 3;
+        }
+        r->facts_ms = (double)(cpu_ns() - t0) / 1e6;
+        al_hooks hk;
+        pol_host_al_hooks(h, &hk);
+        al_set_hooks(a, &hk);
+    }
+    de_interner *in = dg_intern(g);
+    uint32_t ns = de_intern_cstr(in, "default");
+    de_arena *ar = de_arena_new(0);
+    al_stats s0, s1;
+    al_get_stats(a, &s0);
+    uint64_t t = 0;
+    for (uint32_t i = 0; i < npods; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "pod-%u", i);
+        uint32_t pid = dg_pod_find(g, ns, de_intern_cstr(in, name));
+        de_arena_reset(ar);
+        al_pod_outcome o;
+        de_err pe;
+        de_err_clear(&pe);
+        uint64_t c0 = cpu_ns();
+        if (h) {
+            pol_cycle c;
+            pol_host_cycle(h, &c); /* the cycle boundary: part of the policy cost */
+        }
+        de_rc rc = al_schedule_pod(a, pid, ar, &o, &pe);
+        t += cpu_ns() - c0;
+        if (rc == DE_OK)
+            r->ok++;
+        else
+            r->fail++;
+    }
+    al_get_stats(a, &s1);
+    r->cpu_s = (double)t / 1e9;
+    r->allocs_per_pod = npods ? (double)(s1.allocate_calls - s0.allocate_calls) / npods : 0;
+    de_arena_free(ar);
+    al_free(a);
+    pol_host_free(h);
+    dg_free(g);
+    return 0;
+}
+
+int bench_policy_overhead(FILE *out, int argc, char **argv)
+{
+    char pbuf[600];
+    const char *pol = shipped(argc, argv, pbuf, sizeof pbuf);
+    const uint32_t nodes = (uint32_t)opt_int(argc, argv, "--nodes", 5000);
+    const uint32_t npods = (uint32_t)opt_int(argc, argv, "--pods", 200);
+    /* the shipped policies without their score hooks: facts only */
+    char facts[] = "/tmp/draengine-overhead-XXXXXX";
+    if (!mkdtemp(facts)) {
+        fprintf(stderr, "bench policy-overhead: cannot create a temp dir\n");
+        return 3;
+    }
+    static const char *const fact_files[] = {"numa-bridge.lua", "gpu-tiers.lua", "mig-compat.lua"};
+    int rc = 0;
+    for (size_t i = 0; i < DE_ARRAY_LEN(fact_files) && !rc; i++) {
+        char from[800], to[800];
+        snprintf(from, sizeof from, "%s/%s", pol, fact_files[i]);
+        snprintf(to, sizeof to, "%s/%s", facts, fact_files[i]);
+        if (copy_file(from, to, NULL, NULL) != 0) {
+            fprintf(stderr, "bench policy-overhead: cannot copy %s (give the shipped policies with -- --policies DIR)\n",
+                    from);
+            rc = 3;
+        }
+    }
+    ovr off, on, fo;
+    if (!rc)
+        rc = overhead_run(NULL, nodes, npods, &off);
+    if (!rc)
+        rc = overhead_run(pol, nodes, npods, &on);
+    if (!rc)
+        rc = overhead_run(facts, nodes, npods, &fo);
+    for (size_t i = 0; i < DE_ARRAY_LEN(fact_files); i++) {
+        char p[800];
+        snprintf(p, sizeof p, "%s/%s", facts, fact_files[i]);
+        unlink(p);
+    }
+    rmdir(facts);
+    if (rc)
+        return rc;
+    if (off.fail || on.fail || fo.fail)
+        fprintf(stderr, "bench policy-overhead: unscheduled pods: %u without policies, %u with, %u facts only\n",
+                off.fail, on.fail, fo.fail);
+    bench_print(out, "policy-overhead-ratio", off.cpu_s > 0 ? on.cpu_s / off.cpu_s : 0, "x");
+    bench_print(out, "policy-overhead-off-us-per-pod", off.cpu_s * 1e6 / npods, "us");
+    bench_print(out, "policy-overhead-on-us-per-pod", on.cpu_s * 1e6 / npods, "us");
+    bench_print(out, "policy-overhead-nodes-evaluated-per-pod-off", off.allocs_per_pod, "nodes");
+    bench_print(out, "policy-overhead-nodes-evaluated-per-pod-on", on.allocs_per_pod, "nodes");
+    /* derive + groups only (no score hook, so the allocator stops at the
+     * first feasible node as without policies) */
+    bench_print(out, "policy-overhead-ratio-facts-only", off.cpu_s > 0 ? fo.cpu_s / off.cpu_s : 0, "x");
+    bench_print(out, "policy-overhead-facts-ms", on.facts_ms, "ms");
+    bench_print(out, "policy-overhead-pods", npods, "pods");
+    return 0;
+}

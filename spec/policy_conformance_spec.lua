@@ -1,0 +1,71 @@
+-- policy_conformance_spec.lua - Policies add to Kubernetes' model, they do
+-- not silently change it: on every allocator conformance vector, `allocate`
+-- gives byte-for-byte the same output and exit code with an empty policy
+-- directory and with the shipped policies as without --policies (the
+-- vectors' devices carry no vendor NUMA names, no GPU products and no MIG
+-- parents, and --node leaves no node to score).
+local H = require "support.helper"
+local core = require "draengine.core"
+local P = require "fixtures.policy.helper"
+
+local GATES = {
+  AdminAccess = "DRAAdminAccess", PrioritizedList = "DRAPrioritizedList",
+  PartitionableDevices = "DRAPartitionableDevices", DeviceTaints = "DRADeviceTaints",
+  ConsumableCapacity = "DRAConsumableCapacity", DeviceBinding = "DRADeviceBindingConditions",
+  DeviceStatus = "DRAResourceClaimDeviceStatus", ExtendedResource = "DRAExtendedResource",
+  ListTypeAttributes = "DRAListTypeAttributes", DerivedAttributes = "DRADerivedAttributes",
+  CompatibilityGroups = "DRADeviceCompatibilityGroups",
+}
+
+local function vectors()
+  local shared = H.shared_dir()
+  if not shared then return {} end
+  local dir = shared .. "/conformance/alloc"
+  local list = {}
+  local p = io.popen("ls " .. P.q(dir))
+  for f in p:lines() do
+    if f:match("%.json$") then list[#list + 1] = dir .. "/" .. f end
+  end
+  p:close()
+  table.sort(list)
+  return list
+end
+
+describe("the allocator conformance vectors with policies", function()
+  local files = vectors()
+  local empty = P.dir({})
+  teardown(function() P.rm(empty) end)
+
+  it("are all found", function()
+    assert.is_true(#files >= 100, "conformance vectors: " .. #files)
+  end)
+
+  it("give the same bytes with no, empty and shipped policy directories", function()
+    local differ = {}
+    for _, f in ipairs(files) do
+      local v = core.json_decode(H.read_file(f))
+      local items = { v.node }
+      for _, key in ipairs({ "classes", "slices", "allocated", "taintRules", "claims" }) do
+        for _, o in ipairs(v[key] or {}) do items[#items + 1] = o end
+      end
+      local input = H.write_temp(core.json_encode({ apiVersion = "v1", kind = "List", items = items }), ".json")
+      local gates = {}
+      for k, on in pairs(v.features or {}) do
+        if GATES[k] then gates[#gates + 1] = GATES[k] .. "=" .. tostring(on) end
+      end
+      table.sort(gates)
+      local args = { "allocate", "--node", v.node.metadata.name, "-f", input, "-o", "json" }
+      if #gates > 0 then args[#args + 1] = "--feature-gates=" .. table.concat(gates, ",") end
+      local rc0, out0 = H.run(args)
+      for _, dir in ipairs({ empty, H.root .. "/policies" }) do
+        local a = { table.unpack(args) }
+        a[#a + 1] = "--policies"
+        a[#a + 1] = dir
+        local rc, out = H.run(a)
+        if rc ~= rc0 or out ~= out0 then differ[#differ + 1] = f .. " with " .. dir end
+      end
+      os.remove(input)
+    end
+    assert.are.same({}, differ)
+  end)
+end)
