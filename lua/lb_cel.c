@@ -13,6 +13,14 @@
  *   core.cel_compile(expr [, opts]) -> {ok, error, line, col, cost, type}
  *   core.cel_eval_attr(expr, device [, opts]) -> {kind, value}: a derived
  *       attribute (KEP-6080) as the engine stores it.
+ *   core.cel_regex(pattern, subject [, {engine = "auto"|"pcre2"|"nfa",
+ *       start = byte offset, first = bool}]) -> start, end (0-based byte
+ *       offsets, end exclusive) of the match matches()/find() would see, or
+ *       nil; "pcre2" and "nfa" force one engine (regex.c and re_nfa.h).
+ *   core.cel_regex_knob(force) -> fallbacks: test knob; with force = true
+ *       every match of this thread (cel_eval too) takes the fallback path as
+ *       if PCRE2 had hit its limits.  Returns how many matches the
+ *       linear-time fallback has answered so far.
  *
  * opts: {bindings = {name = value}, driver = "...", new_expressions = bool,
  *        consumable_capacity = bool, list_attributes = bool, cost = true,
@@ -26,6 +34,7 @@
  */
 #include "../engine/base/intern.h"
 #include "../engine/cel/cel.h"
+#include "../engine/cel/cel_int.h"
 #include "lb.h"
 #include "lb_json.h"
 
@@ -285,6 +294,57 @@ static int eval_common(lua_State *L, bool json)
     return nret;
 }
 
+static int l_cel_regex(lua_State *L)
+{
+    size_t pn, sn;
+    const char *pat = luaL_checklstring(L, 1, &pn);
+    const char *subj = luaL_checklstring(L, 2, &sn);
+    int opts = lua_istable(L, 3) ? 3 : 0;
+    int engine = CEL_RE_AUTO;
+    lua_Integer start = 0;
+    if (opts) {
+        lua_getfield(L, opts, "engine");
+        const char *e = lua_tostring(L, -1);
+        if (e && !strcmp(e, "pcre2"))
+            engine = CEL_RE_PCRE2;
+        else if (e && !strcmp(e, "nfa"))
+            engine = CEL_RE_NFA;
+        else if (e && strcmp(e, "auto"))
+            return luaL_error(L, "cel_regex: unknown engine %s", e);
+        lua_getfield(L, opts, "start");
+        start = luaL_optinteger(L, -1, 0);
+        lua_pop(L, 2);
+    }
+    if (start < 0)
+        return luaL_error(L, "cel_regex: negative start");
+    char why[256];
+    const char *w = NULL;
+    const cel_re *re = cel_re_get(pat, pn, &w, why, sizeof why);
+    if (!re)
+        return luaL_error(L, "%s", w ? w : "invalid regex");
+    size_t ms = 0, me = 0;
+    int r = cel_re_search_with(re, engine, subj, sn, (size_t)start, opt_bool(L, opts, "first", false),
+                               &ms, &me);
+    cel_re_cache_clear(); /* this call owns no environment that would drop it */
+    if (r == -1)
+        return luaL_error(L, "regex match exceeded its limits");
+    if (r == -2)
+        return luaL_error(L, "pattern not supported by the fallback matcher");
+    if (r == 0) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_pushinteger(L, (lua_Integer)ms);
+    lua_pushinteger(L, (lua_Integer)me);
+    return 2;
+}
+
+static int l_cel_regex_knob(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)cel_re_test_knob(lua_toboolean(L, 1)));
+    return 1;
+}
+
 static int l_cel_eval(lua_State *L) { return eval_common(L, false); }
 static int l_cel_eval_json(lua_State *L) { return eval_common(L, true); }
 
@@ -394,6 +454,8 @@ void lb_open_cel(lua_State *L)
         {"cel_eval_json", l_cel_eval_json},
         {"cel_compile", l_cel_compile},
         {"cel_eval_attr", l_cel_eval_attr},
+        {"cel_regex", l_cel_regex},
+        {"cel_regex_knob", l_cel_regex_knob},
         {NULL, NULL},
     };
     luaL_setfuncs(L, fns, 0);

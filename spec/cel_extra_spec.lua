@@ -1,8 +1,8 @@
 -- cel_extra_spec.lua - the extra CEL vectors of spec/fixtures/cel-extra
 -- (upstream cases beyond the shared set, plus our own DRA cases; see
 -- spec/fixtures/cel-extra/tools/gen.py) through `draengine cel --batch`,
--- scored by the shared check-cel.  Every scored vector must pass; the known
--- failures live in spec/fixtures/cel-extra-failing and are not run here.
+-- scored by the shared check-cel.  Every scored vector must pass (known
+-- failures, when there are any, are parked in spec/fixtures/cel-extra-failing).
 local H = require "support.helper"
 
 local function count_vectors(dir)

@@ -49,14 +49,11 @@ describe("CEL regular expressions", function()
     assert.are.same({"", "", "", ""}, eval("'abc'.findAll('x*')"))
   end)
 
-  it("bounds backtracking: a hostile pattern is an error, not a hang", function()
+  it("bounds backtracking: a hostile pattern gets RE2's answer, not a hang", function()
+    -- PCRE2 hits its limits; the linear-time fallback answers (cel_regex_fallback_spec)
     local s = string.rep("a", 5000) .. "!"
-    local ok, msg = pcall(core.cel_eval, "s.matches('^(a+)+$')", nil, {bindings = {s = s}})
-    assert.is_false(ok)
-    assert.truthy(msg:find("regex match exceeded its limits", 1, true))
-    ok, msg = pcall(core.cel_eval, "s.find('(a|aa)+$')", nil, {bindings = {s = s}})
-    assert.is_false(ok)
-    assert.truthy(msg:find("regex match exceeded its limits", 1, true))
+    assert.is_false(core.cel_eval("s.matches('^(a+)+$')", nil, {bindings = {s = s}}))
+    assert.are.equal("", core.cel_eval("s.find('(a|aa)+$')", nil, {bindings = {s = s}}))
     -- long but benign inputs still match
     assert.is_true(core.cel_eval("s.matches('^a+!$')", nil, {bindings = {s = s}}))
   end)

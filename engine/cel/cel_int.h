@@ -477,10 +477,21 @@ cel_v cel_device_precheck(cel_ctx *c);
 typedef struct cel_re cel_re;
 /* Compile (cached). NULL with *why on an invalid / unsupported pattern. */
 const cel_re *cel_re_get(const char *pat, size_t n, const char **why, char *whybuf, size_t whycap);
-/* 1 match, 0 no match, -1 error (match limit). */
+/* 1 match, 0 no match, -1 error (match limit).  PCRE2 first; a match that hits its
+ * limits is answered by the linear-time fallback (re_nfa.h). */
 int cel_re_search(const cel_re *re, const char *s, size_t n, size_t start, size_t *mstart,
                   size_t *mend);
 int cel_re_matches(const cel_re *re, const char *s, size_t n);
+/* One engine on purpose (tests): CEL_RE_AUTO as above, CEL_RE_PCRE2 alone, CEL_RE_NFA the
+ * fallback alone.  first: any match will do.  1 match, 0 none, -1 limits/budget,
+ * -2 the fallback cannot take the pattern. */
+enum { CEL_RE_AUTO, CEL_RE_PCRE2, CEL_RE_NFA };
+int cel_re_search_with(const cel_re *re, int engine, const char *s, size_t n, size_t start,
+                       bool first, size_t *mstart, size_t *mend);
+/* Test knob: force makes this thread's matches take the fallback path as if PCRE2 had
+ * hit its limits every time.  Returns how many matches the fallback has answered on
+ * this thread so far. */
+uint64_t cel_re_test_knob(bool force);
 /* Drop this thread's compiled patterns. */
 void cel_re_cache_clear(void);
 

@@ -8,20 +8,28 @@
  * repeat counts above 1000 - and rewrites the few constructs whose meaning
  * differs (octal escapes, \v, \s outside classes, a literal '{') into
  * their PCRE2 spelling ($ outside (?m) becomes \z: RE2's end of text).
- * PCRE2 then compiles it in UTF mode with LF as the only newline, and JIT
+ * PCRE2 then compiles it in UTF mode with LF as the only newline (and, as
+ * in RE2, (?m)^ also matching after a newline that ends the text), and JIT
  * compiles it when it can.
  *
  * Backtracking cannot run away: every match runs under a match limit, a
  * depth limit and a heap limit (1,000,000 steps is about a millisecond
- * with the JIT), and a pattern that exceeds them is an evaluation error,
- * never a hang.  PCRE2's DFA matcher is not used: its state sets explode
- * on nested quantifiers just the same.
+ * with the JIT).  A match that hits one of them is run again by our own
+ * linear-time matcher (re_nfa.h: a Pike VM with RE2's leftmost-first
+ * semantics), whose answer is what RE2 - and so Kubernetes - returns.
+ * Only when that matcher cannot take the pattern (an unsupported construct,
+ * a program over its size cap) or runs out of its own work budget is the
+ * match an evaluation error.  Both engines' limits count steps, never time,
+ * so which engine answers is deterministic.  PCRE2's DFA matcher is not
+ * used: its state sets explode on nested quantifiers, and it returns the
+ * longest match, not RE2's leftmost-first one.
  *
  * Compiled patterns are cached per thread by pattern text (256 entries,
  * direct-mapped on the hash; a colliding pattern replaces the old entry).
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "cel_int.h"
+#include "re_nfa.h"
 
 #include <pcre2.h>
 #include <pthread.h>
@@ -42,6 +50,8 @@ struct cel_re {
     uint64_t hash;
     pcre2_code *code;
     pcre2_match_data *md;
+    cel_re_nfa *nfa;   /* the fallback program, compiled on first need */
+    bool nfa_refused;  /* the fallback cannot take this pattern */
 };
 
 typedef struct re_cache {
@@ -53,6 +63,9 @@ typedef struct re_cache {
 
 static pthread_key_t cache_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+/* Test knob and counter (cel_re_test_knob); they outlive cache clears. */
+static _Thread_local bool force_fallback;
+static _Thread_local uint64_t fallbacks;
 
 static void re_free(cel_re *r)
 {
@@ -60,6 +73,7 @@ static void re_free(cel_re *r)
         return;
     pcre2_match_data_free(r->md);
     pcre2_code_free(r->code);
+    cel_re_nfa_free(r->nfa);
     free(r->pat);
     free(r);
 }
@@ -499,7 +513,36 @@ static bool translate(tr *t)
     return true;
 }
 
-/* ---- cache ---------------------------------------------------------------------------- */
+/* ---- compile --------------------------------------------------------------------------- */
+
+/* RE2 text -> PCRE2 code (UTF mode, LF newlines), or NULL with a message in whybuf. */
+static pcre2_code *compile_re2(re_cache *c, const char *pat, size_t n, uint32_t opts,
+                               char *whybuf, size_t whycap)
+{
+    if (!cel_utf8_valid(pat, n)) {
+        snprintf(whybuf, whycap, "error parsing regexp: invalid UTF-8: `%.*s`", (int)(n < 40 ? n : 40), pat);
+        return NULL;
+    }
+    tr t = {.p = pat, .n = n, .why = whybuf, .whycap = whycap};
+    de_buf_init(&t.out, 256 * 1024);
+    if (!translate(&t)) {
+        de_buf_free(&t.out);
+        return NULL;
+    }
+    int ec;
+    PCRE2_SIZE eo;
+    pcre2_code *code = pcre2_compile((PCRE2_SPTR)de_buf_str(&t.out), t.out.len,
+                                     PCRE2_UTF | PCRE2_NEVER_BACKSLASH_C | PCRE2_ALT_CIRCUMFLEX | opts,
+                                     &ec, &eo, c->cctx);
+    de_buf_free(&t.out);
+    if (!code) {
+        PCRE2_UCHAR msg[160];
+        pcre2_get_error_message(ec, msg, sizeof msg);
+        snprintf(whybuf, whycap, "error parsing regexp: %s: `%.*s`", (const char *)msg,
+                 (int)(n < 60 ? n : 60), pat);
+    }
+    return code;
+}
 
 const cel_re *cel_re_get(const char *pat, size_t n, const char **why, char *whybuf, size_t whycap)
 {
@@ -509,29 +552,8 @@ const cel_re *cel_re_get(const char *pat, size_t n, const char **why, char *whyb
     cel_re *r = *slot;
     if (r && r->hash == h && r->n == n && !memcmp(r->pat, pat, n))
         return r;
-    if (!cel_utf8_valid(pat, n)) {
-        snprintf(whybuf, whycap, "error parsing regexp: invalid UTF-8: `%.*s`", (int)(n < 40 ? n : 40), pat);
-        *why = whybuf;
-        return NULL;
-    }
-    tr t = {.p = pat, .n = n, .why = whybuf, .whycap = whycap};
-    de_buf_init(&t.out, 256 * 1024);
-    if (!translate(&t)) {
-        de_buf_free(&t.out);
-        *why = whybuf;
-        return NULL;
-    }
-    int ec;
-    PCRE2_SIZE eo;
-    pcre2_code *code = pcre2_compile((PCRE2_SPTR)de_buf_str(&t.out), t.out.len,
-                                     PCRE2_UTF | PCRE2_NEVER_BACKSLASH_C, &ec,
-                                     &eo, c->cctx);
-    de_buf_free(&t.out);
+    pcre2_code *code = compile_re2(c, pat, n, 0, whybuf, whycap);
     if (!code) {
-        PCRE2_UCHAR msg[160];
-        pcre2_get_error_message(ec, msg, sizeof msg);
-        snprintf(whybuf, whycap, "error parsing regexp: %s: `%.*s`", (const char *)msg,
-                 (int)(n < 60 ? n : 60), pat);
         *why = whybuf;
         return NULL;
     }
@@ -547,6 +569,58 @@ const cel_re *cel_re_get(const char *pat, size_t n, const char **why, char *whyb
     return r;
 }
 
+/* ---- single-character atoms for the fallback (re_nfa.h) -------------------------------- */
+
+struct cel_re_atom {
+    pcre2_code *code;
+    pcre2_match_data *md;
+};
+
+cel_re_atom *cel_re_atom_new(const char *re2, size_t n)
+{
+    char why[256];
+    pcre2_code *code = compile_re2(cache(), re2, n, PCRE2_ANCHORED, why, sizeof why);
+    if (!code)
+        return NULL;
+    cel_re_atom *a = de_xcalloc(1, sizeof *a);
+    a->code = code;
+    a->md = pcre2_match_data_create(1, NULL);
+    (void)pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);
+    return a;
+}
+
+bool cel_re_atom_test(cel_re_atom *a, uint32_t cp)
+{
+    unsigned char b[4];
+    size_t w;
+    if (cp < 0x80) {
+        b[0] = (unsigned char)cp, w = 1;
+    } else if (cp < 0x800) {
+        b[0] = (unsigned char)(0xC0 | (cp >> 6)), b[1] = (unsigned char)(0x80 | (cp & 0x3F)), w = 2;
+    } else if (cp < 0x10000) {
+        b[0] = (unsigned char)(0xE0 | (cp >> 12)), b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        b[2] = (unsigned char)(0x80 | (cp & 0x3F)), w = 3;
+    } else {
+        b[0] = (unsigned char)(0xF0 | (cp >> 18)), b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+        b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F)), b[3] = (unsigned char)(0x80 | (cp & 0x3F));
+        w = 4;
+    }
+    /* one character cannot backtrack: the default limits never bind */
+    int rc = pcre2_match(a->code, b, w, 0, 0, a->md, NULL);
+    return rc > 0 && pcre2_get_ovector_pointer(a->md)[1] == w;
+}
+
+void cel_re_atom_free(cel_re_atom *a)
+{
+    if (!a)
+        return;
+    pcre2_match_data_free(a->md);
+    pcre2_code_free(a->code);
+    free(a);
+}
+
+/* ---- matching ------------------------------------------------------------------------ */
+
 static int run_match(re_cache *c, const cel_re *re, const char *s, size_t n, size_t start)
 {
     int rc = pcre2_match(re->code, (PCRE2_SPTR)s, n, start, 0, re->md, c->mctx);
@@ -555,26 +629,62 @@ static int run_match(re_cache *c, const cel_re *re, const char *s, size_t n, siz
     return rc;
 }
 
-int cel_re_search(const cel_re *re, const char *s, size_t n, size_t start, size_t *ms, size_t *me)
+/* The fallback program of re, compiled on first need (NULL: unsupported).  The cache
+ * entry belongs to this thread, so filling it in is safe. */
+static cel_re_nfa *nfa_of(const cel_re *re)
+{
+    cel_re *r = (cel_re *)re;
+    if (!r->nfa && !r->nfa_refused) {
+        const char *why = NULL;
+        r->nfa = cel_re_nfa_compile(r->pat, r->n, &why);
+        r->nfa_refused = !r->nfa;
+    }
+    return r->nfa;
+}
+
+int cel_re_search_with(const cel_re *re, int engine, const char *s, size_t n, size_t start,
+                       bool first, size_t *ms, size_t *me)
 {
     re_cache *c = cache();
     if (start > n)
         return 0;
-    int rc = run_match(c, re, s, n, start);
-    if (rc == PCRE2_ERROR_NOMATCH)
-        return 0;
-    if (rc < 0)
-        return -1;
-    PCRE2_SIZE *ov = pcre2_get_ovector_pointer(re->md);
-    *ms = ov[0];
-    *me = ov[1];
-    return 1;
+    if (engine != CEL_RE_NFA && !(engine == CEL_RE_AUTO && force_fallback)) {
+        int rc = run_match(c, re, s, n, start);
+        if (rc == PCRE2_ERROR_NOMATCH)
+            return 0;
+        if (rc >= 0) {
+            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(re->md);
+            *ms = ov[0];
+            *me = ov[1];
+            return 1;
+        }
+        bool limit = rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT ||
+                     rc == PCRE2_ERROR_HEAPLIMIT;
+        if (!limit || engine == CEL_RE_PCRE2)
+            return -1;
+    }
+    cel_re_nfa *nfa = nfa_of(re);
+    if (!nfa)
+        return -2;
+    fallbacks++;
+    return cel_re_nfa_search(nfa, s, n, start, first, ms, me);
+}
+
+int cel_re_search(const cel_re *re, const char *s, size_t n, size_t start, size_t *ms, size_t *me)
+{
+    int r = cel_re_search_with(re, CEL_RE_AUTO, s, n, start, false, ms, me);
+    return r < 0 ? -1 : r;
 }
 
 int cel_re_matches(const cel_re *re, const char *s, size_t n)
 {
-    int rc = run_match(cache(), re, s, n, 0);
-    if (rc == PCRE2_ERROR_NOMATCH)
-        return 0;
-    return rc < 0 ? -1 : 1;
+    size_t ms, me;
+    int r = cel_re_search_with(re, CEL_RE_AUTO, s, n, 0, true, &ms, &me);
+    return r < 0 ? -1 : r;
+}
+
+uint64_t cel_re_test_knob(bool force)
+{
+    force_fallback = force;
+    return fallbacks;
 }

@@ -5,13 +5,15 @@
  * Input: one mode byte, then the expression text.  The mode chooses a plain
  * environment or a selector against a fixed device that has every
  * attribute kind, capacities and a derived attribute, and whether the
- * NewExpressions environment is used.  Every result is printed in both
+ * NewExpressions environment is used; bit 64 sends every regex match to the
+ * linear-time fallback matcher (regex.c, re_nfa.h) instead of PCRE2.  Every result is printed in both
  * text forms and every compile error rendered with its caret, so the
  * printers are fuzzed too.  A failure is a crash or a sanitizer report;
  * CEL errors are normal outcomes.
  */
 #include "../../engine/base/intern.h"
 #include "../../engine/cel/cel.h"
+#include "../../engine/cel/cel_int.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -83,6 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     o.consumable_capacity = mode & 4;
     o.list_attributes = mode & 8;
     o.any_result = mode & 16;
+    (void)cel_re_test_knob(mode & 64);
     cel_env *env = cel_env_new(in, &o);
     if (o.plain && (mode & 32)) {
         cel_value *v = cel_value_new_int(a, 123);
