@@ -14,6 +14,9 @@
  *           reason=, error=, claims = {{namespace=, name=, allocation=,
  *           allocated_now=}}}   (commits into the graph, as al_schedule_pod)
  *   a:stats() -> {allocate_calls=, node_tables_built=, candidate_sets_built=, ...}
+ *   a:extended_claim(namespace, pod [, node])
+ *       -> {requests = {...}, mappings = {...}} of the KEP-5004 claim (the
+ *          resources `node` leaves to DRA; all of them without a node), or nil
  *   a:close()    -- free it now (it stops listening to the graph)
  *
  * The allocator keeps the graph userdata alive (user value); when the graph
@@ -217,6 +220,45 @@ static int l_schedule(lua_State *L)
     return 1;
 }
 
+/* a:extended_claim(ns, pod [, node]) -> {requests = {...}, mappings = {...}}
+ * or nil when the pod asks for no extended resource a DeviceClass serves
+ * (with a node: only what that node leaves to DRA; nil when nothing) */
+static int l_extended_claim(lua_State *L)
+{
+    lalloc *u = check_alloc(L);
+    dg_graph *g = u->gu->g;
+    const char *ns = luaL_checkstring(L, 2), *name = luaL_checkstring(L, 3);
+    const char *node = luaL_optstring(L, 4, NULL);
+    uint32_t pid = dg_pod_find(g, id_of(g, ns), id_of(g, name));
+    const dg_pod *pod = pid == DG_NONE ? NULL : dg_pod_get(g, pid);
+    if (!pod)
+        return luaL_error(L, "pod %s/%s not found", ns, name);
+    al_ext_res res[AL_EXT_MAX];
+    uint32_t n = al_ext_resources(g, al_gates(u->a), pod, res, AL_EXT_MAX);
+    uint64_t mask = n >= 64 ? ~0ull : (1ull << n) - 1;
+    if (node) {
+        uint32_t nid = dg_node_find(g, id_of(g, node));
+        mask = al_ext_node_mask(nid == DG_NONE ? NULL : dg_node_get(g, nid), res, n);
+    }
+    if (!n || !mask) {
+        lua_pushnil(L);
+        return 1;
+    }
+    de_arena *ar = de_arena_new_sized(0, 4096);
+    al_ext_spec spec;
+    al_ext_build(g, pod, res, n, mask, ar, &spec);
+    json_t *reqs = al_ext_requests_json(g, &spec), *maps = al_ext_mappings_json(g, &spec);
+    de_arena_free(ar);
+    lua_newtable(L);
+    lb_push_json(L, reqs);
+    lua_setfield(L, -2, "requests");
+    lb_push_json(L, maps);
+    lua_setfield(L, -2, "mappings");
+    json_decref(reqs);
+    json_decref(maps);
+    return 1;
+}
+
 static int l_stats(lua_State *L)
 {
     lalloc *u = check_alloc(L);
@@ -238,6 +280,7 @@ void lb_allocator_register(lua_State *L)
         {"allocate", l_allocate},
         {"schedule", l_schedule},
         {"stats", l_stats},
+        {"extended_claim", l_extended_claim},
         {"close", l_gc},
         {"__gc", l_gc},
         {"__close", l_gc},

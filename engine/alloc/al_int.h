@@ -440,18 +440,9 @@ uint32_t al_cap_key(al_allocator *a, const de_cap *cap, uint32_t driver);
 de_rc al_build_results(al_call *c, al_outcome *out, de_err *e);
 uint32_t al_share_id(al_allocator *a, const al_call *c, uint32_t claim, uint32_t idx, uint32_t dev);
 
-/* al_extended.c: extended resources backed by DRA */
-typedef struct al_ext {
-    uint32_t container;  /* index over initContainers ++ containers */
-    uint32_t resource;   /* extended resource name */
-    uint32_t class_name; /* DeviceClass serving it */
-    int64_t count;
-    uint32_t request;    /* "container-<i>-request-<j>" */
-} al_ext;
-uint32_t al_ext_needs(al_allocator *a, const dg_pod *pod, de_arena *ar, al_ext **out);
-uint64_t al_ext_mask(const al_ext *x, uint32_t n, const dg_node *node);
-de_rc al_ext_claim(al_allocator *a, const dg_pod *pod, const al_ext *x, uint32_t n, uint64_t mask,
-                   uint32_t variant, uint32_t *clid, de_err *e);
+/* al_extended.c: the claim for extended resources backed by DRA */
+de_rc al_ext_claim(al_allocator *a, const dg_pod *pod, const al_ext_res *res, uint32_t n, uint64_t mask,
+                   uint32_t *clid, de_err *e);
 
 /* al_explain.c */
 void al_explain(al_call *c, al_why *why);

@@ -384,8 +384,8 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     pod = dg_pod_get(a->g, podid);
     al_sync(a);
     /* extended resources backed by DRA: a per-node claim, allocated last */
-    al_ext *ext = NULL;
-    uint32_t next = al_ext_needs(a, pod, ar, &ext);
+    al_ext_res *ext = AL_NEW(ar, al_ext_res, AL_EXT_MAX);
+    uint32_t next = al_ext_resources(a->g, &a->opts.gates, pod, ext, AL_EXT_MAX);
     uint64_t vmask[8];
     uint32_t vclaim[8], nvar = 0;
     /* pending claims and the selector sets of their plain requests */
@@ -461,7 +461,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         out->nodes_checked++;
         uint32_t nuse = npending;
         if (next) {
-            uint64_t mask = al_ext_mask(ext, next, node);
+            uint64_t mask = al_ext_node_mask(node, ext, next);
             if (mask) {
                 uint32_t v = 0;
                 while (v < nvar && vmask[v] != mask)
@@ -473,7 +473,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
                     }
                     de_err ce;
                     de_err_clear(&ce);
-                    rc = al_ext_claim(a, pod, ext, next, mask, nvar, &vclaim[nvar], &ce);
+                    rc = al_ext_claim(a, pod, ext, next, mask, &vclaim[nvar], &ce);
                     if (rc != DE_OK) {
                         *e = ce;
                         result = rc;
