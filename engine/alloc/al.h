@@ -70,9 +70,14 @@ typedef struct al_opts {
  *         generation and revision; the arrays must stay valid until
  *         `revision` changes.  The allocator calls it when it (re)builds its
  *         per-node device table, never in the search loop.
- * score   once per feasible node when choosing a node for a pod: a number
- *         added to the Kubernetes score (firstAvailable 8 - index); the best
- *         total wins, ties go to node name order.
+ * score   when choosing a node for a pod: a number for one feasible
+ *         placement, added to the Kubernetes score (firstAvailable 8 - index);
+ *         the best total wins, ties go to node name order.  The allocator
+ *         caches the answer per (node state, pending claim set signature,
+ *         revision) (al_choose.c), so a score must be a function of the node
+ *         (its object and its devices' state, as al_placement shows them) and
+ *         of the placement's devices only - not of the claims' or the pod's
+ *         identity.  A NaN counts as -infinity.
  * revision the policy revision; a change invalidates everything cached from
  *         `groups`.  NULL = constant.
  */
@@ -93,6 +98,11 @@ typedef struct al_placement {
     const uint32_t *claims;  /* claim ids (pending claims only) */
     const dg_allocation *allocs; /* one per claim */
     int64_t k8s_score;       /* sum over firstAvailable requests of 8 - chosen index */
+    /* the devices of the node's own slices (spec.nodeName = the node, every
+     * generation) and how many of them are free before this placement, kept
+     * by the allocator incrementally (valid when has_node_counts) */
+    bool has_node_counts;
+    uint32_t node_devices, node_free_devices;
 } al_placement;
 
 typedef struct al_hooks {
@@ -115,6 +125,15 @@ void al_free(al_allocator *a);
 void al_set_hooks(al_allocator *a, const al_hooks *h);
 
 const de_gates *al_gates(const al_allocator *a);
+
+/* The node choice cache for score hooks (al_choose.c), on by default.  Off,
+ * every pod evaluates every node (Allocate + score) - the reference the
+ * cache must agree with, for specs. */
+void al_set_choice_cache(al_allocator *a, bool on);
+
+/* Devices on the node's own slices (spec.nodeName, every generation) and
+ * how many are free (used by no claim), maintained incrementally. */
+uint32_t al_node_free_devices(al_allocator *a, uint32_t node_name, uint32_t *total);
 
 /* ---- Allocate ---------------------------------------------------------------- */
 
@@ -279,6 +298,11 @@ json_t *al_ext_mappings_json(const dg_graph *g, const al_ext_spec *s);
 typedef struct al_stats {
     uint64_t allocate_calls, steps, node_tables_built, candidate_sets_built;
     uint64_t cel_evals, pruned;
+    /* node choice with score hooks (al_choose.c) */
+    uint64_t choice_pods;        /* pods placed through the choice cache */
+    uint64_t choice_evals;       /* nodes (re)evaluated: Allocate + score */
+    uint64_t choice_reused;      /* winners whose evaluation was this pod's own */
+    uint64_t choice_tables;      /* score tables (re)built from scratch */
 } al_stats;
 
 void al_get_stats(const al_allocator *a, al_stats *out);

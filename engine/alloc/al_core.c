@@ -28,6 +28,12 @@
  *    candidate set).
  *  - Pods, templates, namespaces: nothing.
  * A new policy revision (al_hooks.revision) or new hooks rebuild everything.
+ *
+ * Each of these also tells the node choice cache (al_choose.c) which nodes
+ * changed (al_node_changed): the nodes of every table an event touches, the
+ * node named by a node-local slice or a Node, and every node whose table
+ * failed to build (any slice event may fix it); a DeviceClass change
+ * affects every node (al_allocator.choice_gen).
  */
 #include "al_int.h"
 
@@ -126,8 +132,10 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
         if (dg_claim_get(g, i))
             on_claim(a, i);
     for (uint32_t i = 0, n = dg_slice_id_limit(g); i < n; i++)
-        if (dg_slice_get(g, i))
+        if (dg_slice_get(g, i)) {
             remember_slice(a, i);
+            al_counts_slice(a, i);
+        }
     for (uint32_t i = 0, n = dg_node_id_limit(g); i < n; i++)
         if (dg_node_get(g, i))
             remember_name(&a->node_name_of, &a->nnode_name_of, i, dg_node_get(g, i)->meta.name);
@@ -164,6 +172,8 @@ void al_free(al_allocator *a)
         return;
     dg_remove_listener(a->g, on_change, a);
     dg_remove_device_listener(a->g, on_device, a);
+    al_choose_free(a);
+    al_counts_free(a);
     free(a->dirty);
     free(a->dirty_bits);
     for (uint32_t i = 0; i < a->ntabsets; i++)
@@ -208,6 +218,10 @@ void al_free(al_allocator *a)
 
 void al_set_hooks(al_allocator *a, const al_hooks *h)
 {
+    /* the same hooks again (a caller refreshing them every cycle): keep
+     * every cache */
+    if (h ? a->has_hooks && !memcmp(&a->hooks, h, sizeof *h) : !a->has_hooks)
+        return;
     if (h) {
         a->hooks = *h;
         a->has_hooks = true;
@@ -274,6 +288,9 @@ static void tabs_register(al_allocator *a, al_ntab *t, bool add)
 
 static void ntab_invalidate(al_allocator *a, al_ntab *t)
 {
+    /* even when already invalid: a choice made from a failed build must be
+     * made again */
+    al_node_changed(a, t->node_name);
     if (!t->valid)
         return;
     t->valid = false;
@@ -358,10 +375,14 @@ void al_ntab_usage(al_allocator *a, al_ntab *t)
  * that holds it. */
 static void usage_changed(al_allocator *a, uint64_t key)
 {
+    al_counts_usage(a, key);
     al_u32s *l = tabset(a, (uint32_t)(key >> 32), false);
     for (uint32_t k = 0; l && k < l->n; k++) {
         al_ntab *t = a->ntabs[l->v[k]];
         uint64_t v;
+        /* counters and compatibility groups of the pool read every device
+         * of it, in the table or not */
+        al_node_changed(a, t->node_name);
         if (!t->valid || !de_map_get(&t->devidx, key, &v))
             continue;
         uint32_t i = (uint32_t)v - 1;
@@ -458,6 +479,11 @@ static void on_claim(al_allocator *a, uint32_t clid)
 
 static void on_slice(al_allocator *a, uint32_t sid)
 {
+    al_counts_slice(a, sid);
+    if (a->nfailed_tabs)
+        for (uint32_t i = 0; i < a->nntabs; i++)
+            if (a->ntabs[i]->failed)
+                al_node_changed(a, a->ntabs[i]->node_name);
     if (sid < a->nslice_pool && a->slice_pool[sid])
         invalidate_pool(a, a->slice_pool[sid] - 1);
     const dg_slice *s = dg_slice_get(a->g, sid);
@@ -492,6 +518,8 @@ static void on_node(al_allocator *a, dg_op op, uint32_t nid)
     al_ntab *t = name ? ntab_find(a, name) : NULL;
     if (t)
         ntab_invalidate(a, t);
+    if (name)
+        al_node_changed(a, name); /* labels, taints, unschedulable: the pod filter */
     if (op != DG_OP_UPDATE)
         a->order_dirty = true;
 }
@@ -502,6 +530,7 @@ static void on_class(al_allocator *a, uint32_t cid)
     uint32_t name = c ? c->meta.name : cid < a->nclass_name_of ? a->class_name_of[cid] : 0;
     if (c)
         remember_name(&a->class_name_of, &a->nclass_name_of, cid, name);
+    a->choice_gen++;
     for (uint32_t i = 0; i < a->nselsets; i++)
         if (a->selsets[i]->class_name == name)
             a->selsets[i]->stale = true;
@@ -554,6 +583,7 @@ static void refresh_dirty(al_allocator *a)
             al_fill_device(a, t, dv);
             al_cset_refresh(a, t, (uint32_t)v - 1);
             al_mf_set_node(a, t->node_name);
+            al_node_changed(a, t->node_name);
         }
     }
     a->ndirty = 0;
@@ -616,6 +646,13 @@ al_ntab *al_ntab_get(al_allocator *a, uint32_t node_name, de_err *e)
         t->valid = false;
         de_rc rc = al_ntab_build(a, t, e);
         tabs_register(a, t, true);
+        if ((rc != DE_OK) != t->failed) {
+            t->failed = rc != DE_OK;
+            if (t->failed)
+                a->nfailed_tabs++;
+            else
+                a->nfailed_tabs--;
+        }
         if (rc != DE_OK)
             return NULL;
         al_ntab_usage(a, t);

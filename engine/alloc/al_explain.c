@@ -14,6 +14,15 @@
 
 #include <stdio.h>
 
+/* A claim's name, or with explain_marks a mark "\x01<index>\x02" the node
+ * choice cache fills in with the names of the pod at hand (al_choose.c). */
+static const char *claim_name(al_call *c, uint32_t ci)
+{
+    if (c->a->explain_marks)
+        return de_arena_printf(c->ar, "\x01%u\x02", ci);
+    return al_str(c->a, c->claims[ci].c->meta.name);
+}
+
 static const char *class_of(al_call *c, const al_rq *rq)
 {
     return al_str(c->a, rq->x->class_name);
@@ -45,12 +54,16 @@ static bool describe_rq(al_call *c, al_rq *rq, de_buf *b)
 {
     al_ntab *t = c->t;
     uint32_t match = 0, inuse = 0, tainted = 0, cap = 0, counters = 0, groups = 0, noattr = 0,
-             usable = 0;
+             usable = 0, blocked = 0;
     const al_claimc *cc = &c->claims[rq->claim];
     for (size_t d = de_bits_next(rq->cs->cand, t->ndev, 0); d < t->ndev;
          d = de_bits_next(rq->cs->cand, t->ndev, d + 1)) {
         const al_dev *dv = &t->devs[d];
         match++;
+        if (dv->flags & AL_DF_BLOCKED) {
+            blocked++;
+            continue;
+        }
         if (!rq->admin && de_bit_get(t->inuse, d)) {
             inuse++;
             continue;
@@ -93,6 +106,8 @@ static bool describe_rq(al_call *c, al_rq *rq, de_buf *b)
     else
         de_buf_printf(b, "request %s (%lld x class %s): %u of %u devices on the node match the class and selectors",
                       name, (long long)rq->need, class_of(c, rq), match, t->ndev);
+    if (blocked)
+        de_buf_printf(b, ", %u blocked (a compatibility groups policy failed on them)", blocked);
     if (inuse)
         de_buf_printf(b, ", %u in use by other claims", inuse);
     if (tainted)
@@ -137,7 +152,7 @@ void al_explain(al_call *c, al_why *why)
     }
     for (uint32_t ci = 0; ci < c->nclaims && !blamed; ci++) {
         al_claimc *cc = &c->claims[ci];
-        const char *cn = al_str(a, cc->c->meta.name);
+        const char *cn = claim_name(c, ci);
         for (uint32_t ri = 0; ri < cc->nreq; ri++) {
             al_req *rr = &cc->req[ri];
             bool all_short = true;
@@ -168,7 +183,7 @@ void al_explain(al_call *c, al_why *why)
             for (uint32_t ci = 0; ci < c->nclaims; ci++)
                 if (c->claims[ci].ncons) {
                     de_buf_printf(&sum, "%sno combination satisfies claim %s's constraints (%s)", sep,
-                                  al_str(a, c->claims[ci].c->meta.name), cons_list(c, &c->claims[ci]));
+                                  claim_name(c, ci), cons_list(c, &c->claims[ci]));
                     sep = "; ";
                 }
         }

@@ -391,6 +391,10 @@ static void fill_flags(gctx *g, al_dev *dv)
         dv->pscope = gr.scope;
         dv->npgroups = gr.ngroups;
         dv->pgroups = gr.groups;
+        /* a groups policy failed closed: its compatibility is unknown, so
+         * the search never takes it (al_search.c: allocate_device) */
+        if (gr.blocked)
+            dv->flags |= AL_DF_BLOCKED;
     }
     if (s->ns_mode != DG_NS_NODE_NAME && !(s->ns_mode == DG_NS_PER_DEVICE &&
                                           d->ns_mode == DG_NS_NODE_NAME))

@@ -13,6 +13,9 @@
  *   al_result.c     AllocationResult building (results, config, node selector, shareID)
  *   al_explain.c    failure explanations for people
  *   al_place.c      node choice and commit for pods
+ *   al_choose.c     node choice with score hooks: cached per node state and
+ *                   claim set signature, best node from a heap
+ *   al_counts.c     devices and free devices per node (for score hooks)
  *
  * Index spaces: a node table ("ntab") flattens the pools gathered for one
  * node into one array of devices in canonical order (pool order, slice name
@@ -54,6 +57,7 @@ enum {
     AL_DF_TAINTED = 1 << 3,  /* a NoSchedule/NoExecute taint (needs a toleration) */
     AL_DF_CGROUPS = 1 << 4,  /* declares KEP-5963 compatibility groups */
     AL_DF_PERDEV = 1 << 5,   /* slice has perDeviceNodeSelection */
+    AL_DF_BLOCKED = 1 << 6,  /* a policy groups hook failed closed on it: never allocated */
 };
 
 typedef struct al_dev {
@@ -115,6 +119,8 @@ typedef struct al_ntab {
     al_cset *csets;
     uint32_t ncsets, capcsets;
     uint64_t gen;            /* hook revision the groups were read at */
+    bool failed;             /* the last build failed (al_core.c: any slice event
+                              * may fix it) */
 } al_ntab;
 
 /* A selector set: class + request selectors, compiled once per allocator. */
@@ -203,6 +209,23 @@ struct al_allocator {
     uint32_t nnodes;
     de_map node_rank;        /* node id -> rank */
     bool no_explain;         /* al_place.c: skip al_explain (reasons computed later) */
+    bool explain_marks;      /* al_explain writes claim names as marks (al_choose.c) */
+    /* node state generations (al_choose.c): per rank, bumped by
+     * al_node_changed whenever anything that can change the node's
+     * feasibility or score changes; changed ranks are logged in order */
+    bool choice_off;
+    struct al_chooser *chooser;
+    uint64_t *ngen;          /* per rank */
+    uint64_t *nlogged;       /* per rank: absolute log position of its last entry + 1 */
+    uint32_t *clog;          /* ranks, from absolute position clog_base */
+    uint64_t clog_base, clog_end;
+    uint32_t clog_cap;
+    uint64_t clog_mark;      /* clog_end at the last sync of any score table */
+    uint64_t ngen_next;
+    uint64_t choice_gen;     /* bumped by changes that affect every node (classes) */
+    uint32_t nfailed_tabs;   /* tables whose last build failed */
+    /* devices per node (al_counts.c) */
+    struct al_counts *counts;
     /* frequently used interned strings */
     uint32_t s_metadata_name, s_in;
     /* scratch */
@@ -218,6 +241,64 @@ void al_mf_set_node(al_allocator *a, uint32_t node_name); /* a node may have fre
 const char *al_str(const al_allocator *a, uint32_t id);
 uint32_t al_intern(al_allocator *a, const char *s);
 uint32_t al_internf(al_allocator *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* al_choose.c */
+void al_node_changed(al_allocator *a, uint32_t node_name);
+void al_choice_order(al_allocator *a);  /* the node order was recomputed */
+void al_choose_free(al_allocator *a);
+
+/* One pod being placed (al_place.c builds it). */
+typedef struct al_podctx {
+    const dg_pod *pod;
+    uint32_t podid;
+    const uint32_t *claims;  /* the pod's claims, pod order (DG_NONE: none needed) */
+    uint32_t nclaims;
+    const uint32_t *pending; /* the pending ones, pod order */
+    uint32_t npending;
+    al_selset **ss;          /* selector sets of the quick check */
+    uint32_t nss;
+} al_podctx;
+
+typedef struct al_choice {
+    uint32_t rank;           /* the chosen node (canonical rank) */
+    al_outcome o;            /* its allocation for the pending claims */
+    int64_t k8s;
+    double policy;
+    uint32_t feasible, checked;
+    const char *why;         /* DE_EUNSAT */
+} al_choice;
+
+/* Choose the node for a pod whose claims are all pending or allocated (no
+ * extended resource claim) and admitted, with a score hook: DE_OK (ch
+ * filled), DE_EUNSAT (ch->why) or a hard error, exactly as the uncached loop
+ * of al_schedule_pod would. */
+de_rc al_choose(al_allocator *a, const al_podctx *p, de_arena *ar, al_choice *ch, de_err *e);
+
+/* The score hook on one feasible placement (shared by both paths). */
+de_rc al_score_node(al_allocator *a, uint32_t podid, uint32_t rank, const uint32_t *claims, uint32_t n,
+                    const al_outcome *o, de_arena *ar, double *ps, de_err *e);
+
+/* al_counts.c */
+void al_counts_slice(al_allocator *a, uint32_t sid); /* a slice changed or was removed */
+void al_counts_usage(al_allocator *a, uint64_t key); /* usage of pack(pool, device) changed */
+void al_counts_free(al_allocator *a);
+
+/* al_place.c: pieces of the node filter shared with al_choose.c */
+const dg_node *al_node_at(al_allocator *a, uint32_t rank);
+const char *al_pod_filter(al_allocator *a, const dg_pod *pod, const dg_node *node);
+bool al_node_matches_allocated(al_allocator *a, const uint32_t *claims, uint32_t n, const dg_node *node);
+const char *al_quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t nss, uint32_t rank);
+
+/* Why no node fits, summed over nodes: "0/N nodes are available: ..." */
+typedef struct al_reasons {
+    de_map idx;   /* text hash -> index + 1 */
+    char **text;
+    uint32_t *count;
+    uint32_t n, cap;
+} al_reasons;
+void al_reason_addn(al_reasons *r, const char *s, uint32_t n);
+const char *al_reasons_summary(al_reasons *r, de_arena *ar, uint32_t nnodes);
+void al_reasons_free(al_reasons *r);
 
 /* al_gather.c */
 de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e);

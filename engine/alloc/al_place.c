@@ -103,9 +103,10 @@ static void node_order(al_allocator *a)
     a->order_epoch = a->epoch;
     a->order_dirty = false;
     a->order_gen++;
+    al_choice_order(a);
 }
 
-static const dg_node *node_at(al_allocator *a, uint32_t rank)
+const dg_node *al_node_at(al_allocator *a, uint32_t rank)
 {
     return a->node_stub ? &a->node_stub[rank] : dg_node_get(a->g, a->node_order[rank]);
 }
@@ -133,7 +134,7 @@ static bool kv_has(const dg_kv *kv, uint32_t n, uint32_t key, uint32_t value)
     return false;
 }
 
-static const char *pod_filter(al_allocator *a, const dg_pod *pod, const dg_node *node)
+const char *al_pod_filter(al_allocator *a, const dg_pod *pod, const dg_node *node)
 {
     if (pod->node_name && pod->node_name != node->meta.name)
         return "node(s) didn't match the requested node name";
@@ -177,18 +178,12 @@ static const char *pod_filter(al_allocator *a, const dg_pod *pod, const dg_node 
 
 /* ---- reasons ------------------------------------------------------------------------- */
 
-typedef struct reasons {
-    de_map idx;   /* text hash -> index + 1 */
-    char **text;
-    uint32_t *count;
-    uint32_t n, cap;
-} reasons;
 
-static void reason_add(reasons *r, const char *s)
+void al_reason_addn(al_reasons *r, const char *s, uint32_t n)
 {
     uint64_t h = de_hash_bytes(s, strlen(s)), v;
     if (de_map_get(&r->idx, h, &v)) {
-        r->count[v - 1]++;
+        r->count[v - 1] += n;
         return;
     }
     if (r->n == r->cap) {
@@ -197,11 +192,11 @@ static void reason_add(reasons *r, const char *s)
         r->count = de_xrealloc(r->count, r->cap * sizeof *r->count);
     }
     r->text[r->n] = de_xstrdup(s);
-    r->count[r->n] = 1;
+    r->count[r->n] = n;
     de_map_put(&r->idx, h, ++r->n);
 }
 
-static const char *reasons_summary(reasons *r, de_arena *ar, uint32_t nnodes)
+const char *al_reasons_summary(al_reasons *r, de_arena *ar, uint32_t nnodes)
 {
     de_buf b;
     de_buf_init(&b, 16384);
@@ -237,7 +232,7 @@ static const char *reasons_summary(reasons *r, de_arena *ar, uint32_t nnodes)
     return s;
 }
 
-static void reasons_free(reasons *r)
+void al_reasons_free(al_reasons *r)
 {
     for (uint32_t i = 0; i < r->n; i++)
         free(r->text[i]);
@@ -314,6 +309,38 @@ static de_rc commit(al_allocator *a, const dg_pod *pod, al_pod_outcome *out, con
 
 /* ---- scheduling ------------------------------------------------------------------------- */
 
+/* The chosen node: fill the outcome and commit. */
+static de_rc place(al_allocator *a, const dg_pod *pod, al_pod_outcome *out, uint32_t *pending,
+                   const uint32_t *pidx, uint32_t npending, uint32_t rank, const al_outcome *best,
+                   int64_t k8s, double policy, de_err *e)
+{
+    const dg_node *node = al_node_at(a, rank);
+    out->node = a->node_order[rank];
+    out->node_name = node->meta.name;
+    out->k8s_score = k8s;
+    out->policy_score = policy;
+    for (uint32_t i = 0; i < npending; i++) {
+        out->allocated_now[pidx[i]] = true;
+        out->allocs[pidx[i]] = best->claims[i];
+    }
+    if (npending || out->nclaims)
+        DE_TRY(commit(a, pod, out, pending, npending, best, e));
+    return DE_OK;
+}
+
+/* Every pending claim admitted by the policies (answers are cached per claim
+ * generation): the choice cache assumes admission is not in question. */
+static bool all_admitted(al_allocator *a, const uint32_t *claims, uint32_t n)
+{
+    for (uint32_t i = 0; a->hooks.admit && i < n; i++) {
+        de_err why;
+        de_err_clear(&why);
+        if (a->hooks.admit(a->hooks.ctx, a->g, claims[i], &why) != DE_OK)
+            return false;
+    }
+    return true;
+}
+
 /* A node where Allocate failed; its explanation is computed only when the
  * pod turns out unschedulable (al_explain formats text, and most pods fit
  * somewhere).  The state the search saw is the same then: nothing is
@@ -324,7 +351,7 @@ typedef struct failure {
     uint32_t nuse;  /* claims allocated together */
 } failure;
 
-static bool node_matches_allocated(al_allocator *a, const uint32_t *claims, uint32_t n,
+bool al_node_matches_allocated(al_allocator *a, const uint32_t *claims, uint32_t n,
                                    const dg_node *node)
 {
     for (uint32_t i = 0; i < n; i++) {
@@ -344,7 +371,7 @@ static bool node_matches_allocated(al_allocator *a, const uint32_t *claims, uint
 /* Quick DRA pre-check on a node table: every non-firstAvailable request of
  * the pending claims has at least one free candidate.  Clears the node's bit
  * in the selector set index when it has none. */
-static const char *quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t nss,
+const char *al_quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t nss,
                                uint32_t rank)
 {
     for (uint32_t i = 0; i < nss; i++) {
@@ -423,7 +450,24 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     }
     node_order(a);
     bool scoring = a->has_hooks && a->hooks.score;
-    reasons rs = {0};
+    /* with a score hook: the cached choice (al_choose.c), unless the pod has
+     * an extended resource claim (one per node shape) or nothing pending or
+     * a claim the policies refuse (the loop below says why on every node) */
+    if (scoring && !a->choice_off && !next && npending && all_admitted(a, pending, npending)) {
+        al_podctx pc = {.pod = pod, .podid = podid, .claims = out->claims, .nclaims = out->nclaims,
+                        .pending = pending, .npending = npending, .ss = ss, .nss = nss};
+        al_choice ch;
+        rc = al_choose(a, &pc, ar, &ch, e);
+        free(ss);
+        out->nodes_feasible = ch.feasible;
+        out->nodes_checked = ch.checked;
+        if (rc == DE_EUNSAT)
+            out->why = ch.why;
+        if (rc != DE_OK)
+            return rc;
+        return place(a, pod, out, pending, pidx, npending, ch.rank, &ch.o, ch.k8s, ch.policy, e);
+    }
+    al_reasons rs = {0};
     de_map_init(&rs.idx);
     uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
     uint64_t *cand = AL_NEW(ar, uint64_t, nw);
@@ -450,12 +494,12 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     de_rc result = DE_OK;
     for (size_t r = de_bits_next(cand, a->nnodes, (size_t)low * 64); r < a->nnodes;
          r = de_bits_next(cand, a->nnodes, r + 1)) {
-        const dg_node *node = node_at(a, (uint32_t)r);
-        const char *f = pod_filter(a, pod, node);
-        if (!f && !node_matches_allocated(a, out->claims, out->nclaims, node))
+        const dg_node *node = al_node_at(a, (uint32_t)r);
+        const char *f = al_pod_filter(a, pod, node);
+        if (!f && !al_node_matches_allocated(a, out->claims, out->nclaims, node))
             f = "node(s) didn't match the node selector of an allocated claim";
         if (f) {
-            reason_add(&rs, f);
+            al_reason_addn(&rs, f, 1);
             continue;
         }
         out->nodes_checked++;
@@ -468,7 +512,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
                     v++;
                 if (v == nvar) {
                     if (nvar == 8) {
-                        reason_add(&rs, "too many different extended resource claims for one pod");
+                        al_reason_addn(&rs, "too many different extended resource claims for one pod", 1);
                         continue;
                     }
                     de_err ce;
@@ -494,12 +538,12 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         de_err_clear(&ne);
         al_ntab *t = al_ntab_get(a, node->meta.name, &ne);
         if (!t) {
-            reason_add(&rs, ne.msg);
+            al_reason_addn(&rs, ne.msg, 1);
             continue;
         }
-        const char *q = quick_check(a, t, ss, nss, (uint32_t)r);
+        const char *q = al_quick_check(a, t, ss, nss, (uint32_t)r);
         if (q) {
-            reason_add(&rs, q);
+            al_reason_addn(&rs, q, 1);
             continue;
         }
         de_arena_mark m = de_arena_save(ar);
@@ -525,23 +569,9 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         }
         out->nodes_feasible++;
         double ps = 0;
-        if (scoring) {
-            al_placement pl = {.node = a->node_order[r],
-                               .node_name = node->meta.name, .pod = podid, .nclaims = nuse,
-                               .claims = pending, .k8s_score = o.k8s_score};
-            dg_allocation *al = AL_NEW(ar, dg_allocation, nuse);
-            for (uint32_t i = 0; i < nuse; i++)
-                al[i] = o.claims[i].alloc;
-            pl.allocs = al;
-            de_err se;
-            de_err_clear(&se);
-            if (a->hooks.score(a->hooks.ctx, a->g, &pl, &ps, &se) != DE_OK) {
-                *e = se;
-                if (!e->rc)
-                    e->rc = DE_EPOLICY;
-                result = e->rc;
-                break;
-            }
+        if (scoring && (rc = al_score_node(a, podid, (uint32_t)r, pending, nuse, &o, ar, &ps, e)) != DE_OK) {
+            result = rc;
+            break;
         }
         double total = (double)o.k8s_score + ps;
         if (best_rank == UINT32_MAX || total > best_total) {
@@ -558,7 +588,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     }
     if (result == DE_OK && best_rank == UINT32_MAX)
         for (uint32_t i = 0; i < nfailed; i++) {
-            const dg_node *node = node_at(a, failed[i].rank);
+            const dg_node *node = al_node_at(a, failed[i].rank);
             if (failed[i].nuse > npending)
                 pending[npending] = failed[i].ext;
             de_arena_mark m = de_arena_save(ar);
@@ -566,7 +596,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
             de_err_clear(&ne);
             al_outcome o;
             al_allocate(a, node->meta.name, pending, failed[i].nuse, ar, &o, &ne);
-            reason_add(&rs, o.why.summary ? o.why.summary : ne.msg);
+            al_reason_addn(&rs, o.why.summary ? o.why.summary : ne.msg, 1);
             de_arena_rewind(ar, m);
         }
     free(failed);
@@ -583,7 +613,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     }
     if (result != DE_OK) {
         free(ss);
-        reasons_free(&rs);
+        al_reasons_free(&rs);
         return result;
     }
     if (best_rank == UINT32_MAX) {
@@ -593,31 +623,25 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
          * on what the index remembers) */
         for (uint32_t r = 0; r < a->nnodes; r++)
             if (!de_bit_get(cand, r)) {
-                const dg_node *node = node_at(a, (uint32_t)r);
-                const char *f = pod_filter(a, pod, node);
-                if (!f && !node_matches_allocated(a, out->claims, out->nclaims, node))
+                const dg_node *node = al_node_at(a, (uint32_t)r);
+                const char *f = al_pod_filter(a, pod, node);
+                if (!f && !al_node_matches_allocated(a, out->claims, out->nclaims, node))
                     f = "node(s) didn't match the node selector of an allocated claim";
                 if (!f) {
                     de_err ne;
                     de_err_clear(&ne);
                     al_ntab *t = al_ntab_get(a, node->meta.name, &ne);
-                    f = t ? quick_check(a, t, ss, nss, (uint32_t)r) : ne.msg;
+                    f = t ? al_quick_check(a, t, ss, nss, (uint32_t)r) : ne.msg;
                 }
-                reason_add(&rs, f ? f : "no free device matching a request");
+                al_reason_addn(&rs, f ? f : "no free device matching a request", 1);
             }
-        out->why = reasons_summary(&rs, ar, a->nnodes);
-        reasons_free(&rs);
+        out->why = al_reasons_summary(&rs, ar, a->nnodes);
+        al_reasons_free(&rs);
         free(ss);
         return DE_EUNSAT;
     }
-    reasons_free(&rs);
+    al_reasons_free(&rs);
     free(ss);
-    uint32_t nid = a->node_order[best_rank];
-    const dg_node *node = node_at(a, best_rank);
-    out->node = nid;
-    out->node_name = node->meta.name;
-    out->k8s_score = best_k8s;
-    out->policy_score = best_policy;
     if (best_nuse > npending) {
         /* the extended resource claim joins the pod's claims, last */
         pending[npending] = best_ext;
@@ -625,11 +649,5 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         out->claims[out->nclaims++] = best_ext;
         npending++;
     }
-    for (uint32_t i = 0; i < npending; i++) {
-        out->allocated_now[pidx[i]] = true;
-        out->allocs[pidx[i]] = best.claims[i];
-    }
-    if (npending || out->nclaims)
-        DE_TRY(commit(a, pod, out, pending, npending, &best, e));
-    return DE_OK;
+    return place(a, pod, out, pending, pidx, npending, best_rank, &best, best_k8s, best_policy, e);
 }

@@ -107,6 +107,8 @@ static int allocate_device(al_call *c, al_rq *rq, uint32_t dev, bool must, place
     al_claimc *cc = &c->claims[rq->claim];
     const al_dev *dv = &c->t->devs[dev];
     bool multi = dv->flags & AL_DF_MULTI;
+    if (dv->flags & AL_DF_BLOCKED)
+        return AL_S_FAIL;
     if (!multi && rq->admin && de_bit_get(cc->mine, dev))
         return AL_S_FAIL;
     if (!rq->admin && al_dev_in_use(c, dev))
@@ -439,7 +441,7 @@ static void prepare(al_call *c)
                     }
                     if (rq->all && (dv->flags & AL_DF_MULTI))
                         pure = false;
-                    if (tainted)
+                    if (tainted || (dv->flags & AL_DF_BLOCKED))
                         continue;
                     de_bit_set(rq->stat, d);
                 }

@@ -378,8 +378,10 @@ static uint32_t node_counts(pol_hookctx *h, const dg_graph *g, uint32_t node_nam
     return nfree;
 }
 
-de_rc pol_hook_score(pol_hookctx *h, const dg_graph *g, uint32_t node_id, uint32_t node_name,
-                     const dg_allocation *allocs, uint32_t nallocs, double *score)
+/* counts: the node's devices and free devices when the caller keeps them
+ * (the allocator does), NULL to count here */
+static de_rc score_node(pol_hookctx *h, const dg_graph *g, uint32_t node_id, uint32_t node_name,
+                        const uint32_t *counts, const dg_allocation *allocs, uint32_t nallocs, double *score)
 {
     *score = 0;
     if (!(h->set->hooks & POL_HOOK_SCORE))
@@ -400,7 +402,12 @@ de_rc pol_hook_score(pol_hookctx *h, const dg_graph *g, uint32_t node_id, uint32
         ni.label_values = lv;
         ni.nlabels = node->meta.nlabels;
     }
-    ni.free_devices = node_counts(h, g, node_name, &ni.devices);
+    if (counts) {
+        ni.devices = counts[0];
+        ni.free_devices = counts[1];
+    } else {
+        ni.free_devices = node_counts(h, g, node_name, &ni.devices);
+    }
     uint32_t nd = 0;
     for (uint32_t i = 0; i < nallocs; i++)
         nd += allocs[i].nresults;
@@ -422,10 +429,18 @@ de_rc pol_hook_score(pol_hookctx *h, const dg_graph *g, uint32_t node_id, uint32
     return DE_OK;
 }
 
+de_rc pol_hook_score(pol_hookctx *h, const dg_graph *g, uint32_t node_id, uint32_t node_name,
+                     const dg_allocation *allocs, uint32_t nallocs, double *score)
+{
+    return score_node(h, g, node_id, node_name, NULL, allocs, nallocs, score);
+}
+
 static de_rc hook_score(void *ctx, const dg_graph *g, const al_placement *p, double *score, de_err *e)
 {
     (void)e;
-    return pol_hook_score(ctx, g, p->node, p->node_name, p->allocs, p->nclaims, score);
+    uint32_t counts[2] = {p->node_devices, p->node_free_devices};
+    return score_node(ctx, g, p->node, p->node_name, p->has_node_counts ? counts : NULL, p->allocs, p->nclaims,
+                      score);
 }
 
 static uint64_t hook_revision(void *ctx)

@@ -1,0 +1,830 @@
+/*
+ * al_choose.c - choosing a node for a pod with a score hook, at a cost per
+ * pod that does not grow with the cluster.
+ *
+ * The decision to reproduce (al_place.c, the uncached loop): every node in
+ * canonical order passes the pod's filters, then Allocate of the pending
+ * claims; each feasible node is scored (Kubernetes firstAvailable score +
+ * the score hook) and the best total wins, ties in node name order.  A hard
+ * error (upstream's errors, a failing score hook) on any node aborts the pod
+ * with the first such node's error.  Naively that is one Allocate and one
+ * score call per node per pod.
+ *
+ * Design.
+ *  - Node state generations.  al_node_changed(node) is called for every
+ *    event that can change what a node gives for some pod (al_core.c: the
+ *    node's table, usage of any device of a pool the table reads, its
+ *    devices' taints/derived facts/groups, its Node object, its own slices;
+ *    al_counts.c: its free device count).  It gives the node a new
+ *    generation and appends its rank to a change log (once per change
+ *    between two syncs).  Changes that affect every node (DeviceClasses, the
+ *    hooks or the policy revision = the allocator epoch, the node order)
+ *    invalidate every table below.
+ *  - Score tables.  A pod's *signature* is everything the filters, Allocate
+ *    and the score can see of it: its nodeName, nodeSelector, required
+ *    affinity and tolerations, the node selectors of its allocated claims,
+ *    and the namespace and full spec of each pending claim, in pod order -
+ *    not claim names or UIDs, so the pods of one template share it.  Per
+ *    signature a table holds, per node, the generation it was evaluated at
+ *    and the outcome: filtered/infeasible (with the reason), feasible (k8s
+ *    score, policy score, total) or error; the feasible nodes sit in a
+ *    binary max-heap on (total, then lower rank), so the best is the top.
+ *    A pod syncs its table by re-evaluating only the nodes in the change log
+ *    since the table's last sync whose generation moved (typically the one
+ *    node the previous pod went to); a new table, or one that fell behind
+ *    the log, looks at every node once.
+ *  - The winner's allocation is Allocate on that node for this pod's claims
+ *    (shareIDs and results exactly as a direct call gives them): reused when
+ *    the node was evaluated by this very pod, computed fresh otherwise.
+ *  - Errors: a table counts its error entries; with any, the lowest ranked
+ *    one is evaluated again for this pod to raise its exact error.
+ *  - Unschedulable pods: the reasons are kept per table as templates (claim
+ *    names written as marks by al_explain, filled in with this pod's claim
+ *    names) with a count of nodes per template, maintained as entries
+ *    change, so the "0/N nodes are available: ..." summary costs
+ *    O(distinct reasons).  Allocate failures are explained lazily, only when
+ *    a summary is needed, and then stay explained until the node changes.
+ *  - Tables are kept for the 32 most recently used signatures.
+ *
+ * What it relies on (al.h): the score is a function of the node and of the
+ * placement's devices (the policy host's hooks are); Allocate's outcome on a
+ * node is a function of the node's state and the claims' specs (names only
+ * appear in messages and shareIDs).  spec/alloc_choice_spec.lua compares
+ * the cached choice with the uncached loop (al_set_choice_cache(a, false))
+ * on randomized clusters and event sequences.
+ */
+#include "al_int.h"
+#include "../base/buf.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+enum { E_UNKNOWN = 0, E_FILTERED, E_INFEASIBLE, E_FEASIBLE, E_ERROR };
+
+#define NONE UINT32_MAX
+#define UNEXPLAINED (UINT32_MAX - 1) /* an Allocate failure not explained yet */
+#define MAX_TABLES 32
+
+typedef struct ent {
+    uint64_t gen;     /* node generation it was evaluated at */
+    double total;     /* k8s + policy */
+    double ps;        /* policy score */
+    int64_t k8s;
+    uint32_t reason;  /* filtered/infeasible: reason index, or UNEXPLAINED; else NONE */
+    uint32_t hpos;    /* heap position, NONE = not in the heap */
+    uint8_t state;
+} ent;
+
+typedef struct stable {
+    uint64_t hash;
+    uint32_t *sig;
+    uint32_t nsig;
+    uint64_t epoch, order_gen, choice_gen; /* what the entries were made under */
+    uint32_t n;
+    ent *e;
+    uint32_t *heap;   /* feasible ranks */
+    uint32_t nheap;
+    uint32_t nerr;
+    uint64_t seen;    /* change log position consumed */
+    bool full;        /* every node must be looked at */
+    /* reason templates and how many nodes give each */
+    de_map ridx;      /* text hash + probe -> index + 1 */
+    char **rtext;
+    uint32_t *rcount;
+    uint32_t nr, capr;
+    uint32_t *unexpl; /* ranks that may be UNEXPLAINED */
+    uint32_t nunexpl, capunexpl;
+    uint64_t used;    /* LRU tick */
+} stable;
+
+struct al_chooser {
+    de_map by_hash;   /* signature hash + probe -> table index + 1 */
+    stable **t;
+    uint32_t n;
+    uint64_t tick;
+    uint32_t *sig;    /* scratch signature */
+    uint32_t nsig, capsig;
+};
+
+/* ---- node generations and the change log -------------------------------------------- */
+
+void al_node_changed(al_allocator *a, uint32_t node_name)
+{
+    uint64_t r;
+    if (!a->ngen || a->order_dirty || !de_map_get(&a->rank_by_name, node_name, &r))
+        return;
+    uint32_t rank = (uint32_t)r - 1;
+    a->ngen[rank] = ++a->ngen_next;
+    /* its last entry has not been consumed by any table yet: enough */
+    if (a->nlogged[rank] > a->clog_mark)
+        return;
+    if (a->clog_end - a->clog_base == a->clog_cap) {
+        a->clog_cap = a->clog_cap ? a->clog_cap * 2 : 1024;
+        a->clog = de_xrealloc(a->clog, a->clog_cap * sizeof *a->clog);
+    }
+    a->clog[a->clog_end - a->clog_base] = rank;
+    a->nlogged[rank] = ++a->clog_end;
+}
+
+void al_choice_order(al_allocator *a)
+{
+    free(a->ngen);
+    free(a->nlogged);
+    uint32_t n = a->nnodes ? a->nnodes : 1;
+    a->ngen = de_xcalloc(n, sizeof *a->ngen);
+    a->nlogged = de_xcalloc(n, sizeof *a->nlogged);
+    a->clog_base = a->clog_mark = a->clog_end;
+}
+
+/* Drop the older half of a long log; tables behind it look at every node. */
+static void log_trim(al_allocator *a)
+{
+    uint64_t len = a->clog_end - a->clog_base, lim = 4096 + 4 * (uint64_t)a->nnodes;
+    if (len <= lim)
+        return;
+    uint64_t drop = len / 2;
+    memmove(a->clog, a->clog + drop, (len - drop) * sizeof *a->clog);
+    a->clog_base += drop;
+    if (a->clog_mark < a->clog_base)
+        a->clog_mark = a->clog_base;
+}
+
+/* ---- tables --------------------------------------------------------------------------- */
+
+static void st_free(stable *t)
+{
+    for (uint32_t i = 0; i < t->nr; i++)
+        free(t->rtext[i]);
+    free(t->rtext);
+    free(t->rcount);
+    de_map_destroy(&t->ridx);
+    free(t->unexpl);
+    free(t->heap);
+    free(t->e);
+    free(t->sig);
+    free(t);
+}
+
+void al_choose_free(al_allocator *a)
+{
+    struct al_chooser *c = a->chooser;
+    if (c) {
+        for (uint32_t i = 0; i < c->n; i++)
+            st_free(c->t[i]);
+        free(c->t);
+        free(c->sig);
+        de_map_destroy(&c->by_hash);
+        free(c);
+        a->chooser = NULL;
+    }
+    free(a->ngen);
+    free(a->nlogged);
+    free(a->clog);
+    a->ngen = a->nlogged = NULL;
+    a->clog = NULL;
+}
+
+void al_set_choice_cache(al_allocator *a, bool on)
+{
+    a->choice_off = !on;
+}
+
+static void st_reset(al_allocator *a, stable *t)
+{
+    if (t->n != a->nnodes || !t->e) {
+        free(t->e);
+        free(t->heap);
+        t->n = a->nnodes;
+        t->e = de_xmalloc((t->n ? t->n : 1) * sizeof *t->e);
+        t->heap = de_xmalloc((t->n ? t->n : 1) * sizeof *t->heap);
+    }
+    for (uint32_t r = 0; r < t->n; r++)
+        t->e[r] = (ent){.reason = NONE, .hpos = NONE};
+    t->nheap = t->nerr = 0;
+    for (uint32_t i = 0; i < t->nr; i++)
+        free(t->rtext[i]);
+    t->nr = 0;
+    de_map_clear(&t->ridx);
+    t->nunexpl = 0;
+    t->full = true;
+    t->epoch = a->epoch;
+    t->order_gen = a->order_gen;
+    t->choice_gen = a->choice_gen;
+    t->seen = a->clog_end;
+    a->stats.choice_tables++;
+}
+
+static void reindex(struct al_chooser *c)
+{
+    de_map_clear(&c->by_hash);
+    for (uint32_t i = 0; i < c->n; i++) {
+        uint64_t k = c->t[i]->hash;
+        while (de_map_get(&c->by_hash, k, NULL))
+            k++;
+        de_map_put(&c->by_hash, k, i + 1);
+    }
+}
+
+static stable *st_get(al_allocator *a)
+{
+    struct al_chooser *c = a->chooser;
+    uint64_t h = de_hash_bytes(c->sig, c->nsig * sizeof *c->sig), v;
+    for (uint64_t k = h; de_map_get(&c->by_hash, k, &v); k++) {
+        stable *t = c->t[v - 1];
+        if (t->hash == h && t->nsig == c->nsig && !memcmp(t->sig, c->sig, c->nsig * sizeof *c->sig))
+            return t;
+    }
+    if (c->n == MAX_TABLES) {
+        uint32_t lru = 0;
+        for (uint32_t i = 1; i < c->n; i++)
+            if (c->t[i]->used < c->t[lru]->used)
+                lru = i;
+        st_free(c->t[lru]);
+        c->t[lru] = c->t[--c->n];
+        reindex(c);
+    }
+    stable *t = de_xcalloc(1, sizeof *t);
+    t->hash = h;
+    t->nsig = c->nsig;
+    t->sig = de_xmalloc((c->nsig ? c->nsig : 1) * sizeof *t->sig);
+    memcpy(t->sig, c->sig, c->nsig * sizeof *t->sig);
+    de_map_init(&t->ridx);
+    c->t = de_xrealloc(c->t, (c->n + 1) * sizeof *c->t);
+    c->t[c->n++] = t;
+    uint64_t k = h;
+    while (de_map_get(&c->by_hash, k, NULL))
+        k++;
+    de_map_put(&c->by_hash, k, c->n);
+    st_reset(a, t);
+    return t;
+}
+
+/* ---- the heap of feasible nodes ------------------------------------------------------- */
+
+static bool better(const stable *t, uint32_t x, uint32_t y)
+{
+    double p = t->e[x].total, q = t->e[y].total;
+    return p > q || (p == q && x < y);
+}
+
+static void heap_set(stable *t, uint32_t i, uint32_t r)
+{
+    t->heap[i] = r;
+    t->e[r].hpos = i;
+}
+
+static void heap_up(stable *t, uint32_t i)
+{
+    uint32_t r = t->heap[i];
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (!better(t, r, t->heap[p]))
+            break;
+        heap_set(t, i, t->heap[p]);
+        i = p;
+    }
+    heap_set(t, i, r);
+}
+
+static void heap_down(stable *t, uint32_t i)
+{
+    uint32_t r = t->heap[i];
+    for (;;) {
+        uint32_t l = 2 * i + 1, best = i;
+        uint32_t br = r;
+        if (l < t->nheap && better(t, t->heap[l], br)) {
+            best = l;
+            br = t->heap[l];
+        }
+        if (l + 1 < t->nheap && better(t, t->heap[l + 1], br))
+            best = l + 1;
+        if (best == i)
+            break;
+        heap_set(t, i, t->heap[best]);
+        i = best;
+    }
+    heap_set(t, i, r);
+}
+
+static void heap_remove(stable *t, uint32_t r)
+{
+    uint32_t i = t->e[r].hpos;
+    t->e[r].hpos = NONE;
+    uint32_t last = t->heap[--t->nheap];
+    if (i == t->nheap)
+        return;
+    heap_set(t, i, last);
+    heap_up(t, i);
+    heap_down(t, t->e[last].hpos);
+}
+
+/* ---- reasons --------------------------------------------------------------------------- */
+
+static uint32_t reason_ref(stable *t, const char *s)
+{
+    uint64_t h = de_hash_bytes(s, strlen(s)), v;
+    for (uint64_t k = h; de_map_get(&t->ridx, k, &v); k++)
+        if (!strcmp(t->rtext[v - 1], s))
+            return (uint32_t)v - 1;
+    if (t->nr == t->capr) {
+        t->capr = t->capr ? t->capr * 2 : 16;
+        t->rtext = de_xrealloc(t->rtext, t->capr * sizeof *t->rtext);
+        t->rcount = de_xrealloc(t->rcount, t->capr * sizeof *t->rcount);
+    }
+    t->rtext[t->nr] = de_xstrdup(s);
+    t->rcount[t->nr] = 0;
+    uint64_t k = h;
+    while (de_map_get(&t->ridx, k, NULL))
+        k++;
+    de_map_put(&t->ridx, k, ++t->nr);
+    return t->nr - 1;
+}
+
+/* Claim marks "\x01<index>\x02" (al_explain) replaced by this pod's names. */
+static const char *unmark(al_allocator *a, const al_podctx *p, const char *s, de_arena *ar)
+{
+    if (!strchr(s, '\x01'))
+        return s;
+    de_buf b;
+    de_buf_init(&b, 1u << 20);
+    while (*s) {
+        const char *m = strchr(s, '\x01');
+        if (!m) {
+            de_buf_puts(&b, s);
+            break;
+        }
+        de_buf_add(&b, s, (size_t)(m - s));
+        char *end;
+        unsigned long i = strtoul(m + 1, &end, 10);
+        const dg_claim *cl = i < p->npending ? dg_claim_get(a->g, p->pending[i]) : NULL;
+        de_buf_puts(&b, cl ? al_str(a, cl->meta.name) : "?");
+        s = *end == '\x02' ? end + 1 : end;
+    }
+    const char *out = de_arena_strdup(ar, de_buf_str(&b));
+    de_buf_free(&b);
+    return out;
+}
+
+/* ---- evaluating one node ---------------------------------------------------------------- */
+
+de_rc al_score_node(al_allocator *a, uint32_t podid, uint32_t rank, const uint32_t *claims, uint32_t n,
+                    const al_outcome *o, de_arena *ar, double *ps, de_err *e)
+{
+    const dg_node *node = al_node_at(a, rank);
+    al_placement pl = {.node = a->node_order[rank], .node_name = node->meta.name, .pod = podid, .nclaims = n,
+                       .claims = claims, .k8s_score = o->k8s_score, .has_node_counts = true};
+    dg_allocation *al = AL_NEW(ar, dg_allocation, n);
+    for (uint32_t i = 0; i < n; i++)
+        al[i] = o->claims[i].alloc;
+    pl.allocs = al;
+    pl.node_free_devices = al_node_free_devices(a, node->meta.name, &pl.node_devices);
+    de_err se;
+    de_err_clear(&se);
+    *ps = 0;
+    if (a->hooks.score(a->hooks.ctx, a->g, &pl, ps, &se) != DE_OK) {
+        *e = se;
+        if (!e->rc)
+            e->rc = DE_EPOLICY;
+        return e->rc;
+    }
+    if (isnan(*ps))
+        *ps = -INFINITY;
+    return DE_OK;
+}
+
+typedef struct nodeeval {
+    uint8_t state;
+    const char *reason; /* filtered/infeasible; NULL = not explained */
+    al_outcome o;       /* feasible */
+    double ps;
+    de_rc rc;           /* error */
+    de_err err;
+} nodeeval;
+
+/* What the uncached loop does for one node (without extended resource
+ * claims, which this path never sees). */
+static void eval_node(al_allocator *a, const al_podctx *p, uint32_t r, de_arena *ar, nodeeval *v,
+                      uint32_t *checked)
+{
+    v->reason = NULL;
+    v->ps = 0;
+    v->rc = DE_OK;
+    de_err_clear(&v->err);
+    const dg_node *node = al_node_at(a, r);
+    const char *f = al_pod_filter(a, p->pod, node);
+    if (!f && !al_node_matches_allocated(a, p->claims, p->nclaims, node))
+        f = "node(s) didn't match the node selector of an allocated claim";
+    if (f) {
+        v->state = E_FILTERED;
+        v->reason = f;
+        return;
+    }
+    (*checked)++;
+    al_ntab *t = al_ntab_get(a, node->meta.name, &v->err);
+    if (!t) {
+        v->state = E_INFEASIBLE;
+        v->reason = v->err.msg;
+        return;
+    }
+    const char *q = al_quick_check(a, t, p->ss, p->nss, r);
+    if (q) {
+        v->state = E_INFEASIBLE;
+        v->reason = q;
+        return;
+    }
+    a->no_explain = true;
+    de_rc rc = al_allocate(a, node->meta.name, p->pending, p->npending, ar, &v->o, &v->err);
+    a->no_explain = false;
+    if (rc != DE_OK) {
+        v->state = rc == DE_EUNSAT || v->o.invalid_pools || rc == DE_EBUDGET ? E_INFEASIBLE : E_ERROR;
+        v->rc = rc;
+        return;
+    }
+    rc = al_score_node(a, p->podid, r, p->pending, p->npending, &v->o, ar, &v->ps, &v->err);
+    if (rc != DE_OK) {
+        v->state = E_ERROR;
+        v->rc = rc;
+        return;
+    }
+    v->state = E_FEASIBLE;
+}
+
+/* The best node evaluated by this pod, with its allocation (kept in the
+ * pod's arena; the other evaluations are rewound). */
+typedef struct mine {
+    uint32_t rank;
+    al_outcome o;
+    uint32_t checked;
+} mine;
+
+static void ent_clear(stable *t, uint32_t r)
+{
+    ent *x = &t->e[r];
+    if (x->hpos != NONE)
+        heap_remove(t, r);
+    if (x->state == E_ERROR)
+        t->nerr--;
+    if (x->reason < UNEXPLAINED)
+        t->rcount[x->reason]--;
+    x->reason = NONE;
+    x->state = E_UNKNOWN;
+}
+
+static void add_unexplained(stable *t, uint32_t r)
+{
+    if (t->nunexpl == t->capunexpl) {
+        /* first drop the ranks explained or changed since, and repeats */
+        uint64_t *seen = de_xcalloc(DE_BITS_WORDS(t->n ? t->n : 1), sizeof *seen);
+        uint32_t m = 0;
+        for (uint32_t i = 0; i < t->nunexpl; i++) {
+            uint32_t x = t->unexpl[i];
+            if (t->e[x].reason == UNEXPLAINED && !de_bit_get(seen, x)) {
+                de_bit_set(seen, x);
+                t->unexpl[m++] = x;
+            }
+        }
+        free(seen);
+        t->nunexpl = m;
+        if (m * 2 >= t->capunexpl) {
+            t->capunexpl = t->capunexpl ? t->capunexpl * 2 : 64;
+            t->unexpl = de_xrealloc(t->unexpl, t->capunexpl * sizeof *t->unexpl);
+        }
+    }
+    t->unexpl[t->nunexpl++] = r;
+}
+
+static void refresh(al_allocator *a, const al_podctx *p, stable *t, uint32_t r, de_arena *ar, mine *my)
+{
+    de_arena_mark m = de_arena_save(ar);
+    nodeeval v;
+    eval_node(a, p, r, ar, &v, &my->checked);
+    a->stats.choice_evals++;
+    ent_clear(t, r);
+    ent *x = &t->e[r];
+    x->gen = a->ngen[r];
+    x->state = v.state;
+    switch (v.state) {
+    case E_FILTERED:
+    case E_INFEASIBLE:
+        if (v.reason) {
+            x->reason = reason_ref(t, v.reason);
+            t->rcount[x->reason]++;
+        } else {
+            x->reason = UNEXPLAINED;
+            add_unexplained(t, r);
+        }
+        break;
+    case E_ERROR:
+        t->nerr++;
+        break;
+    default:
+        x->k8s = v.o.k8s_score;
+        x->ps = v.ps;
+        x->total = (double)v.o.k8s_score + v.ps;
+        heap_set(t, t->nheap++, r);
+        heap_up(t, t->nheap - 1);
+        if (my->rank == NONE || better(t, r, my->rank)) {
+            my->rank = r;
+            my->o = v.o;
+            return; /* keep its allocation */
+        }
+    }
+    de_arena_rewind(ar, m);
+}
+
+static void sync(al_allocator *a, const al_podctx *p, stable *t, de_arena *ar, mine *my)
+{
+    uint64_t end = a->clog_end;
+    if (t->seen < a->clog_base)
+        t->full = true;
+    if (t->full) {
+        for (uint32_t r = 0; r < t->n; r++)
+            if (t->e[r].state == E_UNKNOWN || t->e[r].gen != a->ngen[r])
+                refresh(a, p, t, r, ar, my);
+        t->full = false;
+    } else {
+        for (uint64_t s = t->seen; s < end; s++) {
+            uint32_t r = a->clog[s - a->clog_base];
+            if (t->e[r].gen != a->ngen[r])
+                refresh(a, p, t, r, ar, my);
+        }
+    }
+    t->seen = end;
+    if (a->clog_mark < end)
+        a->clog_mark = end;
+}
+
+/* ---- signatures ------------------------------------------------------------------------ */
+
+static void put(struct al_chooser *c, uint32_t v)
+{
+    if (c->nsig == c->capsig) {
+        c->capsig = c->capsig ? c->capsig * 2 : 256;
+        c->sig = de_xrealloc(c->sig, c->capsig * sizeof *c->sig);
+    }
+    c->sig[c->nsig++] = v;
+}
+
+static void put64(struct al_chooser *c, uint64_t v)
+{
+    put(c, (uint32_t)v);
+    put(c, (uint32_t)(v >> 32));
+}
+
+static void put_reqs(struct al_chooser *c, const dg_requirement *r, uint32_t n)
+{
+    put(c, n);
+    for (uint32_t i = 0; i < n; i++) {
+        put(c, r[i].key);
+        put(c, r[i].op);
+        put(c, r[i].nvalues);
+        for (uint32_t k = 0; k < r[i].nvalues; k++)
+            put(c, r[i].values[k]);
+    }
+}
+
+static void put_nodesel(struct al_chooser *c, const dg_nodesel *s)
+{
+    put(c, s->nterms);
+    for (uint32_t i = 0; i < s->nterms; i++) {
+        put_reqs(c, s->terms[i].exprs, s->terms[i].nexprs);
+        put_reqs(c, s->terms[i].fields, s->terms[i].nfields);
+    }
+}
+
+static void put_exact(struct al_chooser *c, const dg_exact *x)
+{
+    put(c, x->name);
+    put(c, x->class_name);
+    put(c, x->nselectors);
+    for (uint32_t i = 0; i < x->nselectors; i++) {
+        put(c, x->selectors[i].expr);
+        put(c, x->selectors[i].has_cel);
+    }
+    put(c, x->mode);
+    put(c, x->mode_raw);
+    put64(c, (uint64_t)x->count);
+    put(c, x->count_set);
+    put(c, (uint32_t)(int32_t)x->admin_access);
+    put(c, x->ntolerations);
+    for (uint32_t i = 0; i < x->ntolerations; i++) {
+        const dg_toleration *t = &x->tolerations[i];
+        put(c, t->key);
+        put(c, t->value);
+        put(c, t->op);
+        put(c, t->op_raw);
+        put(c, t->effect);
+        put(c, t->effect_raw);
+        put(c, t->has_seconds);
+        put64(c, (uint64_t)t->seconds);
+    }
+    put(c, x->has_capacity);
+    put(c, x->ncapacity);
+    for (uint32_t i = 0; i < x->ncapacity; i++) {
+        const dg_capreq *q = &x->capacity[i];
+        put(c, q->key);
+        put(c, q->domain);
+        put(c, q->name);
+        put64(c, (uint64_t)q->value.mant);
+        put64(c, (uint64_t)(q->value.mant >> 64));
+        put(c, (uint32_t)q->value.exp);
+        put(c, (uint32_t)q->value.gscale);
+        put(c, q->value.gdec);
+        put(c, q->value.fmt);
+    }
+    put(c, x->nderived);
+    for (uint32_t i = 0; i < x->nderived; i++) {
+        put(c, x->derived[i].name);
+        put(c, x->derived[i].domain);
+        put(c, x->derived[i].id);
+        put(c, x->derived[i].expr);
+    }
+}
+
+/* Everything of dg_claim_spec (a field added there must be added here). */
+static void put_claim(struct al_chooser *c, const dg_claim *cl)
+{
+    const dg_claim_spec *s = &cl->spec;
+    put(c, cl->meta.ns);
+    put(c, s->nrequests);
+    for (uint32_t i = 0; i < s->nrequests; i++) {
+        const dg_request *r = &s->requests[i];
+        put(c, r->name);
+        put(c, r->has_exactly);
+        if (r->has_exactly)
+            put_exact(c, &r->exactly);
+        put(c, r->nsubs);
+        for (uint32_t k = 0; k < r->nsubs; k++)
+            put_exact(c, &r->subs[k]);
+    }
+    put(c, s->nconstraints);
+    for (uint32_t i = 0; i < s->nconstraints; i++) {
+        const dg_constraint *k = &s->constraints[i];
+        put(c, k->nrequests);
+        for (uint32_t j = 0; j < k->nrequests; j++)
+            put(c, k->requests[j]);
+        put(c, k->match_attribute);
+        put(c, k->distinct_attribute);
+        put(c, k->ma_domain);
+        put(c, k->ma_id);
+        put(c, k->da_domain);
+        put(c, k->da_id);
+    }
+    put(c, s->nconfig);
+    for (uint32_t i = 0; i < s->nconfig; i++) {
+        const dg_claim_config *k = &s->config[i];
+        put(c, k->nrequests);
+        for (uint32_t j = 0; j < k->nrequests; j++)
+            put(c, k->requests[j]);
+        put(c, k->has_opaque);
+        put(c, k->opaque.driver);
+        put(c, k->opaque.params);
+    }
+}
+
+static void build_sig(al_allocator *a, const al_podctx *p)
+{
+    struct al_chooser *c = a->chooser;
+    const dg_pod *pod = p->pod;
+    c->nsig = 0;
+    put(c, 1); /* format */
+    put(c, pod->node_name);
+    put(c, pod->nnode_selector);
+    for (uint32_t i = 0; i < pod->nnode_selector; i++) {
+        put(c, pod->node_selector[i].key);
+        put(c, pod->node_selector[i].value);
+    }
+    put(c, pod->has_required_affinity);
+    if (pod->has_required_affinity)
+        put_nodesel(c, &pod->required_affinity);
+    put(c, pod->ntolerations);
+    for (uint32_t i = 0; i < pod->ntolerations; i++) {
+        const dg_pod_toleration *t = &pod->tolerations[i];
+        put(c, t->key);
+        put(c, t->value);
+        put(c, t->op);
+        put(c, t->effect);
+    }
+    put(c, p->nclaims);
+    for (uint32_t i = 0; i < p->nclaims; i++) {
+        const dg_claim *cl = p->claims[i] == DG_NONE ? NULL : dg_claim_get(a->g, p->claims[i]);
+        if (!cl) {
+            put(c, 0);
+        } else if (cl->allocated) {
+            put(c, 1);
+            put(c, cl->allocation.has_node_selector);
+            if (cl->allocation.has_node_selector)
+                put_nodesel(c, &cl->allocation.node_selector);
+        } else {
+            put(c, 2);
+            put_claim(c, cl);
+        }
+    }
+}
+
+/* ---- choosing ---------------------------------------------------------------------------- */
+
+static const char *summary(al_allocator *a, const al_podctx *p, stable *t, de_arena *ar)
+{
+    for (uint32_t i = 0; i < t->nunexpl; i++) {
+        uint32_t r = t->unexpl[i];
+        ent *x = &t->e[r];
+        if (x->reason != UNEXPLAINED)
+            continue;
+        de_arena_mark m = de_arena_save(ar);
+        de_err ne;
+        de_err_clear(&ne);
+        al_outcome o;
+        a->explain_marks = true;
+        al_allocate(a, al_node_at(a, r)->meta.name, p->pending, p->npending, ar, &o, &ne);
+        a->explain_marks = false;
+        x->reason = reason_ref(t, o.why.summary ? o.why.summary : ne.msg);
+        t->rcount[x->reason]++;
+        de_arena_rewind(ar, m);
+    }
+    t->nunexpl = 0;
+    al_reasons rs = {0};
+    de_map_init(&rs.idx);
+    for (uint32_t i = 0; i < t->nr; i++)
+        if (t->rcount[i])
+            al_reason_addn(&rs, unmark(a, p, t->rtext[i], ar), t->rcount[i]);
+    const char *s = al_reasons_summary(&rs, ar, a->nnodes);
+    al_reasons_free(&rs);
+    return s;
+}
+
+de_rc al_choose(al_allocator *a, const al_podctx *p, de_arena *ar, al_choice *ch, de_err *e)
+{
+    memset(ch, 0, sizeof *ch);
+    ch->rank = NONE;
+    if (!a->chooser) {
+        a->chooser = de_xcalloc(1, sizeof *a->chooser);
+        de_map_init(&a->chooser->by_hash);
+    }
+    a->stats.choice_pods++;
+    log_trim(a);
+    build_sig(a, p);
+    stable *t = st_get(a);
+    t->used = ++a->chooser->tick;
+    if (t->epoch != a->epoch || t->order_gen != a->order_gen || t->choice_gen != a->choice_gen ||
+        t->n != a->nnodes)
+        st_reset(a, t);
+    mine my = {.rank = NONE};
+    for (int attempt = 0;; attempt++) {
+        my.rank = NONE;
+        sync(a, p, t, ar, &my);
+        if (t->nerr) {
+            /* the first node in order with an error aborts the pod: raise
+             * it again for this pod's claims (the message names them) */
+            uint32_t r = 0;
+            while (t->e[r].state != E_ERROR)
+                r++;
+            nodeeval v;
+            uint32_t unused = 0;
+            eval_node(a, p, r, ar, &v, &unused);
+            if (v.state == E_ERROR) {
+                *e = v.err;
+                return v.rc;
+            }
+            /* the state moved under a cached entry: impossible unless an
+             * event was missed; evaluate it again and choose again */
+            t->e[r].gen = ~0ull;
+        } else if (!t->nheap) {
+            ch->why = summary(a, p, t, ar);
+            ch->checked = my.checked;
+            return DE_EUNSAT;
+        } else {
+            uint32_t r = t->heap[0];
+            if (r == my.rank) {
+                ch->o = my.o;
+                a->stats.choice_reused++;
+            } else {
+                de_err ne;
+                de_err_clear(&ne);
+                a->no_explain = true;
+                de_rc rc = al_allocate(a, al_node_at(a, r)->meta.name, p->pending, p->npending, ar, &ch->o, &ne);
+                a->no_explain = false;
+                if (rc != DE_OK) {
+                    t->e[r].gen = ~0ull;
+                    if (attempt < 2) {
+                        t->full = true;
+                        continue;
+                    }
+                    *e = ne;
+                    return de_errf(e, DE_EINTERNAL, "node choice cache: node %s was feasible and is not: %s",
+                                   al_str(a, al_node_at(a, r)->meta.name), ne.msg);
+                }
+            }
+            ch->rank = r;
+            ch->k8s = t->e[r].k8s;
+            ch->policy = t->e[r].ps;
+            ch->feasible = t->nheap;
+            ch->checked = my.checked;
+            return DE_OK;
+        }
+        if (attempt >= 2)
+            return de_errf(e, DE_EINTERNAL, "node choice cache: an error entry did not reproduce");
+        t->full = true;
+    }
+}
