@@ -103,6 +103,8 @@ typedef struct al_placement {
      * by the allocator incrementally (valid when has_node_counts) */
     bool has_node_counts;
     uint32_t node_devices, node_free_devices;
+    const uint32_t *devids;  /* graph device id of every result, claims in order (NULL:
+                              * look them up by name) */
 } al_placement;
 
 typedef struct al_hooks {
@@ -142,6 +144,7 @@ typedef struct al_claim_alloc {
     dg_allocation alloc;   /* owned by the arena given to al_allocate */
     int32_t *chosen_sub;   /* per request: chosen firstAvailable index, -1 = `exactly` */
     uint32_t nrequests;
+    uint32_t *devids;      /* per result: the graph device id */
 } al_claim_alloc;
 
 /* Why a claim set could not be allocated on one node, for people. */

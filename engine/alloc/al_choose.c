@@ -152,6 +152,14 @@ static void log_trim(al_allocator *a)
 
 /* ---- tables --------------------------------------------------------------------------- */
 
+static uint64_t sig_hash(const uint32_t *w, uint32_t n)
+{
+    uint64_t h = 0x84222325cbf29ce4ULL ^ n;
+    for (uint32_t i = 0; i < n; i++)
+        h = (h ^ w[i]) * 0x100000001b3ULL + (h >> 29);
+    return de_hash_u64(h);
+}
+
 static void st_free(stable *t)
 {
     for (uint32_t i = 0; i < t->nr; i++)
@@ -229,7 +237,7 @@ static void reindex(struct al_chooser *c)
 static stable *st_get(al_allocator *a)
 {
     struct al_chooser *c = a->chooser;
-    uint64_t h = de_hash_bytes(c->sig, c->nsig * sizeof *c->sig), v;
+    uint64_t h = sig_hash(c->sig, c->nsig), v;
     for (uint64_t k = h; de_map_get(&c->by_hash, k, &v); k++) {
         stable *t = c->t[v - 1];
         if (t->hash == h && t->nsig == c->nsig && !memcmp(t->sig, c->sig, c->nsig * sizeof *c->sig))
@@ -375,9 +383,18 @@ de_rc al_score_node(al_allocator *a, uint32_t podid, uint32_t rank, const uint32
     al_placement pl = {.node = a->node_order[rank], .node_name = node->meta.name, .pod = podid, .nclaims = n,
                        .claims = claims, .k8s_score = o->k8s_score, .has_node_counts = true};
     dg_allocation *al = AL_NEW(ar, dg_allocation, n);
-    for (uint32_t i = 0; i < n; i++)
+    uint32_t nd = 0;
+    for (uint32_t i = 0; i < n; i++) {
         al[i] = o->claims[i].alloc;
+        nd += al[i].nresults;
+    }
+    uint32_t *ids = AL_NEW(ar, uint32_t, nd ? nd : 1);
+    nd = 0;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t k = 0; k < al[i].nresults; k++)
+            ids[nd++] = o->claims[i].devids[k];
     pl.allocs = al;
+    pl.devids = ids;
     pl.node_free_devices = al_node_free_devices(a, node->meta.name, &pl.node_devices);
     de_err se;
     de_err_clear(&se);
@@ -557,12 +574,16 @@ static void sync(al_allocator *a, const al_podctx *p, stable *t, de_arena *ar, m
 
 /* ---- signatures ------------------------------------------------------------------------ */
 
-static void put(struct al_chooser *c, uint32_t v)
+static __attribute__((noinline)) void grow(struct al_chooser *c)
 {
-    if (c->nsig == c->capsig) {
-        c->capsig = c->capsig ? c->capsig * 2 : 256;
-        c->sig = de_xrealloc(c->sig, c->capsig * sizeof *c->sig);
-    }
+    c->capsig = c->capsig ? c->capsig * 2 : 256;
+    c->sig = de_xrealloc(c->sig, c->capsig * sizeof *c->sig);
+}
+
+static inline void put(struct al_chooser *c, uint32_t v)
+{
+    if (c->nsig == c->capsig)
+        grow(c);
     c->sig[c->nsig++] = v;
 }
 

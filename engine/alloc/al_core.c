@@ -339,6 +339,12 @@ static void dev_usage(al_allocator *a, al_ntab *t, uint32_t i)
     const al_dev *d = &t->devs[i];
     dg_usage u;
     bool used = dg_usage_get(a->g, d->s->driver, d->s->pool, d->name, &u);
+    if ((d->flags & AL_DF_OWN) && used != de_bit_get(t->allocated, i)) {
+        if (used)
+            t->own_free--;
+        else
+            t->own_free++;
+    }
     de_bit_clr(t->allocated, i);
     de_bit_clr(t->inuse, i);
     free(t->agg[i]);
@@ -367,8 +373,25 @@ void al_ntab_usage(al_allocator *a, al_ntab *t)
     t->allocated = AL_NEW(t->ar, uint64_t, t->nwords);
     t->agg = AL_NEW(t->ar, dg_consumed *, t->ndev);
     t->nagg = AL_NEW(t->ar, uint32_t, t->ndev);
+    t->own_total = t->own_free = 0;
+    for (uint32_t i = 0; i < t->ndev; i++)
+        if (t->devs[i].flags & AL_DF_OWN) {
+            t->own_total++;
+            t->own_free++; /* allocated bits are clear: dev_usage counts down */
+        }
     for (uint32_t i = 0; i < t->ndev; i++)
         dev_usage(a, t, i);
+    /* the table holds every device of the node's slices (no old generation,
+     * incomplete or invalid pool, or gated slice left out): its counts are
+     * the node's */
+    const uint32_t *sids;
+    uint32_t ns, all = 0;
+    dg_slices_on_node(a->g, t->node_name, &sids, &ns);
+    for (uint32_t k = 0; k < ns; k++) {
+        const dg_slice *s = dg_slice_get(a->g, sids[k]);
+        all += s ? s->ndevices : 0;
+    }
+    t->own_exact = all == t->own_total;
 }
 
 /* The usage of device (graph pool, name) changed: update every valid table

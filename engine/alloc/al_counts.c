@@ -193,6 +193,16 @@ static void recount(al_allocator *a, struct al_counts *c, uint32_t ni)
 
 uint32_t al_node_free_devices(al_allocator *a, uint32_t node_name, uint32_t *total)
 {
+    /* the node's table usually holds exactly the node's devices with their
+     * usage bits: no walk, no registration */
+    uint64_t v;
+    if (de_map_get(&a->ntab_by_name, node_name, &v)) {
+        const al_ntab *t = a->ntabs[v - 1];
+        if (t->valid && t->epoch == a->epoch && t->own_exact) {
+            *total = t->own_total;
+            return t->own_free;
+        }
+    }
     struct al_counts *c = counts(a);
     uint32_t ni = node_index(c, node_name, true);
     if (!c->nodes[ni].valid)

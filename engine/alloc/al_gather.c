@@ -339,6 +339,8 @@ static void fill_flags(gctx *g, al_dev *dv)
     dv->gen = dv->devid != DG_NONE && dg_device_ref(a->g, dv->devid, &ref) ? ref.gen : 0;
     if (d->nconsumes)
         dv->flags |= AL_DF_COUNTERS;
+    if (s->ns_mode == DG_NS_NODE_NAME && s->node_name == g->t->node_name)
+        dv->flags |= AL_DF_OWN;
     if (a->f_cc && d->allow_multi == 1)
         dv->flags |= AL_DF_MULTI;
     if (d->nbinding_conditions)

@@ -58,6 +58,7 @@ enum {
     AL_DF_CGROUPS = 1 << 4,  /* declares KEP-5963 compatibility groups */
     AL_DF_PERDEV = 1 << 5,   /* slice has perDeviceNodeSelection */
     AL_DF_BLOCKED = 1 << 6,  /* a policy groups hook failed closed on it: never allocated */
+    AL_DF_OWN = 1 << 7,      /* from a slice whose spec.nodeName is the table's node */
 };
 
 typedef struct al_dev {
@@ -121,6 +122,11 @@ typedef struct al_ntab {
     uint64_t gen;            /* hook revision the groups were read at */
     bool failed;             /* the last build failed (al_core.c: any slice event
                               * may fix it) */
+    /* the node's own devices (AL_DF_OWN) and how many are free; own_exact:
+     * they are every device of the node's slices (al_counts.c then reads
+     * these instead of counting) */
+    uint32_t own_total, own_free;
+    bool own_exact;
 } al_ntab;
 
 /* A selector set: class + request selectors, compiled once per allocator. */

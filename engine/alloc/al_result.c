@@ -270,10 +270,12 @@ de_rc al_build_results(al_call *c, al_outcome *out, de_err *e)
         dg_allocation *al = &ca->alloc;
         al->nresults = c->nres[ci];
         al->results = AL_NEW(c->ar, dg_result, al->nresults ? al->nresults : 1);
+        ca->devids = AL_NEW(c->ar, uint32_t, al->nresults ? al->nresults : 1);
         for (uint32_t i = 0; i < al->nresults; i++) {
             const al_resent *r = &c->res[ci][i];
             const al_dev *dv = &c->t->devs[r->dev];
             dg_result *x = &al->results[i];
+            ca->devids[i] = dv->devid;
             x->request = r->rq->full_name;
             x->driver = dv->s->driver;
             x->pool = dv->s->pool;

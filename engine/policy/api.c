@@ -362,6 +362,7 @@ static int q_index(lua_State *L)
 static int do_log(lua_State *L, de_log_level lvl)
 {
     pol_vm *vm = pol_vm_of(L);
+    pol_trace_impure(vm); /* a line per call: the score memo must not skip it */
     int n = lua_gettop(L);
     luaL_Buffer b;
     luaL_buffinit(L, &b);

@@ -381,7 +381,8 @@ static uint32_t node_counts(pol_hookctx *h, const dg_graph *g, uint32_t node_nam
 /* counts: the node's devices and free devices when the caller keeps them
  * (the allocator does), NULL to count here */
 static de_rc score_node(pol_hookctx *h, const dg_graph *g, uint32_t node_id, uint32_t node_name,
-                        const uint32_t *counts, const dg_allocation *allocs, uint32_t nallocs, double *score)
+                        const uint32_t *counts, const dg_allocation *allocs, uint32_t nallocs,
+                        const uint32_t *devids, double *score)
 {
     *score = 0;
     if (!(h->set->hooks & POL_HOOK_SCORE))
@@ -412,18 +413,17 @@ static de_rc score_node(pol_hookctx *h, const dg_graph *g, uint32_t node_id, uin
     for (uint32_t i = 0; i < nallocs; i++)
         nd += allocs[i].nresults;
     de_devview *views = de_arena_alloc(h->scratch, (nd + 1) * sizeof *views);
-    uint32_t nv = 0;
+    uint32_t nv = 0, j = 0;
     for (uint32_t i = 0; i < nallocs; i++)
-        for (uint32_t k = 0; k < allocs[i].nresults; k++) {
+        for (uint32_t k = 0; k < allocs[i].nresults; k++, j++) {
             const dg_result *r = &allocs[i].results[k];
-            uint32_t id = dg_device_find(g, r->driver, r->pool, r->device);
+            uint32_t id = devids ? devids[j] : dg_device_find(g, r->driver, r->pool, r->device);
             if (id == DG_NONE)
                 continue;
             dg_device_view(g, id, &views[nv++]);
         }
     bool feasible;
-    pol_failure fail = {0};
-    pol_set_score(h->set, &ni, views, nv, score, &feasible, &fail);
+    pol_set_score(h->set, &ni, views, nv, score, &feasible, NULL); /* failures are logged */
     if (!feasible)
         *score = -1e300; /* a failed fail-closed score ranks the node last */
     return DE_OK;
@@ -432,7 +432,7 @@ static de_rc score_node(pol_hookctx *h, const dg_graph *g, uint32_t node_id, uin
 de_rc pol_hook_score(pol_hookctx *h, const dg_graph *g, uint32_t node_id, uint32_t node_name,
                      const dg_allocation *allocs, uint32_t nallocs, double *score)
 {
-    return score_node(h, g, node_id, node_name, NULL, allocs, nallocs, score);
+    return score_node(h, g, node_id, node_name, NULL, allocs, nallocs, NULL, score);
 }
 
 static de_rc hook_score(void *ctx, const dg_graph *g, const al_placement *p, double *score, de_err *e)
@@ -440,7 +440,7 @@ static de_rc hook_score(void *ctx, const dg_graph *g, const al_placement *p, dou
     (void)e;
     uint32_t counts[2] = {p->node_devices, p->node_free_devices};
     return score_node(ctx, g, p->node, p->node_name, p->has_node_counts ? counts : NULL, p->allocs, p->nclaims,
-                      score);
+                      p->devids, score);
 }
 
 static uint64_t hook_revision(void *ctx)

@@ -320,7 +320,7 @@ static int hook_tramp(lua_State *L)
         pol_push_node(L, c->node);
         lua_createtable(L, (int)c->nplace, 0);
         for (uint32_t i = 0; i < c->nplace; i++) {
-            pol_push_device(L, &c->placement[i], true, false);
+            pol_push_placement_device(L, &c->placement[i], i);
             lua_rawseti(L, -2, (lua_Integer)i + 1);
         }
         lua_call(L, 2, 1);
@@ -637,13 +637,30 @@ de_rc pol_set_score(pol_set *s, const pol_nodeinfo *node, const de_devview *plac
 {
     *score = 0;
     *feasible = true;
-    uint64_t seed = de_hash_bytes(de_intern_str(s->in, node->name), de_intern_len(s->in, node->name));
+    uint64_t seed = 0;
+    bool memo = !s->cfg.no_score_memo, seeded = false;
     for (uint32_t i = 0; i < s->npols; i++) {
         pol_policy *p = s->pols[i];
         if (!(p->hooks & POL_HOOK_SCORE))
             continue;
+        /* answered from what the hook read before (memo.c) */
+        double known;
+        if (memo && !p->memo)
+            p->memo = pol_memo_new();
+        if (memo && !pol_memo_off(p->memo) && pol_memo_get(p->memo, node, placement, n, &known)) {
+            s->stats.score_memo_hits++;
+            *score += p->weight * known;
+            continue;
+        }
+        if (!seeded) {
+            seed = de_hash_bytes(de_intern_str(s->in, node->name), de_intern_len(s->in, node->name));
+            seeded = true;
+        }
         callctx c = {.set = s, .p = p, .hook = H_SCORE, .node = node, .placement = placement, .nplace = n};
+        if (memo && !pol_memo_off(p->memo))
+            pol_trace_begin(&p->vm, node, placement, n);
         pol_reason r = call(s, &c, seed, first);
+        pol_trace_end(&p->vm, memo ? p->memo : NULL, r == POL_R_NONE, c.score);
         if (r == POL_R_NONE)
             *score += p->weight * c.score;
         else if (p->failure == POL_FAIL_CLOSED)

@@ -408,10 +408,22 @@ static void begin(pol_host *h, pol_cycle *out, bool force)
     pol_set_prepare_restart(s);
 }
 
+/* Every field but the error (a few KiB: this runs once per scheduling cycle). */
+static void cycle_clear(pol_cycle *out)
+{
+    out->swapped = out->failed = out->preparing = false;
+    out->devices_updated = out->swap_changed = 0;
+    out->prepare_ns = out->swap_ns = 0;
+    de_err_clear(&out->err);
+}
+
 de_rc pol_host_cycle(pol_host *h, pol_cycle *out)
 {
-    memset(out, 0, sizeof *out);
-    pol_prepare_stats st = {0};
+    cycle_clear(out);
+    pol_prepare_stats st;
+    st.computed = st.failures = 0;
+    st.first.reason = POL_R_NONE;
+    de_err_clear(&st.first.err);
     out->devices_updated = pol_set_sync(h->active, h->g, &st);
     if (h->pending) {
         advance(h, out, h->o.prepare_slice_ns);

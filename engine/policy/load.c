@@ -612,6 +612,8 @@ void pol_policy_free(pol_policy *p)
     if (!p)
         return;
     pol_vm_close(&p->vm);
+    pol_memo_free(p->memo);
+    p->memo = NULL;
     free(p->name);
     free(p->version);
     free(p->file);

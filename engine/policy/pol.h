@@ -100,6 +100,8 @@ typedef struct pol_config {
     bool run_specs;       /* a reload runs the packs' specs before activating */
     pol_log_fn log;       /* NULL: dropped */
     void *log_ctx;
+    bool no_score_memo;   /* call every score hook instead of answering from what
+                           * it read before (pol_set_score; for reference runs) */
 } pol_config;
 
 void pol_config_default(pol_config *c);
@@ -201,7 +203,10 @@ typedef struct pol_nodeinfo {
 
 /* Weighted sum of every score hook for one candidate node and the devices
  * the allocator placed there (views include derived attributes).  A failed
- * fail-closed score makes *feasible false. */
+ * fail-closed score makes *feasible false.  Answers are memoized per policy
+ * by what the hook read (memo.c): a score hook must be a pure function of
+ * its node and placement views; one that uses math.random or dra.log is
+ * called every time. */
 de_rc pol_set_score(pol_set *s, const pol_nodeinfo *node, const de_devview *placement,
                     uint32_t n, double *score, bool *feasible, pol_failure *first);
 
@@ -235,6 +240,7 @@ typedef struct pol_stats {
     uint64_t failures[POL_R_COUNT];
     uint64_t instructions;   /* counted at hook granularity */
     uint64_t ns;             /* time inside hooks */
+    uint64_t score_memo_hits; /* score answers taken from the memo (not in calls[2]) */
 } pol_stats;
 void pol_set_stats(const pol_set *s, pol_stats *out);
 

@@ -37,6 +37,8 @@ typedef enum pol_vmstate {
 } pol_vmstate;
 
 typedef struct pol_policy pol_policy;
+typedef struct pol_trace pol_trace;
+typedef struct pol_memo pol_memo;
 
 typedef struct pol_vm {
     lua_State *L;
@@ -70,6 +72,9 @@ typedef struct pol_vm {
     /* metatables of the view classes, as registry refs (no name lookups
      * on the hot path: HAProxy's class_*_ref idea) */
     int mt[8];
+    /* score memo (memo.c): the reads of the current score call, when traced */
+    pol_trace *trace;
+    pol_trace *trace_buf;
     /* failure detail of the last call */
     char errmsg[DE_ERR_MSG_MAX];
     char errfile[DE_ERR_FIELD_MAX];
@@ -152,6 +157,47 @@ void pol_view_open(lua_State *L); /* register metatables */
 const de_devview *pol_check_device(lua_State *L, int idx);
 void pol_push_attrval(lua_State *L, const de_attrval *a);
 
+/* A device of a score hook's placement: index i is what the score memo
+ * records its reads by. */
+void pol_push_placement_device(lua_State *L, const de_devview *v, uint32_t i);
+
+/* ---- memo.c: score answers remembered by what the hook read ---------------- */
+
+enum {
+    POL_READ_NPLACE = 1,  /* #placement */
+    POL_READ_NODE_NAME,
+    POL_READ_NODE_LABELS,
+    POL_READ_NODE_DEVICES,
+    POL_READ_NODE_FREE,
+    POL_READ_DEV_DRIVER,  /* placement[dev].driver, ... */
+    POL_READ_DEV_POOL,
+    POL_READ_DEV_NAME,
+    POL_READ_DEV_NODE,
+    POL_READ_DEV_MULTI,
+    POL_READ_DEV_ATTR,    /* attributes[a/b]; a = POL_READ_BARE: the device's driver */
+    POL_READ_DEV_CAP,     /* capacity[a/b] */
+    POL_READ_DEV_ATTRS,   /* pairs(attributes) */
+    POL_READ_DEV_CAPS,    /* pairs(capacity) */
+};
+#define POL_READ_BARE UINT32_MAX
+
+pol_memo *pol_memo_new(void);
+void pol_memo_free(pol_memo *m);
+/* The filed answer for these inputs, if any. */
+bool pol_memo_get(pol_memo *m, const pol_nodeinfo *node, const de_devview *pl, uint32_t n, double *out);
+bool pol_memo_off(const pol_memo *m);
+uint32_t pol_memo_size(const pol_memo *m);
+/* Trace one score call on vm: begin before, end after (ok = it succeeded,
+ * result = the hook's answer, filed into m unless the call was impure). */
+pol_trace *pol_trace_begin(pol_vm *vm, const pol_nodeinfo *node, const de_devview *pl, uint32_t n);
+void pol_trace_end(pol_vm *vm, pol_memo *m, bool ok, double result);
+void pol_trace_free(pol_vm *vm);
+/* For the views and the sandbox: a read of an input (no-op unless traced),
+ * and a use of something that is not an input (random, logging). */
+bool pol_trace_on(const pol_vm *vm);
+void pol_trace_read(pol_vm *vm, uint8_t op, uint32_t dev, uint32_t a, uint32_t b);
+void pol_trace_impure(pol_vm *vm);
+
 /* ---- devbuild.c: a device view from a Lua table (tests, bindings) -------- */
 void pol_build_device(lua_State *L, int idx, de_interner *in, de_arena *a, uint32_t id, de_devview *out);
 
@@ -187,6 +233,7 @@ struct pol_policy {
     pol_vm vm;
     uint32_t index; /* position in the set */
     uint32_t reported; /* failures reported through the log */
+    pol_memo *memo; /* score memo (memo.c), NULL until the first score call */
 };
 
 struct pol_set {

@@ -661,6 +661,7 @@ static uint64_t xnext(uint64_t s[4])
 static int sb_random(lua_State *L)
 {
     pol_vm *vm = pol_vm_of(L);
+    pol_trace_impure(vm); /* seeded per call: not a function of what was read */
     uint64_t rv = xnext(vm->rng);
     lua_Integer lo, up;
     switch (lua_gettop(L)) {
@@ -699,6 +700,7 @@ static int sb_random(lua_State *L)
 static int sb_randomseed(lua_State *L)
 {
     pol_vm *vm = pol_vm_of(L);
+    pol_trace_impure(vm);
     lua_Integer n = luaL_optinteger(L, 1, 0);
     uint64_t x = (uint64_t)n;
     for (int i = 0; i < 4; i++) {

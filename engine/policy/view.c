@@ -56,12 +56,14 @@ static void set_mt(lua_State *L, int which)
 typedef struct devud {
     uint64_t gen; /* 0 = persistent */
     bool derived;
+    uint32_t idx; /* position in a score placement (reads are traced by it), else UINT32_MAX */
     de_devview v;
 } devud;
 
 typedef struct mapud {
     uint64_t gen;
     bool derived;
+    uint32_t idx;
     const de_devview *v; /* inside the device userdata, kept alive by a user value */
 } mapud;
 
@@ -167,12 +169,46 @@ static const de_attr *find_attr(const de_devview *v, bool derived, uint32_t dom,
     return NULL;
 }
 
+/* A traced read of attributes[key] / capacity[key]: the key's parts are
+ * interned so that the memo (memo.c) can evaluate the same read on other
+ * devices, also ones that carry a name no device had when it was recorded. */
+static void trace_key(lua_State *L, pol_vm *vm, uint32_t idx, uint8_t op, int kidx)
+{
+    if (idx == UINT32_MAX) {
+        pol_trace_impure(vm);
+        return;
+    }
+    if (lua_type(L, kidx) != LUA_TSTRING)
+        return; /* nil whatever the device */
+    size_t n;
+    const char *k = lua_tolstring(L, kidx, &n);
+    const char *slash = memchr(k, '/', n);
+    if (slash)
+        pol_trace_read(vm, op, idx, de_intern(vm->in, k, (size_t)(slash - k)),
+                       de_intern(vm->in, slash + 1, n - (size_t)(slash - k) - 1));
+    else
+        pol_trace_read(vm, op, idx, POL_READ_BARE, de_intern(vm->in, k, n));
+}
+
+static void trace_dev(lua_State *L, uint32_t idx, uint8_t op)
+{
+    pol_vm *vm = pol_vm_of(L);
+    if (!pol_trace_on(vm))
+        return;
+    if (idx == UINT32_MAX)
+        pol_trace_impure(vm);
+    else
+        pol_trace_read(vm, op, idx, 0, 0);
+}
+
 /* ---- attributes and capacity ------------------------------------------------ */
 
 static int attrs_index(lua_State *L)
 {
     mapud *m = check(L, 1, MT_ATTRS);
     check_live(L, m->gen, "device");
+    if (pol_trace_on(pol_vm_of(L)))
+        trace_key(L, pol_vm_of(L), m->idx, POL_READ_DEV_ATTR, 2);
     uint32_t dom, name;
     const de_attr *a;
     if (!resolve(L, m->v, 2, &dom, &name) || !(a = find_attr(m->v, m->derived, dom, name))) {
@@ -196,6 +232,7 @@ static int attrs_pairs(lua_State *L)
 {
     mapud *m = check(L, 1, MT_ATTRS);
     check_live(L, m->gen, "device");
+    trace_dev(L, m->idx, POL_READ_DEV_ATTRS);
     const de_devview *v = m->v;
     lua_newtable(L);
     int t = lua_gettop(L);
@@ -218,6 +255,8 @@ static int caps_index(lua_State *L)
 {
     mapud *m = check(L, 1, MT_CAPS);
     check_live(L, m->gen, "device");
+    if (pol_trace_on(pol_vm_of(L)))
+        trace_key(L, pol_vm_of(L), m->idx, POL_READ_DEV_CAP, 2);
     uint32_t dom, name;
     const de_cap *c;
     if (!resolve(L, m->v, 2, &dom, &name) || !(c = de_devview_cap(m->v, dom, name))) {
@@ -232,6 +271,7 @@ static int caps_pairs(lua_State *L)
 {
     mapud *m = check(L, 1, MT_CAPS);
     check_live(L, m->gen, "device");
+    trace_dev(L, m->idx, POL_READ_DEV_CAPS);
     lua_newtable(L);
     int t = lua_gettop(L);
     for (uint32_t i = 0; i < m->v->ncaps; i++) {
@@ -253,6 +293,7 @@ static void push_map(lua_State *L, int dev, int slot, int which)
     mapud *m = lua_newuserdatauv(L, sizeof *m, 1);
     m->gen = d->gen;
     m->derived = d->derived;
+    m->idx = d->idx;
     m->v = &d->v;
     lua_pushvalue(L, dev);
     lua_setiuservalue(L, -2, 1);
@@ -266,13 +307,17 @@ static int dev_index(lua_State *L)
     devud *d = check(L, 1, MT_DEVICE);
     check_live(L, d->gen, "device");
     const char *k = luaL_checkstring(L, 2);
-    if (!strcmp(k, "driver"))
+    if (!strcmp(k, "driver")) {
+        trace_dev(L, d->idx, POL_READ_DEV_DRIVER);
         push_interned(L, d->v.driver);
-    else if (!strcmp(k, "pool"))
+    } else if (!strcmp(k, "pool")) {
+        trace_dev(L, d->idx, POL_READ_DEV_POOL);
         push_interned(L, d->v.pool);
-    else if (!strcmp(k, "name"))
+    } else if (!strcmp(k, "name")) {
+        trace_dev(L, d->idx, POL_READ_DEV_NAME);
         push_interned(L, d->v.name);
-    else if (!strcmp(k, "node")) {
+    } else if (!strcmp(k, "node")) {
+        trace_dev(L, d->idx, POL_READ_DEV_NODE);
         if (d->v.node)
             push_interned(L, d->v.node);
         else
@@ -281,9 +326,10 @@ static int dev_index(lua_State *L)
         push_map(L, 1, 1, MT_ATTRS);
     else if (!strcmp(k, "capacity"))
         push_map(L, 1, 2, MT_CAPS);
-    else if (!strcmp(k, "allow_multiple_allocations"))
+    else if (!strcmp(k, "allow_multiple_allocations")) {
+        trace_dev(L, d->idx, POL_READ_DEV_MULTI);
         lua_pushboolean(L, d->v.allow_multi == 1);
-    else
+    } else
         return pol_raise(L, "device has no field '%s' (fields: driver, pool, name, node, attributes, "
                             "capacity, allow_multiple_allocations)", k);
     return 1;
@@ -293,6 +339,9 @@ static int dev_tostring(lua_State *L)
 {
     devud *d = check(L, 1, MT_DEVICE);
     check_live(L, d->gen, "device");
+    trace_dev(L, d->idx, POL_READ_DEV_DRIVER);
+    trace_dev(L, d->idx, POL_READ_DEV_POOL);
+    trace_dev(L, d->idx, POL_READ_DEV_NAME);
     lua_pushliteral(L, "device ");
     push_interned(L, d->v.driver);
     lua_pushliteral(L, "/");
@@ -308,8 +357,15 @@ void pol_push_device(lua_State *L, const de_devview *v, bool derived, bool persi
     devud *d = lua_newuserdatauv(L, sizeof *d, 2);
     d->gen = persistent ? 0 : pol_vm_of(L)->call_gen;
     d->derived = derived;
+    d->idx = UINT32_MAX;
     d->v = *v;
     set_mt(L, MT_DEVICE);
+}
+
+void pol_push_placement_device(lua_State *L, const de_devview *v, uint32_t i)
+{
+    pol_push_device(L, v, true, false);
+    ((devud *)lua_touserdata(L, -1))->idx = i;
 }
 
 const de_devview *pol_check_device(lua_State *L, int idx)
@@ -336,15 +392,20 @@ static int node_index(lua_State *L)
     nodeud *n = check(L, 1, MT_NODE);
     check_live(L, n->gen, "node");
     const char *k = luaL_checkstring(L, 2);
-    if (!strcmp(k, "name"))
+    pol_vm *vm = pol_vm_of(L);
+    if (!strcmp(k, "name")) {
+        pol_trace_read(vm, POL_READ_NODE_NAME, 0, 0, 0);
         push_interned(L, n->n.name);
-    else if (!strcmp(k, "labels"))
+    } else if (!strcmp(k, "labels")) {
+        pol_trace_read(vm, POL_READ_NODE_LABELS, 0, 0, 0);
         push_kv_table(L, n->n.label_keys, n->n.label_values, n->n.nlabels);
-    else if (!strcmp(k, "devices"))
+    } else if (!strcmp(k, "devices")) {
+        pol_trace_read(vm, POL_READ_NODE_DEVICES, 0, 0, 0);
         lua_pushinteger(L, n->n.devices);
-    else if (!strcmp(k, "free_devices"))
+    } else if (!strcmp(k, "free_devices")) {
+        pol_trace_read(vm, POL_READ_NODE_FREE, 0, 0, 0);
         lua_pushinteger(L, n->n.free_devices);
-    else
+    } else
         return pol_raise(L, "node has no field '%s' (fields: name, labels, devices, free_devices)", k);
     return 1;
 }

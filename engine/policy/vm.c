@@ -180,6 +180,7 @@ de_rc pol_vm_open(pol_vm *vm, const pol_config *cfg, de_interner *in, const char
 
 void pol_vm_close(pol_vm *vm)
 {
+    pol_trace_free(vm);
     if (vm->L) {
         /* No finalizers exist (setmetatable refuses __gc); closing only frees. */
         lua_sethook(vm->L, NULL, 0, 0);
