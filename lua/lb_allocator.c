@@ -4,7 +4,12 @@
  * caches: the graph changes between calls and the allocator, which listens
  * to it, must answer exactly as a fresh one would.
  *
- *   local a = core.allocator(g, {gates = "...", seed = N, max_steps = N})
+ *   local a = core.allocator(g, {gates = "...", seed = N, max_steps = N,
+ *                                policies = host, choice_cache = true})
+ *     policies: a core.policy_host on the same graph whose hooks (re-read
+ *               before every call, so they follow reloads) the allocator uses
+ *     choice_cache = false: every pod evaluates every node (al_set_choice_cache),
+ *               the reference the cached node choice is compared with
  *   a:allocate(node, {{namespace=, name=}, ...})
  *       -> {status = "allocated"|"unsatisfiable"|"error", claims = {{namespace=,
  *           name=, allocation=, chosen=}}, reason=, detail=, error=, code=,
@@ -12,8 +17,12 @@
  *   a:schedule(namespace, pod)
  *       -> {status = "scheduled"|"unschedulable"|"error", node=, score=,
  *           reason=, error=, claims = {{namespace=, name=, allocation=,
- *           allocated_now=}}}   (commits into the graph, as al_schedule_pod)
- *   a:stats() -> {allocate_calls=, node_tables_built=, candidate_sets_built=, ...}
+ *           allocated_now=}}, policy_score=, nodes_feasible=}
+ *           (commits into the graph, as al_schedule_pod)
+ *   a:stats() -> {allocate_calls=, node_tables_built=, candidate_sets_built=,
+ *                 choice_pods=, choice_evals=, choice_reused=, choice_tables=, ...}
+ *   a:node_devices(node) -> devices, free   (the counters score hooks see)
+ *   a:set_policies(host | nil)
  *   a:extended_claim(namespace, pod [, node])
  *       -> {requests = {...}, mappings = {...}} of the KEP-5004 claim (the
  *          resources `node` leaves to DRA; all of them without a node), or nil
@@ -24,7 +33,9 @@
  * raise "allocator's graph is closed".
  */
 #include "../engine/alloc/al.h"
+#include "../engine/policy/polgraph.h"
 #include "lb_graph_int.h"
+#include "lb_policy.h"
 
 #include <stdlib.h>
 
@@ -33,6 +44,7 @@
 typedef struct lalloc {
     al_allocator *a;
     lgraph *gu;
+    bool policies; /* user value 2 is a policy host */
 } lalloc;
 
 static void closer(void *ctx)
@@ -50,6 +62,20 @@ static lalloc *check_alloc(lua_State *L)
     return u;
 }
 
+/* The policy host's current hooks (they change when it swaps revisions;
+ * al_set_hooks keeps every cache when they did not). */
+static void refresh_hooks(lua_State *L, lalloc *u)
+{
+    if (!u->policies)
+        return;
+    lua_getiuservalue(L, 1, 2);
+    pol_host *h = lb_policy_host_arg(L, -1);
+    lua_pop(L, 1);
+    al_hooks hk;
+    pol_host_al_hooks(h, &hk);
+    al_set_hooks(u->a, &hk);
+}
+
 int lb_allocator_new(lua_State *L)
 {
     lgraph *gu = luaL_checkudata(L, 1, GRAPH_CLASS);
@@ -58,7 +84,17 @@ int lb_allocator_new(lua_State *L)
     al_opts o;
     memset(&o, 0, sizeof o);
     de_gates_default(&o.gates);
+    bool cache = true, policies = false;
     if (lua_istable(L, 2)) {
+        lua_getfield(L, 2, "choice_cache");
+        if (lua_isboolean(L, -1))
+            cache = lua_toboolean(L, -1);
+        lua_getfield(L, 2, "policies");
+        if (!lua_isnil(L, -1)) {
+            lb_policy_host_arg(L, lua_gettop(L));
+            policies = true;
+        }
+        lua_pop(L, 2);
         de_err e;
         de_err_clear(&e);
         lua_getfield(L, 2, "gates");
@@ -75,12 +111,18 @@ int lb_allocator_new(lua_State *L)
     al_allocator *a = al_new(gu->g, &o, &e);
     if (!a)
         return raise_err(L, &e);
-    lalloc *u = lua_newuserdatauv(L, sizeof *u, 1);
+    al_set_choice_cache(a, cache);
+    lalloc *u = lua_newuserdatauv(L, sizeof *u, 2);
     u->a = a;
     u->gu = gu;
+    u->policies = policies;
     luaL_setmetatable(L, ALLOC_CLASS);
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 1);
+    if (policies) {
+        lua_getfield(L, 2, "policies");
+        lua_setiuservalue(L, -2, 2);
+    }
     gu->closers = de_xrealloc(gu->closers, (gu->nclosers + 1) * sizeof *gu->closers);
     gu->closers[gu->nclosers++] = (lgcloser){closer, u};
     return 1;
@@ -145,6 +187,7 @@ static int l_allocate(lua_State *L)
             return luaL_error(L, "claim %s/%s not found", ns, name);
         }
     }
+    refresh_hooks(L, u);
     de_arena *ar = de_arena_new(0);
     de_err e;
     de_err_clear(&e);
@@ -189,6 +232,7 @@ static int l_schedule(lua_State *L)
     uint32_t pid = dg_pod_find(g, id_of(g, ns), id_of(g, name));
     if (pid == DG_NONE)
         return luaL_error(L, "pod %s/%s not found", ns, name);
+    refresh_hooks(L, u);
     de_arena *ar = de_arena_new(0);
     de_err e;
     de_err_clear(&e);
@@ -199,6 +243,9 @@ static int l_schedule(lua_State *L)
         set_str(L, "status", "scheduled");
         opt_str(L, "node", po.node_name ? S(g, po.node_name) : NULL);
         set_int(L, "score", po.k8s_score);
+        lua_pushnumber(L, po.policy_score);
+        lua_setfield(L, -2, "policy_score");
+        set_int(L, "nodes_feasible", po.nodes_feasible);
         lua_newtable(L);
         for (uint32_t c = 0; c < po.nclaims; c++) {
             if (po.claims[c] == DG_NONE)
@@ -271,7 +318,39 @@ static int l_stats(lua_State *L)
     set_int(L, "candidate_sets_built", (lua_Integer)s.candidate_sets_built);
     set_int(L, "cel_evals", (lua_Integer)s.cel_evals);
     set_int(L, "pruned", (lua_Integer)s.pruned);
+    set_int(L, "choice_pods", (lua_Integer)s.choice_pods);
+    set_int(L, "choice_evals", (lua_Integer)s.choice_evals);
+    set_int(L, "choice_reused", (lua_Integer)s.choice_reused);
+    set_int(L, "choice_tables", (lua_Integer)s.choice_tables);
     return 1;
+}
+
+static int l_node_devices(lua_State *L)
+{
+    lalloc *u = check_alloc(L);
+    uint32_t total, nfree = al_node_free_devices(u->a, id_of(u->gu->g, luaL_checkstring(L, 2)), &total);
+    lua_pushinteger(L, total);
+    lua_pushinteger(L, nfree);
+    return 2;
+}
+
+/* a:set_policies(host | nil) */
+static int l_set_policies(lua_State *L)
+{
+    lalloc *u = check_alloc(L);
+    if (lua_isnoneornil(L, 2)) {
+        u->policies = false;
+        al_set_hooks(u->a, NULL);
+        lua_pushnil(L);
+        lua_setiuservalue(L, 1, 2);
+        return 0;
+    }
+    lb_policy_host_arg(L, 2);
+    lua_pushvalue(L, 2);
+    lua_setiuservalue(L, 1, 2);
+    u->policies = true;
+    refresh_hooks(L, u);
+    return 0;
 }
 
 void lb_allocator_register(lua_State *L)
@@ -280,6 +359,8 @@ void lb_allocator_register(lua_State *L)
         {"allocate", l_allocate},
         {"schedule", l_schedule},
         {"stats", l_stats},
+        {"node_devices", l_node_devices},
+        {"set_policies", l_set_policies},
         {"extended_claim", l_extended_claim},
         {"close", l_gc},
         {"__gc", l_gc},

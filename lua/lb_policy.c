@@ -98,7 +98,10 @@ void lb_policy_read_opts(lua_State *L, int idx, pol_config *cfg)
     lua_getfield(L, idx, "failure");
     if (lua_type(L, -1) == LUA_TSTRING)
         cfg->failure = !strcmp(lua_tostring(L, -1), "open") ? POL_FAIL_OPEN : POL_FAIL_CLOSED;
-    lua_pop(L, 5);
+    lua_getfield(L, idx, "score_memo");
+    if (lua_isboolean(L, -1))
+        cfg->no_score_memo = !lua_toboolean(L, -1);
+    lua_pop(L, 6);
 }
 
 static lset *check_set(lua_State *L)
@@ -246,6 +249,8 @@ static int s_stats(lua_State *L)
     lua_setfield(L, -2, "failures");
     lua_pushinteger(L, (lua_Integer)st.instructions);
     lua_setfield(L, -2, "instructions");
+    lua_pushinteger(L, (lua_Integer)st.score_memo_hits);
+    lua_setfield(L, -2, "score_memo_hits");
     return 1;
 }
 

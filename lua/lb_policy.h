@@ -27,5 +27,7 @@ void lb_policy_free_logs(logsink *s);
 void lb_policy_read_opts(lua_State *L, int idx, pol_config *cfg);
 /* Registers the PolicyHost class and core.policy_host & co. */
 void lb_policy_open_host(lua_State *L);
+/* The open policy host at idx (raises if it is not one or is closed). */
+struct pol_host *lb_policy_host_arg(lua_State *L, int idx);
 
 #endif

@@ -33,6 +33,14 @@ static lhost *check_host(lua_State *L)
     return u;
 }
 
+pol_host *lb_policy_host_arg(lua_State *L, int idx)
+{
+    lhost *u = luaL_checkudata(L, idx, HOST_MT);
+    if (!u->h)
+        luaL_error(L, "policy host is closed");
+    return u->h;
+}
+
 static int l_host(lua_State *L)
 {
     dg_graph *g = graph_arg(L, 1);
@@ -179,6 +187,12 @@ static int host_stats(lua_State *L)
     lua_setfield(L, -2, "revision");
     lua_pushstring(L, st.last_error);
     lua_setfield(L, -2, "last_error");
+    pol_stats ps;
+    pol_set_stats(pol_host_active(u->h), &ps);
+    lua_pushinteger(L, (lua_Integer)ps.calls[2]);
+    lua_setfield(L, -2, "score_calls");
+    lua_pushinteger(L, (lua_Integer)ps.score_memo_hits);
+    lua_setfield(L, -2, "score_memo_hits");
     return 1;
 }
 
