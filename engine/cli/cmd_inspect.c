@@ -8,10 +8,21 @@
  * Every invalid object is reported (file, document, object, field path)
  * and the exit code is 2; nothing is printed on stdout then.  Output is
  * sorted by names, so it is the same for the same input.
+ *
+ * --watch: the manifests come from drivers/file (fd_watch) and every event
+ * is applied to one long-lived graph (fd_apply_event), so a change costs
+ * what it touches.  After the first report, a change batch prints its
+ * object lines, the summary, and only the node blocks the batch touched
+ * (where a slice or an allocated device was before and is after): on a
+ * large cluster the whole report per edit would bury the change.  Bad input
+ * never ends the loop: a file that does not parse keeps its last good
+ * objects (the watcher), an object the graph refuses keeps its previous
+ * version (dg_apply decodes before it replaces).
  */
 #include "../base/quantity.h"
 #include "../model/dg.h"
 #include "cli.h"
+#include "watch.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -488,7 +499,29 @@ static uint32_t *pools_of(const ictx *c, const uint32_t *sids, uint32_t n, uint3
     return p;
 }
 
-static void report(const ictx *c, bool json, FILE *out)
+static void node_block(const ictx *c, uint32_t node, uint32_t nid, const uint32_t *pools, uint32_t np, FILE *out)
+{
+    fprintf(out, "\nnode %s%s\n", S(c, node), nid == DG_NONE ? "" : " (Node object)");
+    if (!np)
+        fprintf(out, "  (no node-local pools)\n");
+    for (uint32_t k = 0; k < np; k++)
+        pool_table(c, pools[k], on_node, node, out);
+}
+
+static void summary_line(const ictx *c, uint32_t nnodes, FILE *out)
+{
+    dg_stats st;
+    dg_get_stats(c->g, &st);
+    uint32_t nallocated = 0;
+    for (uint32_t i = 0; i < dg_claim_id_limit(c->g); i++)
+        if (dg_claim_get(c->g, i) && dg_claim_get(c->g, i)->allocated)
+            nallocated++;
+    fprintf(out, "%u nodes, %u pools, %u slices, %u devices, %u classes, %u claims (%u allocated), %u taint rules\n",
+            nnodes, st.pools, st.slices, st.devices, st.classes, st.claims, nallocated, st.taint_rules);
+}
+
+/* The whole report: printed as a table, or returned as JSON (not printed). */
+static json_t *report(const ictx *c, bool json, FILE *out)
 {
     dg_stats st;
     dg_get_stats(c->g, &st);
@@ -525,8 +558,7 @@ static void report(const ictx *c, bool json, FILE *out)
         json_object_set_new(sum, "deviceTaintRules", json_integer(st.taint_rules));
         json_object_set_new(root, "summary", sum);
     } else {
-        fprintf(out, "%u nodes, %u pools, %u slices, %u devices, %u classes, %u claims (%u allocated), %u taint rules\n",
-                nnodes, st.pools, st.slices, st.devices, st.classes, st.claims, nallocated, st.taint_rules);
+        summary_line(c, nnodes, out);
     }
     json_t *jn = json ? json_array() : NULL;
     for (uint32_t i = 0; i < nnodes; i++) {
@@ -550,11 +582,7 @@ static void report(const ictx *c, bool json, FILE *out)
             json_object_set_new(o, "pools", pa);
             json_array_append_new(jn, o);
         } else {
-            fprintf(out, "\nnode %s%s\n", S(c, nodes[i]), nid == DG_NONE ? "" : " (Node object)");
-            if (!np)
-                fprintf(out, "  (no node-local pools)\n");
-            for (uint32_t k = 0; k < np; k++)
-                pool_table(c, pools[k], on_node, nodes[i], out);
+            node_block(c, nodes[i], nid, pools, np, out);
         }
         free(pools);
     }
@@ -622,17 +650,237 @@ static void report(const ictx *c, bool json, FILE *out)
                     r->admin_access == 1 ? " (admin)" : "");
         }
     }
-    if (json) {
+    if (json)
         json_object_set_new(root, "claims", jcl);
-        char *s = json_dumps(root, JSON_INDENT(2));
-        fprintf(out, "%s\n", s);
-        free(s);
-        json_decref(root);
-    }
     free(nodes);
     free(spools);
     free(classes);
     free(claims);
+    return root;
+}
+
+/* ---- --watch ------------------------------------------------------------------------------------ */
+
+/* One change batch: every event is applied to the graph as it comes
+ * (fd_apply_event), and the nodes whose blocks it changes are noted -
+ * before the change (where a slice or an allocation was) and after it
+ * (where it is now). */
+typedef struct iwatch {
+    dg_graph *g;
+    bool json, initial;
+    json_t *events, *errors; /* -o json */
+    uint32_t *nodes;         /* node names (interned) */
+    uint32_t nnodes, cap;
+    bool network, full;      /* a pool that is not node-local changed; everything may have */
+    uint32_t nevents, nerrors;
+} iwatch;
+
+static void note_node(iwatch *w, uint32_t name)
+{
+    for (uint32_t i = 0; i < w->nnodes; i++)
+        if (w->nodes[i] == name)
+            return;
+    if (w->nnodes == w->cap) {
+        w->cap = w->cap ? w->cap * 2 : 16;
+        w->nodes = de_xrealloc(w->nodes, w->cap * sizeof *w->nodes);
+    }
+    w->nodes[w->nnodes++] = name;
+}
+
+static void note_device(iwatch *w, uint32_t devid)
+{
+    uint32_t node = devid == DG_NONE ? 0 : dg_device_node(w->g, devid);
+    if (node)
+        note_node(w, node);
+    else
+        w->network = true;
+}
+
+static void note_object(iwatch *w, const fd_event *ev)
+{
+    de_interner *in = dg_intern(w->g);
+    if (!strcmp(ev->kind, "ResourceSlice")) {
+        uint32_t sid = dg_slice_find(w->g, ev->name);
+        const dg_slice *s = sid == DG_NONE ? NULL : dg_slice_get(w->g, sid);
+        if (s && s->ns_mode == DG_NS_NODE_NAME)
+            note_node(w, s->node_name);
+        else if (s)
+            for (uint32_t j = 0; j < s->ndevices; j++)
+                note_device(w, dg_device_id(w->g, sid, j));
+    } else if (!strcmp(ev->kind, "Node")) {
+        note_node(w, de_intern_cstr(in, ev->name));
+    } else if (!strcmp(ev->kind, "ResourceClaim")) {
+        uint32_t clid = dg_claim_find(w->g, de_intern_cstr(in, *ev->ns ? ev->ns : "default"), de_intern_cstr(in, ev->name));
+        const dg_claim *cl = clid == DG_NONE ? NULL : dg_claim_get(w->g, clid);
+        for (uint32_t k = 0; cl && cl->allocated && k < cl->allocation.nresults; k++) {
+            const dg_result *r = &cl->allocation.results[k];
+            note_device(w, dg_device_find(w->g, r->driver, r->pool, r->device));
+        }
+    } else if (!strcmp(ev->kind, "DeviceTaintRule")) {
+        w->full = true; /* its selector may reach any device */
+    }
+}
+
+static void on_watch_event(void *ctx, const fd_event *ev)
+{
+    iwatch *w = ctx;
+    if (ev->op == FD_ERROR) {
+        cli_errorf("inspect", "%s", ev->err->msg);
+        if (w->json)
+            json_array_append_new(w->errors, json_string(ev->err->msg));
+        w->nerrors++;
+        return;
+    }
+    if (!w->initial)
+        note_object(w, ev);
+    de_err e;
+    de_err_clear(&e);
+    if (fd_apply_event(w->g, ev, &e) != DE_OK) {
+        char msg[DE_ERR_MSG_MAX + 64];
+        snprintf(msg, sizeof msg, "%s (not applied%s)", e.msg, ev->op == FD_UPDATE ? "; the previous version stays" : "");
+        cli_errorf("inspect", "%s", msg);
+        if (w->json)
+            json_array_append_new(w->errors, json_string(msg));
+        w->nerrors++;
+        return;
+    }
+    if (!w->initial)
+        note_object(w, ev);
+    w->nevents++;
+    if (w->json) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "type", cli_watch_op(ev->op), "kind", ev->kind, "namespace",
+                              ev->ns, "name", ev->name);
+        if (ev->origin && ev->origin->file)
+            json_object_set_new(o, "file", json_string(ev->origin->file));
+        json_array_append_new(w->events, o);
+    } else if (!w->initial) {
+        if (w->nevents == 1)
+            fputc('\n', stdout);
+        cli_watch_event_line(stdout, ev);
+    }
+}
+
+static int cmp_node_name(const void *a, const void *b)
+{
+    return de_intern_cmp(sort_in, *(const uint32_t *)a, *(const uint32_t *)b);
+}
+
+/* After a batch (table): the summary, then the blocks of the nodes it touched. */
+static void print_changes(const ictx *c, iwatch *w)
+{
+    if (w->full) {
+        fputc('\n', stdout);
+        report(c, false, stdout);
+        return;
+    }
+    uint32_t nnodes;
+    uint32_t *nodes = sorted_nodes(c, &nnodes);
+    summary_line(c, nnodes, stdout);
+    sort_in = c->in;
+    if (w->nnodes > 1)
+        qsort(w->nodes, w->nnodes, sizeof *w->nodes, cmp_node_name);
+    for (uint32_t i = 0; i < w->nnodes; i++) {
+        bool present = false;
+        for (uint32_t k = 0; k < nnodes && !present; k++)
+            present = nodes[k] == w->nodes[i];
+        if (!present) {
+            printf("\nnode %s: no longer present\n", S(c, w->nodes[i]));
+            continue;
+        }
+        const uint32_t *sids;
+        uint32_t ns, np;
+        dg_slices_on_node(c->g, w->nodes[i], &sids, &ns);
+        uint32_t *pools = pools_of(c, sids, ns, &np);
+        node_block(c, w->nodes[i], dg_node_find(c->g, w->nodes[i]), pools, np, stdout);
+        free(pools);
+    }
+    if (w->network) {
+        const uint32_t *shared;
+        uint32_t nshared, nsp;
+        dg_slices_shared(c->g, &shared, &nshared);
+        uint32_t *spools = pools_of(c, shared, nshared, &nsp);
+        printf("\nnetwork-attached pools (not node-local)\n");
+        if (!nsp)
+            printf("  (none)\n");
+        for (uint32_t k = 0; k < nsp; k++)
+            pool_table(c, spools[k], not_local, 0, stdout);
+        free(spools);
+    }
+    free(nodes);
+}
+
+static void end_cycle(iwatch *w, uint32_t cycle)
+{
+    ictx c = {w->g, dg_intern(w->g), NULL, 0};
+    collect_holders(&c);
+    if (w->json) {
+        if (cycle == 1 || w->nevents || w->nerrors) {
+            json_t *doc = json_pack("{s:i, s:O, s:O}", "cycle", (json_int_t)cycle, "events", w->events, "errors",
+                                    w->errors);
+            json_object_set_new(doc, "report", report(&c, true, stdout));
+            char *text = json_dumps(doc, JSON_COMPACT);
+            printf("%s\n", text);
+            free(text);
+            json_decref(doc);
+        }
+        json_array_clear(w->events);
+        json_array_clear(w->errors);
+    } else if (w->initial) {
+        report(&c, false, stdout);
+    } else if (w->nevents) {
+        print_changes(&c, w);
+    }
+    free(c.holders);
+    fflush(stdout);
+    w->nnodes = 0;
+    w->network = w->full = false;
+    w->nevents = w->nerrors = 0;
+}
+
+static int watch_loop(const char **paths, int npaths, bool json)
+{
+    for (int i = 0; i < npaths; i++)
+        if (!strcmp(paths[i], "-")) {
+            cli_errorf("inspect", "--watch cannot watch stdin ('-f -')");
+            return CLI_EXIT_INVALID;
+        }
+    fd_opts fo = {.watch = true};
+    de_err e;
+    de_err_clear(&e);
+    fd_watch *fw = fd_open(paths, (size_t)npaths, &fo, &e);
+    if (!fw) {
+        cli_errorf("inspect", "%s", e.msg);
+        return CLI_EXIT_INVALID;
+    }
+    cli_watch_signals();
+    iwatch w = {.g = dg_new(NULL, NULL), .json = json, .initial = true};
+    w.events = json_array();
+    w.errors = json_array();
+    uint32_t cycle = 1, n;
+    if (fd_scan(fw, on_watch_event, &w, &n, &e) != DE_OK)
+        cli_errorf("inspect", "%s", e.msg);
+    end_cycle(&w, cycle);
+    w.initial = false;
+    while (!cli_watch_stopping()) {
+        int fds[1] = {fd_fileno(fw)};
+        int r = cli_watch_wait(fds, 1, fds[0] >= 0 ? -1 : 1000);
+        if (r < 0)
+            break;
+        if (r == 0 && fds[0] >= 0)
+            continue;
+        de_err_clear(&e);
+        if (fd_poll(fw, 0, on_watch_event, &w, &n, &e) != DE_OK) {
+            cli_errorf("inspect", "%s", e.msg);
+            continue;
+        }
+        end_cycle(&w, ++cycle);
+    }
+    json_decref(w.events);
+    json_decref(w.errors);
+    free(w.nodes);
+    dg_free(w.g);
+    fd_close(fw);
+    return CLI_EXIT_OK;
 }
 
 static void print_error(void *ctx, const de_err *e)
@@ -644,7 +892,7 @@ static void print_error(void *ctx, const de_err *e)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: draengine inspect -f PATH... [-o table|json]\n\n"
+            "usage: draengine inspect -f PATH... [-o table|json] [--watch]\n\n"
             "Load Kubernetes manifests (YAML or JSON; one object, several documents, a List, or a\n"
             "directory read recursively) into the device graph and print, per node, the pools and\n"
             "devices with key attributes, capacity, taints and whether they are free or allocated;\n"
@@ -655,6 +903,12 @@ static void usage(FILE *out)
             "flags:\n"
             "  -f, --filename PATH   manifest file or directory (repeatable; '-' reads stdin)\n"
             "  -o, --output FORMAT   table (default) or json\n"
+            "  -w, --watch           keep running: after the report, print a line per changed\n"
+            "                        object (ADDED/MODIFIED/DELETED kind ns/name (file)), the new\n"
+            "                        summary and the blocks of the nodes the change touched; with\n"
+            "                        -o json one compact JSON document per change (JSON lines).\n"
+            "                        A broken file is reported once and keeps its last good\n"
+            "                        objects. SIGINT/SIGTERM end it with exit 0.\n"
             "  -h, --help            this help\n\n"
             "Exit status: 0 success, 2 invalid input (every invalid object is reported with its\n"
             "file, document, object and field path).\n");
@@ -664,13 +918,15 @@ int cli_cmd_inspect(int argc, char **argv)
 {
     const char **paths = calloc((size_t)argc + 1, sizeof *paths);
     int npaths = 0;
-    bool json = false;
+    bool json = false, watch = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             free(paths);
             return CLI_EXIT_OK;
+        } else if (!strcmp(a, "-w") || !strcmp(a, "--watch")) {
+            watch = true;
         } else if (!strcmp(a, "-f") || !strcmp(a, "--filename")) {
             if (i + 1 >= argc) {
                 cli_errorf("inspect", "%s needs a path", a);
@@ -703,6 +959,11 @@ int cli_cmd_inspect(int argc, char **argv)
         free(paths);
         return CLI_EXIT_INVALID;
     }
+    if (watch) {
+        int wrc = watch_loop(paths, npaths, json);
+        free(paths);
+        return wrc;
+    }
     dg_opts opts = {.on_error = print_error};
     dg_graph *g = dg_new(NULL, &opts);
     int rc = CLI_EXIT_OK;
@@ -720,7 +981,13 @@ int cli_cmd_inspect(int argc, char **argv)
     if (rc == CLI_EXIT_OK) {
         ictx c = {g, dg_intern(g), NULL, 0};
         collect_holders(&c);
-        report(&c, json, stdout);
+        json_t *root = report(&c, json, stdout);
+        if (root) {
+            char *text = json_dumps(root, JSON_INDENT(2));
+            fprintf(stdout, "%s\n", text);
+            free(text);
+            json_decref(root);
+        }
         free(c.holders);
     }
     dg_free(g);
