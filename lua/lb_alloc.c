@@ -21,6 +21,8 @@
  *                allocated_now=, allocation=} } } ... }   (pods with claims, input order)
  *     s.stats { allocate_calls=, steps=, node_tables_built=, ... }
  *
+ *   local a = core.allocator(g, {...})   -- long-lived, on a core.graph (lb_allocator.c)
+ *
  * Each call builds its own graph from the manifests, so specs stay
  * independent of one another.
  */
@@ -312,12 +314,18 @@ static int l_schedule(lua_State *L)
     return 1;
 }
 
+/* lb_allocator.c */
+int lb_allocator_new(lua_State *L);
+void lb_allocator_register(lua_State *L);
+
 void lb_open_alloc(lua_State *L)
 {
     static const luaL_Reg fns[] = {
         {"allocate", l_allocate},
         {"schedule", l_schedule},
+        {"allocator", lb_allocator_new},
         {NULL, NULL},
     };
+    lb_allocator_register(L);
     luaL_setfuncs(L, fns, 0);
 }

@@ -86,6 +86,11 @@ static int l_graph(lua_State *L)
 static int l_gc(lua_State *L)
 {
     lgraph *u = luaL_checkudata(L, 1, GRAPH_CLASS);
+    for (uint32_t i = u->nclosers; i > 0; i--)
+        u->closers[i - 1].fn(u->closers[i - 1].ctx);
+    free(u->closers);
+    u->closers = NULL;
+    u->nclosers = 0;
     dg_free(u->g);
     u->g = NULL;
     free(u->ev);

@@ -20,10 +20,19 @@ typedef struct lgevent {
     uint32_t id;
 } lgevent;
 
+/* Something built on the graph that must go before it (an allocator made
+ * with core.allocator(g) listens to it): called when the graph closes. */
+typedef struct lgcloser {
+    void (*fn)(void *ctx);
+    void *ctx;
+} lgcloser;
+
 typedef struct lgraph {
     dg_graph *g;
     lgevent *ev; /* change notifications since the last :events() */
     uint32_t nev, capev;
+    lgcloser *closers;
+    uint32_t nclosers;
 } lgraph;
 
 static inline dg_graph *check_graph(lua_State *L)

@@ -234,6 +234,50 @@ uint32_t al_input_pod(const dg_graph *g, const al_input *in, uint32_t i);
  * DeviceClass serves (KEP-5004)? */
 bool al_pod_uses_dra(al_allocator *a, uint32_t pod);
 
+/* ---- extended resources backed by DRA (KEP-5004, dra-model.md 4.3) ----------------
+ *
+ * The one implementation of the special claim, shared by al_schedule_pod and
+ * the scheduler of `draengine serve` (see al_extended.c for the rules). */
+
+#define AL_EXT_MAX 64
+
+typedef struct al_ext_res {
+    uint32_t resource;       /* extended resource name (interned) */
+    uint32_t class_name;     /* the DeviceClass serving it */
+} al_ext_res;
+
+typedef struct al_ext_request {
+    uint32_t name;           /* container-<i>-request-<j> */
+    uint32_t class_name;
+    int64_t count;           /* ExactCount */
+} al_ext_request;
+
+/* pod.status.extendedResourceClaimStatus.requestMappings[] */
+typedef struct al_ext_mapping {
+    uint32_t container, resource, request; /* names (interned) */
+} al_ext_mapping;
+
+typedef struct al_ext_spec {
+    al_ext_request *requests; /* sorted by name */
+    uint32_t nrequests;
+    al_ext_mapping *mappings;
+    uint32_t nmappings;
+} al_ext_spec;
+
+/* The pod's extended resources a DeviceClass serves (non-zero integer
+ * requests; limits stand in for missing requests), sorted by name, at most
+ * `cap` (AL_EXT_MAX for a mask).  0 when DRAExtendedResource is off. */
+uint32_t al_ext_resources(const dg_graph *g, const de_gates *gates, const dg_pod *pod, al_ext_res *out,
+                          uint32_t cap);
+/* Bit i set: `node` leaves res[i] to DRA (its allocatable has none of it). */
+uint64_t al_ext_node_mask(const dg_node *node, const al_ext_res *res, uint32_t n);
+/* The claim's requests and the request mappings for the resources of `mask`
+ * (arena memory). */
+void al_ext_build(dg_graph *g, const dg_pod *pod, const al_ext_res *res, uint32_t n, uint64_t mask,
+                  de_arena *ar, al_ext_spec *out);
+json_t *al_ext_requests_json(const dg_graph *g, const al_ext_spec *s);
+json_t *al_ext_mappings_json(const dg_graph *g, const al_ext_spec *s);
+
 /* ---- statistics ------------------------------------------------------------------ */
 
 typedef struct al_stats {

@@ -2,19 +2,44 @@
  * al_core.c - the allocator object: options, gates, caches and how they learn
  * about graph changes.
  *
- * Change detection without a listener: the allocator remembers the graph
- * generation after its own writes (template claims it created, allocations it
- * committed).  When it finds the generation moved on by someone else, it
- * assumes anything may have changed: node tables are rebuilt lazily and usage
- * re-read.  In the offline flows (allocate, bench, run) only the allocator
- * writes between pods, so the caches stay warm; a live scheduler feeding watch
- * events pays a rebuild of the tables it touches after each event.
+ * Incremental invalidation (ARCHITECTURE principle 5).  The allocator
+ * listens to the graph (dg_add_listener) and touches only what an event can
+ * affect:
+ *  - ResourceSlice: the node tables that depend on the slice's pool (before
+ *    and after the change; a table registers every pool it looked at, in
+ *    al_allocator.pool_tabs) and the tables of the nodes the new slice is
+ *    visible from are marked invalid and rebuilt lazily.  Counter
+ *    availability and compatibility-group seeds are derived per Allocate
+ *    call from the table's used bits (and the graph's usage for a pool's
+ *    slices outside the table), so nothing pool-level needs invalidating.
+ *  - ResourceClaim: the usage of exactly the devices in the claim's results
+ *    (the old results, remembered per claim, and the new ones) is re-read
+ *    from the graph into the tables that hold those devices: bit flips and a
+ *    consumed-capacity copy, nothing rebuilt.  A new unallocated claim
+ *    touches nothing.
+ *  - DeviceClass: the selector sets of that class are recompiled on next use
+ *    and their candidate bitsets re-evaluated then.
+ *  - Node: that node's table (labels decide slice visibility), and the
+ *    canonical node order when Nodes come or go.
+ *  - DeviceTaintRule, and derived attributes written by the policy host:
+ *    the graph reports each device whose taints or attributes changed
+ *    (dg_add_device_listener); at the next use the allocator refreshes just
+ *    those entries (taints, flags, policy groups, and their bits in every
+ *    candidate set).
+ *  - Pods, templates, namespaces: nothing.
+ * A new policy revision (al_hooks.revision) or new hooks rebuild everything.
  */
 #include "al_int.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+static void on_change(void *ctx, dg_kind kind, dg_op op, uint32_t id);
+static void on_device(void *ctx, uint32_t devid);
+static void on_claim(al_allocator *a, uint32_t clid);
+static void remember_slice(al_allocator *a, uint32_t sid);
+static void remember_name(uint32_t **v, uint32_t *n, uint32_t id, uint32_t name);
 
 void al_oom(size_t n)
 {
@@ -89,23 +114,47 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
     de_map_init(&a->ntab_by_name);
     de_map_init(&a->selset_by_key);
     de_map_init(&a->node_rank);
-    de_map_init(&a->local_first);
+    de_map_init(&a->rank_by_name);
+    de_map_init(&a->pool_tabs);
     a->scratch = de_arena_new(64u << 20);
     a->s_metadata_name = al_intern(a, "metadata.name");
     a->s_in = al_intern(a, "In");
     a->epoch = 1;
-    a->usage_epoch = 1;
-    a->last_usage_gen = dg_generation(g);
+    a->order_dirty = true;
+    /* what the events of later changes need to know about earlier states */
+    for (uint32_t i = 0, n = dg_claim_id_limit(g); i < n; i++)
+        if (dg_claim_get(g, i))
+            on_claim(a, i);
+    for (uint32_t i = 0, n = dg_slice_id_limit(g); i < n; i++)
+        if (dg_slice_get(g, i))
+            remember_slice(a, i);
+    for (uint32_t i = 0, n = dg_node_id_limit(g); i < n; i++)
+        if (dg_node_get(g, i))
+            remember_name(&a->node_name_of, &a->nnode_name_of, i, dg_node_get(g, i)->meta.name);
+    for (uint32_t i = 0, n = dg_class_id_limit(g); i < n; i++)
+        if (dg_class_get(g, i))
+            remember_name(&a->class_name_of, &a->nclass_name_of, i, dg_class_get(g, i)->meta.name);
+    dg_add_listener(g, on_change, a);
+    dg_add_device_listener(g, on_device, a);
     return a;
+}
+
+static void agg_free(al_ntab *t)
+{
+    if (t->agg)
+        for (uint32_t i = 0; i < t->ndev; i++)
+            free(t->agg[i]);
 }
 
 static void ntab_free(al_ntab *t)
 {
     if (!t)
         return;
+    agg_free(t);
     de_arena_free(t->ar);
-    de_arena_free(t->usage_ar);
     free(t->csets);
+    free(t->gpools);
+    de_map_destroy(&t->devidx);
     free(t);
 }
 
@@ -113,6 +162,21 @@ void al_free(al_allocator *a)
 {
     if (!a)
         return;
+    dg_remove_listener(a->g, on_change, a);
+    dg_remove_device_listener(a->g, on_device, a);
+    free(a->dirty);
+    free(a->dirty_bits);
+    for (uint32_t i = 0; i < a->ntabsets; i++)
+        free(a->tabsets[i].v);
+    free(a->tabsets);
+    de_map_destroy(&a->pool_tabs);
+    for (uint32_t i = 0; i < a->ncrec; i++)
+        free(a->crec[i].keys);
+    free(a->crec);
+    free(a->slice_pool);
+    free(a->node_name_of);
+    free(a->class_name_of);
+    de_map_destroy(&a->rank_by_name);
     for (uint32_t i = 0; i < a->nntabs; i++)
         ntab_free(a->ntabs[i]);
     free(a->ntabs);
@@ -132,11 +196,6 @@ void al_free(al_allocator *a)
     de_map_destroy(&a->ntab_by_name);
     de_map_destroy(&a->selset_by_key);
     de_map_destroy(&a->node_rank);
-    free(a->all_slices);
-    free(a->shared_slices);
-    free(a->local_slices);
-    free(a->local_next);
-    de_map_destroy(&a->local_first);
     free(a->node_order);
     free(a->node_names);
     free(a->node_stub);
@@ -170,15 +229,353 @@ void al_get_stats(const al_allocator *a, al_stats *out)
     *out = a->stats;
 }
 
-/* Notice changes made to the graph by others since we last looked. */
+/* ---- registry: which tables depend on which graph pool ------------------------- */
+
+static al_u32s *tabset(al_allocator *a, uint32_t gpool, bool create)
+{
+    uint64_t v;
+    if (de_map_get(&a->pool_tabs, gpool, &v))
+        return &a->tabsets[v - 1];
+    if (!create)
+        return NULL;
+    if (a->ntabsets == a->captabsets) {
+        a->captabsets = a->captabsets ? a->captabsets * 2 : 64;
+        a->tabsets = de_xrealloc(a->tabsets, a->captabsets * sizeof *a->tabsets);
+    }
+    al_u32s *l = &a->tabsets[a->ntabsets++];
+    memset(l, 0, sizeof *l);
+    de_map_put(&a->pool_tabs, gpool, a->ntabsets);
+    return l;
+}
+
+static void tabs_register(al_allocator *a, al_ntab *t, bool add)
+{
+    for (uint32_t i = 0; i < t->ngpools; i++) {
+        al_u32s *l = tabset(a, t->gpools[i], add);
+        if (!l)
+            continue;
+        if (add) {
+            if (l->n && l->v[l->n - 1] == t->self)
+                continue; /* the same pool twice in a row */
+            if (l->n == l->cap) {
+                l->cap = l->cap ? l->cap * 2 : 4;
+                l->v = de_xrealloc(l->v, l->cap * sizeof *l->v);
+            }
+            l->v[l->n++] = t->self;
+        } else {
+            for (uint32_t k = 0; k < l->n; k++)
+                if (l->v[k] == t->self) {
+                    l->v[k] = l->v[--l->n];
+                    break;
+                }
+        }
+    }
+}
+
+static void ntab_invalidate(al_allocator *a, al_ntab *t)
+{
+    if (!t->valid)
+        return;
+    t->valid = false;
+    al_mf_set_node(a, t->node_name);
+}
+
+static void invalidate_pool(al_allocator *a, uint32_t gpool)
+{
+    al_u32s *l = tabset(a, gpool, false);
+    for (uint32_t i = 0; l && i < l->n; i++)
+        ntab_invalidate(a, a->ntabs[l->v[i]]);
+}
+
+static al_ntab *ntab_find(al_allocator *a, uint32_t node_name)
+{
+    uint64_t v;
+    return de_map_get(&a->ntab_by_name, node_name, &v) ? a->ntabs[v - 1] : NULL;
+}
+
+/* ---- node index: "may have a free candidate" ----------------------------------- */
+
+void al_mf_set_node(al_allocator *a, uint32_t node_name)
+{
+    uint64_t r;
+    if (a->order_dirty || !de_map_get(&a->rank_by_name, node_name, &r))
+        return;
+    uint32_t rank = (uint32_t)r - 1, w = rank / 64;
+    for (uint32_t i = 0; i < a->nselsets; i++) {
+        al_selset *s = a->selsets[i];
+        if (!s->maybe_free || s->mf_order != a->order_gen)
+            continue;
+        de_bit_set(s->maybe_free, rank);
+        if (s->mf_low > w)
+            s->mf_low = w;
+    }
+}
+
+/* ---- usage ------------------------------------------------------------------------- */
+
+/* Re-read one device's allocated state from the graph (upstream's
+ * AllocatedState as kube-scheduler builds it: adminAccess results do not
+ * count; with DRAConsumableCapacity a result with a shareID is shared use
+ * adding its consumedCapacity, any other result is exclusive use). */
+static void dev_usage(al_allocator *a, al_ntab *t, uint32_t i)
+{
+    const al_dev *d = &t->devs[i];
+    dg_usage u;
+    bool used = dg_usage_get(a->g, d->s->driver, d->s->pool, d->name, &u);
+    de_bit_clr(t->allocated, i);
+    de_bit_clr(t->inuse, i);
+    free(t->agg[i]);
+    t->agg[i] = NULL;
+    t->nagg[i] = 0;
+    if (!used)
+        return;
+    de_bit_set(t->allocated, i);
+    if (a->f_cc) {
+        if (u.exclusive)
+            de_bit_set(t->inuse, i);
+        if (u.shared && u.nconsumed) {
+            t->agg[i] = de_xmalloc(u.nconsumed * sizeof *u.consumed);
+            memcpy(t->agg[i], u.consumed, u.nconsumed * sizeof *u.consumed);
+            t->nagg[i] = u.nconsumed;
+        }
+    } else if (u.exclusive || u.shared) {
+        de_bit_set(t->inuse, i);
+    }
+}
+
+/* The whole table, after a (re)build. */
+void al_ntab_usage(al_allocator *a, al_ntab *t)
+{
+    t->inuse = AL_NEW(t->ar, uint64_t, t->nwords);
+    t->allocated = AL_NEW(t->ar, uint64_t, t->nwords);
+    t->agg = AL_NEW(t->ar, dg_consumed *, t->ndev);
+    t->nagg = AL_NEW(t->ar, uint32_t, t->ndev);
+    for (uint32_t i = 0; i < t->ndev; i++)
+        dev_usage(a, t, i);
+}
+
+/* The usage of device (graph pool, name) changed: update every valid table
+ * that holds it. */
+static void usage_changed(al_allocator *a, uint64_t key)
+{
+    al_u32s *l = tabset(a, (uint32_t)(key >> 32), false);
+    for (uint32_t k = 0; l && k < l->n; k++) {
+        al_ntab *t = a->ntabs[l->v[k]];
+        uint64_t v;
+        if (!t->valid || !de_map_get(&t->devidx, key, &v))
+            continue;
+        uint32_t i = (uint32_t)v - 1;
+        dev_usage(a, t, i);
+        if (!de_bit_get(t->inuse, i))
+            al_mf_set_node(a, t->node_name);
+    }
+}
+
+/* ---- events ------------------------------------------------------------------------ */
+
+static void grow_u32(uint32_t **v, uint32_t *n, uint32_t need)
+{
+    if (need <= *n)
+        return;
+    uint32_t cap = *n ? *n : 64;
+    while (cap < need)
+        cap *= 2;
+    *v = de_xrealloc(*v, cap * sizeof **v);
+    memset(*v + *n, 0, (cap - *n) * sizeof **v);
+    *n = cap;
+}
+
+static void remember_name(uint32_t **v, uint32_t *n, uint32_t id, uint32_t name)
+{
+    grow_u32(v, n, id + 1);
+    (*v)[id] = name;
+}
+
+static void remember_slice(al_allocator *a, uint32_t sid)
+{
+    grow_u32(&a->slice_pool, &a->nslice_pool, sid + 1);
+    uint32_t p = dg_slice_pool(a->g, sid);
+    a->slice_pool[sid] = p == DG_NONE ? 0 : p + 1;
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t p = *(const uint64_t *)x, q = *(const uint64_t *)y;
+    return p < q ? -1 : p > q;
+}
+
+/* A claim changed (or was deleted): the devices of its old and new results. */
+static void on_claim(al_allocator *a, uint32_t clid)
+{
+    if (clid >= a->ncrec) {
+        uint32_t cap = a->ncrec ? a->ncrec : 256;
+        while (cap <= clid)
+            cap *= 2;
+        a->crec = de_xrealloc(a->crec, cap * sizeof *a->crec);
+        memset(a->crec + a->ncrec, 0, (cap - a->ncrec) * sizeof *a->crec);
+        a->ncrec = cap;
+    }
+    al_crec *r = &a->crec[clid];
+    const dg_claim *c = dg_claim_get(a->g, clid);
+    uint32_t n = 0;
+    uint64_t *keys = NULL;
+    if (c && c->allocated && c->allocation.nresults) {
+        keys = de_xmalloc(c->allocation.nresults * sizeof *keys);
+        for (uint32_t i = 0; i < c->allocation.nresults; i++) {
+            const dg_result *x = &c->allocation.results[i];
+            if (x->admin_access == 1)
+                continue;
+            uint32_t p = dg_pool_find(a->g, x->driver, x->pool);
+            if (p != DG_NONE)
+                keys[n++] = de_pack2(p, x->device);
+        }
+    }
+    /* old and new, each device once */
+    uint64_t *all = de_xmalloc((r->n + n + 1) * sizeof *all);
+    if (r->n)
+        memcpy(all, r->keys, r->n * sizeof *all);
+    if (n)
+        memcpy(all + r->n, keys, n * sizeof *all);
+    qsort(all, r->n + n, sizeof *all, cmp_u64);
+    for (uint32_t i = 0; i < r->n + n; i++)
+        if (!i || all[i] != all[i - 1])
+            usage_changed(a, all[i]);
+    free(all);
+    free(r->keys);
+    r->keys = n ? keys : NULL;
+    r->n = n;
+    if (!n)
+        free(keys);
+}
+
+static void on_slice(al_allocator *a, uint32_t sid)
+{
+    if (sid < a->nslice_pool && a->slice_pool[sid])
+        invalidate_pool(a, a->slice_pool[sid] - 1);
+    const dg_slice *s = dg_slice_get(a->g, sid);
+    if (s) {
+        uint32_t p = dg_slice_pool(a->g, sid);
+        if (p != DG_NONE)
+            invalidate_pool(a, p);
+        if (s->ns_mode == DG_NS_NODE_NAME && !s->ncountersets) {
+            al_ntab *t = ntab_find(a, s->node_name);
+            if (t)
+                ntab_invalidate(a, t);
+        } else {
+            for (uint32_t i = 0; i < a->nntabs; i++)
+                if (a->ntabs[i]->valid && al_slice_relevant(a, s, a->ntabs[i]->node_name))
+                    ntab_invalidate(a, a->ntabs[i]);
+        }
+        remember_slice(a, sid);
+    } else if (sid < a->nslice_pool) {
+        a->slice_pool[sid] = 0;
+    }
+    /* without Node objects the slices name the nodes (al_place.c) */
+    if (a->node_stub)
+        a->order_dirty = true;
+}
+
+static void on_node(al_allocator *a, dg_op op, uint32_t nid)
+{
+    const dg_node *n = dg_node_get(a->g, nid);
+    uint32_t name = n ? n->meta.name : nid < a->nnode_name_of ? a->node_name_of[nid] : 0;
+    if (n)
+        remember_name(&a->node_name_of, &a->nnode_name_of, nid, name);
+    al_ntab *t = name ? ntab_find(a, name) : NULL;
+    if (t)
+        ntab_invalidate(a, t);
+    if (op != DG_OP_UPDATE)
+        a->order_dirty = true;
+}
+
+static void on_class(al_allocator *a, uint32_t cid)
+{
+    const dg_class *c = dg_class_get(a->g, cid);
+    uint32_t name = c ? c->meta.name : cid < a->nclass_name_of ? a->class_name_of[cid] : 0;
+    if (c)
+        remember_name(&a->class_name_of, &a->nclass_name_of, cid, name);
+    for (uint32_t i = 0; i < a->nselsets; i++)
+        if (a->selsets[i]->class_name == name)
+            a->selsets[i]->stale = true;
+}
+
+/* A device's generation moved while its slice stayed (taints from
+ * DeviceTaintRules, derived attributes): remember it; the entries are
+ * refreshed at the next al_sync, outside the graph's callback (refreshing
+ * calls the policy groups hook). */
+static void on_device(void *ctx, uint32_t devid)
+{
+    al_allocator *a = ctx;
+    if (devid >= a->ndirty_bits * 64u) {
+        uint32_t nw = a->ndirty_bits ? a->ndirty_bits : 64;
+        while (nw * 64u <= devid)
+            nw *= 2;
+        a->dirty_bits = de_xrealloc(a->dirty_bits, nw * sizeof *a->dirty_bits);
+        memset(a->dirty_bits + a->ndirty_bits, 0, (nw - a->ndirty_bits) * sizeof *a->dirty_bits);
+        a->ndirty_bits = nw;
+    }
+    if (de_bit_get(a->dirty_bits, devid))
+        return;
+    de_bit_set(a->dirty_bits, devid);
+    if (a->ndirty == a->capdirty) {
+        a->capdirty = a->capdirty ? a->capdirty * 2 : 64;
+        a->dirty = de_xrealloc(a->dirty, a->capdirty * sizeof *a->dirty);
+    }
+    a->dirty[a->ndirty++] = devid;
+}
+
+static void refresh_dirty(al_allocator *a)
+{
+    for (uint32_t k = 0; k < a->ndirty; k++) {
+        uint32_t devid = a->dirty[k];
+        de_bit_clr(a->dirty_bits, devid);
+        dg_devref ref;
+        if (!dg_device_ref(a->g, devid, &ref))
+            continue; /* gone: its slice's event invalidated the tables */
+        const dg_slice *s = dg_slice_get(a->g, ref.slice);
+        uint64_t key = de_pack2(ref.pool, s->devices[ref.index].name);
+        al_u32s *l = tabset(a, ref.pool, false);
+        for (uint32_t j = 0; l && j < l->n; j++) {
+            al_ntab *t = a->ntabs[l->v[j]];
+            uint64_t v;
+            if (!t->valid || t->epoch != a->epoch || !de_map_get(&t->devidx, key, &v))
+                continue;
+            al_dev *dv = &t->devs[v - 1];
+            if (dv->devid != devid || dv->gen == ref.gen)
+                continue;
+            al_fill_device(a, t, dv);
+            al_cset_refresh(a, t, (uint32_t)v - 1);
+            al_mf_set_node(a, t->node_name);
+        }
+    }
+    a->ndirty = 0;
+}
+
+static void on_change(void *ctx, dg_kind kind, dg_op op, uint32_t id)
+{
+    al_allocator *a = ctx;
+    switch (kind) {
+    case DG_KIND_RESOURCE_SLICE:
+        on_slice(a, id);
+        break;
+    case DG_KIND_RESOURCE_CLAIM:
+        on_claim(a, id);
+        break;
+    case DG_KIND_DEVICE_CLASS:
+        on_class(a, id);
+        break;
+    case DG_KIND_NODE:
+        on_node(a, op, id);
+        break;
+    default:
+        break; /* taint rules (their devices: on_device), pods, templates,
+                * namespaces, pool status requests */
+    }
+}
+
+/* Before any use: a new policy revision (no event), devices changed. */
 void al_sync(al_allocator *a)
 {
-    uint64_t gen = dg_generation(a->g);
-    if (gen != a->last_usage_gen) {
-        a->epoch++;
-        a->usage_epoch++;
-        a->last_usage_gen = gen;
-    }
     if (a->has_hooks && a->hooks.revision) {
         uint64_t rev = a->hooks.revision(a->hooks.ctx);
         if (rev != a->hook_rev) {
@@ -186,72 +583,37 @@ void al_sync(al_allocator *a)
             a->epoch++;
         }
     }
+    refresh_dirty(a);
 }
 
 al_ntab *al_ntab_get(al_allocator *a, uint32_t node_name, de_err *e)
 {
-    uint64_t v;
-    al_ntab *t;
-    if (de_map_get(&a->ntab_by_name, node_name, &v)) {
-        t = a->ntabs[v - 1];
-    } else {
+    al_ntab *t = ntab_find(a, node_name);
+    if (!t) {
         t = de_xcalloc(1, sizeof *t);
         t->node_name = node_name;
+        de_map_init(&t->devidx);
         if (a->nntabs == a->capntabs) {
             a->capntabs = a->capntabs ? a->capntabs * 2 : 64;
             a->ntabs = de_xrealloc(a->ntabs, a->capntabs * sizeof *a->ntabs);
         }
+        t->self = a->nntabs;
         a->ntabs[a->nntabs++] = t;
         de_map_put(&a->ntab_by_name, node_name, a->nntabs);
     }
     if (!t->valid || t->epoch != a->epoch) {
+        tabs_register(a, t, false);
+        agg_free(t);
+        t->agg = NULL;
+        t->valid = false;
         de_rc rc = al_ntab_build(a, t, e);
-        if (rc != DE_OK) {
-            t->valid = false;
+        tabs_register(a, t, true);
+        if (rc != DE_OK)
             return NULL;
-        }
+        al_ntab_usage(a, t);
         t->valid = true;
         t->epoch = a->epoch;
-        t->usage_epoch = 0;
         a->stats.node_tables_built++;
     }
-    if (t->usage_epoch != a->usage_epoch)
-        al_ntab_usage(a, t);
     return t;
-}
-
-/* Read the allocated state of the table's devices from the graph (upstream's
- * AllocatedState as kube-scheduler builds it: adminAccess results do not
- * count; with DRAConsumableCapacity a result with a shareID is shared use
- * adding its consumedCapacity, any other result is exclusive use). */
-void al_ntab_usage(al_allocator *a, al_ntab *t)
-{
-    if (!t->usage_ar)
-        t->usage_ar = de_arena_new_sized(0, 1024);
-    else
-        de_arena_reset(t->usage_ar);
-    t->inuse = AL_NEW(t->usage_ar, uint64_t, t->nwords);
-    t->allocated = AL_NEW(t->usage_ar, uint64_t, t->nwords);
-    t->agg = AL_NEW(t->usage_ar, dg_consumed *, t->ndev);
-    t->nagg = AL_NEW(t->usage_ar, uint32_t, t->ndev);
-    for (uint32_t i = 0; i < t->ndev; i++) {
-        const al_dev *d = &t->devs[i];
-        const dg_slice *s = d->s;
-        dg_usage u;
-        if (!dg_usage_get(a->g, s->driver, s->pool, d->name, &u))
-            continue;
-        de_bit_set(t->allocated, i);
-        if (a->f_cc) {
-            if (u.exclusive)
-                de_bit_set(t->inuse, i);
-            if (u.shared && u.nconsumed) {
-                t->agg[i] = AL_NEW(t->usage_ar, dg_consumed, u.nconsumed);
-                memcpy(t->agg[i], u.consumed, u.nconsumed * sizeof *u.consumed);
-                t->nagg[i] = u.nconsumed;
-            }
-        } else if (u.exclusive || u.shared) {
-            de_bit_set(t->inuse, i);
-        }
-    }
-    t->usage_epoch = a->usage_epoch;
 }

@@ -80,13 +80,23 @@ static bool device_allocated(al_call *c, const dg_slice *s, uint32_t name)
     return dg_usage_get(c->a->g, s->driver, s->pool, name, &u);
 }
 
-static void subtract_allocated(al_call *c, al_cgroup *g, const uint32_t *sl, uint32_t n)
+/* Is device d of slice s allocated?  `base` is the local index of the
+ * slice's first device when the slice's devices are in the node table (its
+ * bits follow the graph's usage), UINT32_MAX when they are not. */
+static bool allocated_at(al_call *c, const dg_slice *s, uint32_t d, uint32_t base)
+{
+    if (base != UINT32_MAX)
+        return de_bit_get(c->t->allocated, base + d);
+    return device_allocated(c, s, s->devices[d].name);
+}
+
+static void subtract_allocated(al_call *c, al_cgroup *g, const uint32_t *sl, uint32_t n, uint32_t base)
 {
     for (uint32_t i = 0; i < n; i++) {
         const dg_slice *s = dg_slice_get(c->a->g, sl[i]);
         for (uint32_t d = 0; d < s->ndevices; d++) {
             const dg_device *dev = &s->devices[d];
-            if (!dev->nconsumes || !device_allocated(c, s, dev->name))
+            if (!dev->nconsumes || !allocated_at(c, s, d, base))
                 continue;
             for (uint32_t k = 0; k < dev->nconsumes; k++)
                 for (uint32_t m = 0; m < dev->consumes[k].ncounters; m++) {
@@ -99,6 +109,8 @@ static void subtract_allocated(al_call *c, al_cgroup *g, const uint32_t *sl, uin
                         g->avail[v - 1] = r;
                 }
         }
+        if (base != UINT32_MAX)
+            base += s->ndevices;
     }
 }
 
@@ -115,8 +127,8 @@ static void compute_available(al_call *c, al_cgroup *g, const al_pool *p)
             }
         }
     }
-    subtract_allocated(c, g, p->on_slices, p->non);
-    subtract_allocated(c, g, p->off_slices, p->noff);
+    subtract_allocated(c, g, p->on_slices, p->non, p->state == AL_POOL_OK ? p->dev_first : UINT32_MAX);
+    subtract_allocated(c, g, p->off_slices, p->noff, UINT32_MAX);
     for (uint32_t s = 0; s < g->nslots; s++)
         if (g->has_avail[s] && de_qty_sign(g->avail[s]) < 0)
             g->broken = true;
@@ -282,18 +294,22 @@ static void cgrp_seed(al_call *c, al_gstate *s, const al_pool *p, uint32_t set)
 {
     const uint32_t *lists[2] = {p->on_slices, p->off_slices};
     uint32_t ns[2] = {p->non, p->noff};
-    for (int l = 0; l < 2; l++)
+    for (int l = 0; l < 2; l++) {
+        uint32_t base = l == 0 && p->state == AL_POOL_OK ? p->dev_first : UINT32_MAX;
         for (uint32_t i = 0; i < ns[l]; i++) {
             const dg_slice *sl = dg_slice_get(c->a->g, lists[l][i]);
             for (uint32_t d = 0; d < sl->ndevices; d++) {
                 const dg_device *dev = &sl->devices[d];
-                if (!dev->nconsumes || !device_allocated(c, sl, dev->name))
+                if (!dev->nconsumes || !allocated_at(c, sl, d, base))
                     continue;
                 for (uint32_t k = 0; k < dev->nconsumes; k++)
                     if (dev->consumes[k].counterset == set)
                         gs_add(c->ar, s, dev->consumes[k].groups, dev->consumes[k].ngroups);
             }
+            if (base != UINT32_MAX)
+                base += sl->ndevices;
         }
+    }
 }
 
 bool al_cgroups_skip_disabled(al_call *c, uint32_t dev)
@@ -305,9 +321,15 @@ bool al_cgroups_skip_disabled(al_call *c, uint32_t dev)
         return false;
     const al_pool *p = &c->t->pools[dv->pool];
     for (uint32_t k = 0; k < dv->d->nconsumes; k++) {
-        al_gstate s = {0};
-        cgrp_seed(c, &s, p, dv->d->consumes[k].counterset);
-        if (s.has_members && !s.all_empty)
+        /* per call, the allocated state is fixed: seed each counter set once */
+        uint64_t key = de_pack2(dv->pool, dv->d->consumes[k].counterset), v;
+        if (!de_map_get(&c->cgskip, key, &v)) {
+            al_gstate s = {0};
+            cgrp_seed(c, &s, p, dv->d->consumes[k].counterset);
+            v = s.has_members && !s.all_empty ? 2 : 1;
+            de_map_put(&c->cgskip, key, v);
+        }
+        if (v == 2)
             return true;
     }
     return false;

@@ -127,6 +127,7 @@ al_selset *al_selset_get(al_allocator *a, uint32_t class_name, const dg_selector
             }
             selset_compile(a, s, sels, nsels);
             s->node_epoch = a->epoch;
+            s->gen = 1;
             return s;
         }
         s = a->selsets[v - 1];
@@ -134,12 +135,16 @@ al_selset *al_selset_get(al_allocator *a, uint32_t class_name, const dg_selector
         for (uint32_t i = 0; i < nsels && same; i++)
             same = s->rexpr[i] == sels[i].expr && s->rhascel[i] == sels[i].has_cel;
         if (same) {
-            if (s->node_epoch != a->epoch) {
-                /* the class may have changed: recompile */
+            if (s->node_epoch != a->epoch || s->stale) {
+                /* the class changed (or everything did): recompile; the
+                 * candidate sets made from the old programs are re-evaluated
+                 * on their next use (al_cset_get compares gen) */
                 selset_compile(a, s, sels, nsels);
                 free(s->maybe_free);
                 s->maybe_free = NULL;
                 s->node_epoch = a->epoch;
+                s->stale = false;
+                s->gen++;
             }
             return s;
         }
@@ -234,37 +239,65 @@ static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, c
 #undef idbuf
 }
 
+/* (Re)evaluate device i of a candidate set. */
+static void cset_eval(al_allocator *a, al_ntab *t, al_cset *c, uint32_t i)
+{
+    if (de_bit_get(c->cand, i)) {
+        de_bit_clr(c->cand, i);
+        c->ncand--;
+    }
+    de_bit_clr(c->poison, i);
+    char *msg = NULL;
+    uint8_t kind = 0;
+    int r = eval_device(a, t, c->ss, i, &msg, &kind);
+    if (r > 0) {
+        de_bit_set(c->cand, i);
+        c->ncand++;
+    } else if (r < 0) {
+        if (!c->poison_msg) {
+            c->poison_msg = AL_NEW(t->ar, char *, t->ndev);
+            c->poison_kind = AL_NEW(t->ar, uint8_t, t->ndev);
+        }
+        de_bit_set(c->poison, i);
+        c->poison_msg[i] = msg;
+        c->poison_kind[i] = kind;
+    }
+}
+
 al_cset *al_cset_get(al_allocator *a, al_ntab *t, al_selset *ss)
 {
+    al_cset *c = NULL;
     for (uint32_t i = 0; i < t->ncsets; i++)
-        if (t->csets[i].key == ss->key)
-            return &t->csets[i];
-    if (t->ncsets == t->capcsets) {
-        t->capcsets = t->capcsets ? t->capcsets * 2 : 8;
-        t->csets = de_xrealloc(t->csets, t->capcsets * sizeof *t->csets);
+        if (t->csets[i].key == ss->key) {
+            c = &t->csets[i];
+            if (c->ss_gen == ss->gen)
+                return c;
+            break; /* its class changed: evaluate again in place */
+        }
+    if (!c) {
+        if (t->ncsets == t->capcsets) {
+            t->capcsets = t->capcsets ? t->capcsets * 2 : 8;
+            t->csets = de_xrealloc(t->csets, t->capcsets * sizeof *t->csets);
+        }
+        c = &t->csets[t->ncsets++];
     }
-    al_cset *c = &t->csets[t->ncsets++];
     memset(c, 0, sizeof *c);
     c->key = ss->key;
+    c->ss = ss;
+    c->ss_gen = ss->gen;
     c->cand = AL_NEW(t->ar, uint64_t, t->nwords);
     c->poison = AL_NEW(t->ar, uint64_t, t->nwords);
-    for (uint32_t i = 0; i < t->ndev; i++) {
-        char *msg = NULL;
-        uint8_t kind = 0;
-        int r = eval_device(a, t, ss, i, &msg, &kind);
-        if (r > 0) {
-            de_bit_set(c->cand, i);
-            c->ncand++;
-        } else if (r < 0) {
-            if (!c->poison_msg) {
-                c->poison_msg = AL_NEW(t->ar, char *, t->ndev);
-                c->poison_kind = AL_NEW(t->ar, uint8_t, t->ndev);
-            }
-            de_bit_set(c->poison, i);
-            c->poison_msg[i] = msg;
-            c->poison_kind[i] = kind;
-        }
-    }
+    for (uint32_t i = 0; i < t->ndev; i++)
+        cset_eval(a, t, c, i);
     a->stats.candidate_sets_built++;
     return c;
+}
+
+void al_cset_refresh(al_allocator *a, al_ntab *t, uint32_t dev)
+{
+    for (uint32_t i = 0; i < t->ncsets; i++) {
+        al_cset *c = &t->csets[i];
+        if (c->ss_gen == c->ss->gen && !c->ss->stale)
+            cset_eval(a, t, c, dev);
+    }
 }

@@ -15,63 +15,44 @@
  * bookkeeping.  Pools sort by (driver, pool name) byte-wise, pools with a
  * device that has bindingConditions after all others; slices inside a pool by
  * name; devices keep their slice order.
+ *
+ * The slices come from the graph's own indexes (dg_slices_on_node,
+ * dg_slices_shared, dg_slices_with_counters, and a pool's slice list for the
+ * rescan): upstream's "shared" list is the graph's non-node-local slices plus
+ * the slices with sharedCounters, merged in id (input) order.  The table
+ * records which graph pools it looked at (ntab->gpools, relevant pools of any
+ * state, obsolete ones included) so that a slice event invalidates exactly
+ * the tables that depend on its pool (al_core.c).
  */
 #include "al_int.h"
 
 #include <stdlib.h>
-
-/* ---- cluster slice index ----------------------------------------------------- */
-
-void al_cluster_index(al_allocator *a)
-{
-    if (a->index_epoch == a->epoch)
-        return;
-    uint32_t lim = dg_slice_id_limit(a->g);
-    free(a->all_slices);
-    free(a->shared_slices);
-    free(a->local_slices);
-    free(a->local_next);
-    a->all_slices = de_xmalloc((lim ? lim : 1) * sizeof(uint32_t));
-    a->shared_slices = de_xmalloc((lim ? lim : 1) * sizeof(uint32_t));
-    a->local_slices = de_xmalloc((lim ? lim : 1) * sizeof(uint32_t));
-    a->local_next = de_xcalloc(lim ? lim : 1, sizeof(uint32_t));
-    a->nall = a->nshared = 0;
-    de_map_clear(&a->local_first);
-    de_map last;
-    de_map_init(&last);
-    uint32_t nlocal = 0;
-    for (uint32_t i = 0; i < lim; i++) {
-        const dg_slice *s = dg_slice_get(a->g, i);
-        if (!s)
-            continue;
-        a->all_slices[a->nall++] = i;
-        if (s->ns_mode == DG_NS_NODE_NAME && !s->ncountersets) {
-            uint32_t k = nlocal++;
-            a->local_slices[k] = i;
-            uint64_t *prev = de_map_slot(&last, s->node_name, 0);
-            if (*prev)
-                a->local_next[*prev - 1] = k + 1;
-            else
-                de_map_put(&a->local_first, s->node_name, k + 1);
-            prev = de_map_slot(&last, s->node_name, 0);
-            *prev = k + 1;
-        } else {
-            a->shared_slices[a->nshared++] = i;
-        }
-    }
-    de_map_destroy(&last);
-    a->index_epoch = a->epoch;
-}
 
 /* ---- node matching ------------------------------------------------------------- */
 
 typedef struct gctx {
     al_allocator *a;
     al_ntab *t;
+    uint32_t node;           /* node name */
     const dg_kv *labels;
     uint32_t nlabels;
     de_err *e;
 } gctx;
+
+static void gctx_init(gctx *g, al_allocator *a, al_ntab *t, uint32_t node_name, de_err *e)
+{
+    memset(g, 0, sizeof *g);
+    g->a = a;
+    g->t = t;
+    g->node = node_name;
+    g->e = e;
+    uint32_t nid = dg_node_find(a->g, node_name);
+    const dg_node *n = nid == DG_NONE ? NULL : dg_node_get(a->g, nid);
+    if (n) {
+        g->labels = n->meta.labels;
+        g->nlabels = n->meta.nlabels;
+    }
+}
 
 /* upstream NodeMatches: nodeName equality, allNodes, or the selector */
 static de_rc node_matches(gctx *g, uint8_t mode, uint32_t node_name, const dg_nodesel *sel,
@@ -79,17 +60,64 @@ static de_rc node_matches(gctx *g, uint8_t mode, uint32_t node_name, const dg_no
 {
     switch (mode) {
     case DG_NS_NODE_NAME:
-        *match = node_name && node_name == g->t->node_name;
+        *match = node_name && node_name == g->node;
         return DE_OK;
     case DG_NS_ALL_NODES:
         *match = true;
         return DE_OK;
     case DG_NS_NODE_SELECTOR:
-        return dg_nodesel_match(g->a->g, sel, g->t->node_name, g->labels, g->nlabels, match, e);
+        return dg_nodesel_match(g->a->g, sel, g->node, g->labels, g->nlabels, match, e);
     default:
         *match = false;
         return DE_OK;
     }
+}
+
+/* GatherPools' relevance of one slice for the node: 1 relevant, 0 not, -1
+ * skipped (unknown node selection, or gated off); errors return DE_* with e
+ * filled and the upstream prefix. */
+static de_rc slice_relevant(gctx *g, const dg_slice *s, int *rel, de_err *e)
+{
+    al_allocator *a = g->a;
+    *rel = -1;
+    if (!a->f_part && (s->ns_mode == DG_NS_PER_DEVICE || s->ncountersets))
+        return DE_OK;
+    bool relevant = false;
+    if (s->ncountersets) {
+        relevant = true;
+    } else if (s->ns_mode == DG_NS_NODE_NAME || s->ns_mode == DG_NS_ALL_NODES ||
+               s->ns_mode == DG_NS_NODE_SELECTOR) {
+        de_rc rc = node_matches(g, s->ns_mode, s->node_name, &s->node_selector, &relevant, e);
+        if (rc != DE_OK) {
+            de_err_prefix(e, "gather pool information: failed to perform node selection for slice %s",
+                          al_str(a, s->meta.name));
+            return rc;
+        }
+    } else if (s->ns_mode == DG_NS_PER_DEVICE) {
+        for (uint32_t d = 0; d < s->ndevices && !relevant; d++) {
+            const dg_device *dv = &s->devices[d];
+            de_rc rc = node_matches(g, dv->ns_mode, dv->node_name, &dv->node_selector, &relevant, e);
+            if (rc != DE_OK) {
+                de_err_prefix(e, "gather pool information: failed to perform node selection for device %s in slice %s",
+                              al_str(a, dv->name), al_str(a, s->meta.name));
+                return rc;
+            }
+        }
+    } else {
+        return DE_OK;
+    }
+    *rel = relevant ? 1 : 0;
+    return DE_OK;
+}
+
+bool al_slice_relevant(al_allocator *a, const dg_slice *s, uint32_t node_name)
+{
+    gctx g;
+    de_err e;
+    de_err_clear(&e);
+    gctx_init(&g, a, NULL, node_name, &e);
+    int rel;
+    return slice_relevant(&g, s, &rel, &e) != DE_OK || rel > 0;
 }
 
 /* ---- pool building ------------------------------------------------------------- */
@@ -100,6 +128,12 @@ typedef struct pb {
     uint32_t *sl;
     uint32_t n, cap;
 } pb;
+
+static int cmp_u32(const void *x, const void *y)
+{
+    uint32_t p = *(const uint32_t *)x, q = *(const uint32_t *)y;
+    return p < q ? -1 : p > q;
+}
 
 static int cmp_ctx_slices(const void *x, const void *y, void *ctx)
 {
@@ -268,6 +302,8 @@ static bool pool_has_binding(al_allocator *a, const al_pool *p)
 
 /* ---- devices --------------------------------------------------------------------- */
 
+static void fill_flags(gctx *g, al_dev *dv);
+
 static void fill_device(gctx *g, al_dev *dv, uint32_t sid, uint32_t idx, uint32_t pool)
 {
     al_allocator *a = g->a;
@@ -280,6 +316,27 @@ static void fill_device(gctx *g, al_dev *dv, uint32_t sid, uint32_t idx, uint32_
     dv->name = d->name;
     dv->d = d;
     dv->s = s;
+    dv->gpool = dg_slice_pool(a->g, sid);
+    fill_flags(g, dv);
+}
+
+void al_fill_device(al_allocator *a, al_ntab *t, al_dev *dv)
+{
+    gctx g;
+    gctx_init(&g, a, t, t->node_name, NULL);
+    fill_flags(&g, dv);
+}
+
+/* Everything of a table entry that can change while its slice stays: taints
+ * (DeviceTaintRules), policy groups and the generation (derived attributes). */
+static void fill_flags(gctx *g, al_dev *dv)
+{
+    al_allocator *a = g->a;
+    const dg_slice *s = dv->s;
+    const dg_device *d = dv->d;
+    dv->flags = 0;
+    dg_devref ref;
+    dv->gen = dv->devid != DG_NONE && dg_device_ref(a->g, dv->devid, &ref) ? ref.gen : 0;
     if (d->nconsumes)
         dv->flags |= AL_DF_COUNTERS;
     if (a->f_cc && d->allow_multi == 1)
@@ -326,6 +383,8 @@ static void fill_device(gctx *g, al_dev *dv, uint32_t sid, uint32_t idx, uint32_
         else
             dv->node_ok = m ? 1 : 0;
     }
+    dv->pscope = dv->npgroups = 0;
+    dv->pgroups = NULL;
     if (a->has_hooks && a->hooks.groups && dv->devid != DG_NONE) {
         al_groups gr = {0};
         a->hooks.groups(a->hooks.ctx, a->g, dv->devid, &gr);
@@ -353,26 +412,33 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
     t->devs = NULL;
     t->any_invalid = t->any_incomplete = t->any_shared_dev = t->any_counters = false;
     t->ncsets = 0;
-    t->usage_epoch = 0;
-    al_cluster_index(a);
-    gctx g = {.a = a, .t = t, .e = e};
+    t->ngpools = 0;
+    gctx g;
+    gctx_init(&g, a, t, t->node_name, e);
     t->node_id = dg_node_find(a->g, t->node_name);
-    if (t->node_id != DG_NONE) {
-        const dg_node *n = dg_node_get(a->g, t->node_id);
-        if (n) {
-            g.labels = n->meta.labels;
-            g.nlabels = n->meta.nlabels;
+    /* candidate order (upstream's slicesOnNode ++ slicesShared): node-local
+     * slices without counters, then the slices that are not node-local or
+     * carry counters, each in input order */
+    const uint32_t *on, *sh, *cn;
+    uint32_t non, nsh, ncn;
+    dg_slices_on_node(a->g, t->node_name, &on, &non);
+    dg_slices_shared(a->g, &sh, &nsh);
+    dg_slices_with_counters(a->g, &cn, &ncn);
+    uint32_t *cand = de_xmalloc((non + nsh + ncn + 1) * sizeof *cand);
+    uint32_t ncand = 0;
+    for (uint32_t i = 0; i < non; i++)
+        if (!dg_slice_get(a->g, on[i])->ncountersets)
+            cand[ncand++] = on[i];
+    for (uint32_t i = 0, j = 0; i < nsh || j < ncn;) {
+        if (j == ncn || (i < nsh && sh[i] < cn[j]))
+            cand[ncand++] = sh[i++];
+        else if (i == nsh || cn[j] < sh[i])
+            cand[ncand++] = cn[j++];
+        else {
+            cand[ncand++] = sh[i++];
+            j++;
         }
     }
-    /* candidate order: node-local slices without counters, then the rest */
-    uint32_t *cand = de_xmalloc((a->nall ? a->nall : 1) * sizeof *cand);
-    uint32_t ncand = 0;
-    uint64_t head;
-    if (de_map_get(&a->local_first, t->node_name, &head))
-        for (uint32_t k = (uint32_t)head; k; k = a->local_next[k - 1])
-            cand[ncand++] = a->local_slices[k - 1];
-    memcpy(cand + ncand, a->shared_slices, a->nshared * sizeof *cand);
-    ncand += a->nshared;
     de_map idx;
     de_map_init(&idx);
     pb *pbs = NULL;
@@ -380,33 +446,11 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
     de_rc rc = DE_OK;
     for (uint32_t i = 0; i < ncand; i++) {
         const dg_slice *s = dg_slice_get(a->g, cand[i]);
-        if (!a->f_part && (s->ns_mode == DG_NS_PER_DEVICE || s->ncountersets))
-            continue;
-        bool relevant = false;
-        if (s->ncountersets) {
-            relevant = true;
-        } else if (s->ns_mode == DG_NS_NODE_NAME || s->ns_mode == DG_NS_ALL_NODES ||
-                   s->ns_mode == DG_NS_NODE_SELECTOR) {
-            rc = node_matches(&g, s->ns_mode, s->node_name, &s->node_selector, &relevant, e);
-            if (rc != DE_OK) {
-                de_err_prefix(e, "gather pool information: failed to perform node selection for slice %s",
-                              al_str(a, s->meta.name));
-                goto out;
-            }
-        } else if (s->ns_mode == DG_NS_PER_DEVICE) {
-            for (uint32_t d = 0; d < s->ndevices && !relevant; d++) {
-                const dg_device *dv = &s->devices[d];
-                rc = node_matches(&g, dv->ns_mode, dv->node_name, &dv->node_selector, &relevant, e);
-                if (rc != DE_OK) {
-                    de_err_prefix(e, "gather pool information: failed to perform node selection for device %s in slice %s",
-                                  al_str(a, dv->name), al_str(a, s->meta.name));
-                    goto out;
-                }
-            }
-        } else {
-            continue;
-        }
-        if (!relevant)
+        int rel;
+        rc = slice_relevant(&g, s, &rel, e);
+        if (rc != DE_OK)
+            goto out;
+        if (rel <= 0)
             continue;
         uint64_t key = de_pack2(s->driver, s->pool), v;
         pb *p;
@@ -433,10 +477,14 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
     }
     /* per pool: complete, incomplete, obsolete, invalid */
     t->pools = AL_NEW(t->ar, al_pool, npb ? npb : 1);
-    uint32_t *all = de_xmalloc((a->nall ? a->nall : 1) * sizeof *all);
+    free(t->gpools);
+    t->gpools = de_xmalloc((npb ? npb : 1) * sizeof *t->gpools);
+    uint32_t *all = NULL, capall = 0;
     for (uint32_t i = 0; i < npb; i++) {
         pb *b = &pbs[i];
         const dg_slice *first = dg_slice_get(a->g, b->sl[0]);
+        uint32_t gpid = dg_slice_pool(a->g, b->sl[0]);
+        t->gpools[t->ngpools++] = gpid;
         al_pool *p = &t->pools[t->npools];
         memset(p, 0, sizeof *p);
         p->driver = b->driver;
@@ -444,16 +492,24 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
         if ((int64_t)b->n == first->slice_count) {
             build_pool(&g, p, b, NULL, 0);
         } else {
+            /* checkSlicesInPool over the pool's slices, in input (id) order */
+            dg_pool gp;
             uint32_t nall = 0;
             bool obsolete = false;
-            for (uint32_t k = 0; k < a->nall && !obsolete; k++) {
-                const dg_slice *s = dg_slice_get(a->g, a->all_slices[k]);
-                if (s->driver != b->driver || s->pool != b->pool)
-                    continue;
-                if (s->generation == first->generation)
-                    all[nall++] = a->all_slices[k];
-                else if (s->generation > first->generation)
-                    obsolete = true;
+            if (dg_pool_get(a->g, gpid, &gp)) {
+                if (gp.nslices > capall) {
+                    capall = gp.nslices;
+                    all = de_xrealloc(all, capall * sizeof *all);
+                }
+                memcpy(all, gp.slices, gp.nslices * sizeof *all);
+                qsort(all, gp.nslices, sizeof *all, cmp_u32);
+                for (uint32_t k = 0; k < gp.nslices && !obsolete; k++) {
+                    const dg_slice *s = dg_slice_get(a->g, all[k]);
+                    if (s->generation == first->generation)
+                        all[nall++] = all[k];
+                    else if (s->generation > first->generation)
+                        obsolete = true;
+                }
             }
             if (obsolete)
                 continue;
@@ -503,6 +559,9 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
         p->ndev = t->ndev - p->dev_first;
     }
     t->nwords = DE_BITS_WORDS(t->ndev ? t->ndev : 1);
+    de_map_clear(&t->devidx);
+    for (uint32_t i = 0; i < t->ndev; i++)
+        de_map_put(&t->devidx, de_pack2(t->devs[i].gpool, t->devs[i].name), i + 1);
 out:
     for (uint32_t i = 0; i < npb; i++)
         free(pbs[i].sl);

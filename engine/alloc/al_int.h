@@ -71,6 +71,8 @@ typedef struct al_dev {
     /* policy groups (al_hooks.groups), read at table build */
     uint32_t pscope, npgroups;
     const uint32_t *pgroups;
+    uint32_t gen;            /* device generation the entry was filled at */
+    uint32_t gpool;          /* graph pool id (usage key with `name`) */
 } al_dev;
 
 /* A candidate set: which devices of one node table a (class, selectors)
@@ -78,33 +80,37 @@ typedef struct al_dev {
  * search raises the stored error when (and only when) it reaches one, as
  * upstream evaluates selectors lazily in candidate order. */
 typedef struct al_cset {
-    uint64_t key;            /* al_cskey hash */
-    uint32_t skey;           /* index into the allocator's selset table */
+    uint64_t key;            /* the selector set's key */
+    struct al_selset *ss;    /* the selector set */
     uint64_t *cand;          /* selectable */
     uint64_t *poison;        /* evaluation error */
     char **poison_msg;       /* per local index (only for poison bits), "class X: selector #i ..." */
     uint8_t *poison_kind;    /* 0 = class selector (message final), 1 = claim selector (needs claim name) */
     uint32_t ncand;          /* popcount(cand) */
+    uint64_t ss_gen;         /* al_selset.gen it was evaluated for */
 } al_cset;
 
 typedef struct al_ntab {
     uint32_t node_name;      /* interned */
     uint32_t node_id;        /* DG_NONE when the node is not in the graph */
-    uint64_t epoch;          /* allocator table epoch it was built at */
-    bool valid;
+    uint32_t self;           /* index in al_allocator.ntabs */
+    uint64_t epoch;          /* allocator epoch it was built at */
+    bool valid;              /* false: rebuilt on next use (al_core.c) */
+    uint32_t *gpools;        /* graph pool ids the table depends on (registered
+                              * in al_allocator.pool_tabs), malloc */
+    uint32_t ngpools;
+    de_map devidx;           /* pack(graph pool id, device name) -> local index + 1 */
     de_arena *ar;
     uint32_t npools;
     al_pool *pools;
     uint32_t ndev, nwords;
     al_dev *devs;
     bool any_invalid, any_incomplete, any_shared_dev, any_counters;
-    /* usage (al_core.c: al_ntab_usage) */
-    uint64_t usage_epoch;
+    /* usage (al_core.c), kept current by the graph listener */
     uint64_t *inuse;         /* exclusively allocated (AllocatedDevices) */
     uint64_t *allocated;     /* IsDeviceAllocated: exclusive or shared */
-    dg_consumed **agg;       /* aggregated consumed capacity (NULL = none) */
+    dg_consumed **agg;       /* aggregated consumed capacity (NULL = none), malloc each */
     uint32_t *nagg;
-    de_arena *usage_ar;
     /* candidate sets */
     al_cset *csets;
     uint32_t ncsets, capcsets;
@@ -126,11 +132,23 @@ typedef struct al_selset {
     /* node index (al_place.c): bit per node in canonical order, 1 = may have a
      * free candidate */
     uint64_t *maybe_free;
-    uint64_t mf_epoch, mf_usage;
-    uint32_t mf_nodes;
+    uint64_t mf_order;       /* al_allocator.order_gen it was made for */
     uint32_t mf_low;         /* words below this index are all zero */
-    uint64_t node_epoch;
+    uint64_t node_epoch;     /* allocator epoch it was compiled at */
+    bool stale;              /* its class changed: recompile on next use */
+    uint64_t gen;            /* bumped on every (re)compilation */
 } al_selset;
+
+/* Usage keys a claim's allocation contributed, as last seen (al_core.c). */
+typedef struct al_crec {
+    uint64_t *keys;          /* pack(graph pool id, device name), malloc */
+    uint32_t n;
+} al_crec;
+
+typedef struct al_u32s {
+    uint32_t *v;
+    uint32_t n, cap;
+} al_u32s;
 
 /* ---- the allocator ---------------------------------------------------------- */
 
@@ -147,10 +165,23 @@ struct al_allocator {
     /* gates, flattened */
     bool f_admin, f_prio, f_part, f_taints, f_taint_rules, f_cc, f_bind, f_list, f_derived,
         f_cgroups, f_frac, f_skipops;
-    /* epochs */
-    uint64_t epoch;          /* bumped on slice/class/node/taint-rule changes */
-    uint64_t usage_epoch;    /* bumped on usage changes not made by us */
-    uint64_t last_usage_gen;
+    /* change tracking (al_core.c) */
+    uint64_t epoch;          /* bumped when everything must be rebuilt (hooks) */
+    uint32_t *dirty;         /* device ids changed in place since the last al_sync */
+    uint32_t ndirty, capdirty;
+    uint64_t *dirty_bits;    /* the same as a set */
+    uint32_t ndirty_bits;    /* words */
+    de_map pool_tabs;        /* graph pool id -> index + 1 into tabsets */
+    al_u32s *tabsets;        /* per graph pool: the tables that depend on it */
+    uint32_t ntabsets, captabsets;
+    uint32_t *slice_pool;    /* per slice id: graph pool id + 1 as last seen (0 = none) */
+    uint32_t nslice_pool;
+    al_crec *crec;           /* per claim id */
+    uint32_t ncrec;
+    uint32_t *node_name_of;  /* per node id: name as last seen (for deletes) */
+    uint32_t nnode_name_of;
+    uint32_t *class_name_of; /* per class id: name as last seen */
+    uint32_t nclass_name_of;
     /* node tables by node name */
     de_map ntab_by_name;     /* node name -> index + 1 */
     al_ntab **ntabs;
@@ -159,23 +190,18 @@ struct al_allocator {
     de_map selset_by_key;
     al_selset **selsets;
     uint32_t nselsets, capselsets;
-    /* cluster slice index (rebuilt per epoch) */
-    uint64_t index_epoch;
-    uint32_t *all_slices;    /* live slice ids, input (id) order */
-    uint32_t nall;
-    uint32_t *shared_slices; /* not node-local, or carrying counter sets (id order) */
-    uint32_t nshared;
-    de_map local_first;      /* node name -> first index + 1 into local_slices */
-    uint32_t *local_slices;  /* node-local slices without counters, grouped by node */
-    uint32_t *local_next;    /* chain: next index + 1 for the same node (id order) */
     /* canonical node order (al_place.c) */
-    uint64_t nodes_epoch;
+    bool order_dirty;        /* Nodes added/removed (or slices, for stand-ins) */
+    uint64_t order_gen;      /* bumped whenever the order is recomputed */
+    uint64_t order_epoch;
+    de_map rank_by_name;     /* node name -> rank + 1 */
     uint32_t *node_order;    /* graph node ids sorted by name (DG_NONE: see below) */
     uint32_t *node_names;    /* their names; without Node objects in the graph, the
                               * node names the slices mention stand in for nodes */
     dg_node *node_stub;      /* label-less stand-ins for those */
     uint32_t nnodes;
     de_map node_rank;        /* node id -> rank */
+    bool no_explain;         /* al_place.c: skip al_explain (reasons computed later) */
     /* frequently used interned strings */
     uint32_t s_metadata_name, s_in;
     /* scratch */
@@ -184,21 +210,26 @@ struct al_allocator {
 };
 
 /* al_core.c */
-void al_sync(al_allocator *a);  /* notice graph changes (epochs) */
+void al_sync(al_allocator *a);  /* notice changes no event reports (hooks, derived attributes) */
 al_ntab *al_ntab_get(al_allocator *a, uint32_t node_name, de_err *e);
 void al_ntab_usage(al_allocator *a, al_ntab *t);
+void al_mf_set_node(al_allocator *a, uint32_t node_name); /* a node may have free devices again */
 const char *al_str(const al_allocator *a, uint32_t id);
 uint32_t al_intern(al_allocator *a, const char *s);
 uint32_t al_internf(al_allocator *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* al_gather.c */
 de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e);
-void al_cluster_index(al_allocator *a);
+void al_fill_device(al_allocator *a, al_ntab *t, al_dev *dv);  /* re-read flags, taints, groups */
+/* Is slice `s` visible from `node_name` (upstream's GatherPools relevance)?
+ * An error counts as visible (the rebuild reports it). */
+bool al_slice_relevant(al_allocator *a, const dg_slice *s, uint32_t node_name);
 
 /* al_cset.c */
 al_selset *al_selset_get(al_allocator *a, uint32_t class_name, const dg_selector *sels,
                          uint32_t nsels);
 al_cset *al_cset_get(al_allocator *a, al_ntab *t, al_selset *ss);
+void al_cset_refresh(al_allocator *a, al_ntab *t, uint32_t dev); /* one device, every set */
 
 /* ---- one Allocate call ---------------------------------------------------------- */
 
@@ -340,6 +371,7 @@ struct al_call {
     uint32_t **dev_slots;    /* per local device: slot per consumed counter (or UINT32_MAX) */
     /* compatibility groups (KEP-5963): (pool name, counter set) -> state */
     de_map cgrp_idx;
+    de_map cgskip;           /* gate off: pack(pool, counter set) -> 1 + "allocated members declare groups" */
     al_gstate *cgrp;
     uint32_t ncgrp, capcgrp;
     bool *cgrp_seeded;
@@ -408,18 +440,9 @@ uint32_t al_cap_key(al_allocator *a, const de_cap *cap, uint32_t driver);
 de_rc al_build_results(al_call *c, al_outcome *out, de_err *e);
 uint32_t al_share_id(al_allocator *a, const al_call *c, uint32_t claim, uint32_t idx, uint32_t dev);
 
-/* al_extended.c: extended resources backed by DRA */
-typedef struct al_ext {
-    uint32_t container;  /* index over initContainers ++ containers */
-    uint32_t resource;   /* extended resource name */
-    uint32_t class_name; /* DeviceClass serving it */
-    int64_t count;
-    uint32_t request;    /* "container-<i>-request-<j>" */
-} al_ext;
-uint32_t al_ext_needs(al_allocator *a, const dg_pod *pod, de_arena *ar, al_ext **out);
-uint64_t al_ext_mask(const al_ext *x, uint32_t n, const dg_node *node);
-de_rc al_ext_claim(al_allocator *a, const dg_pod *pod, const al_ext *x, uint32_t n, uint64_t mask,
-                   uint32_t variant, uint32_t *clid, de_err *e);
+/* al_extended.c: the claim for extended resources backed by DRA */
+de_rc al_ext_claim(al_allocator *a, const dg_pod *pod, const al_ext_res *res, uint32_t n, uint64_t mask,
+                   uint32_t *clid, de_err *e);
 
 /* al_explain.c */
 void al_explain(al_call *c, al_why *why);

@@ -20,9 +20,10 @@
  *
  * Node index: per (class, selectors) a bitset over nodes in canonical order
  * with 1 = "may have a free candidate".  A node whose table shows no free
- * candidate clears its bit; bits only come back when usage changes behind
- * our back (then every bit is set again).  A pod therefore skips full nodes
- * without touching them.
+ * candidate clears its bit; the bit comes back when a device of that node's
+ * table is freed or the table is invalidated (al_core.c: al_mf_set_node),
+ * and every bit when the class or the node order changes.  A pod therefore
+ * skips full nodes without touching them.
  */
 #include "al_int.h"
 #include "../base/buf.h"
@@ -44,7 +45,7 @@ static int cmp_names(const void *x, const void *y, void *ctx)
  * placed. */
 static void node_order(al_allocator *a)
 {
-    if (a->nodes_epoch == a->epoch && a->node_order)
+    if (!a->order_dirty && a->order_epoch == a->epoch && a->node_order)
         return;
     uint32_t lim = dg_node_id_limit(a->g);
     de_map seen;
@@ -60,9 +61,10 @@ static void node_order(al_allocator *a)
     }
     bool stubs = n == 0;
     if (stubs) {
-        al_cluster_index(a);
-        for (uint32_t k = 0; k < a->nall; k++) {
-            const dg_slice *s = dg_slice_get(a->g, a->all_slices[k]);
+        for (uint32_t k = 0, lims = dg_slice_id_limit(a->g); k < lims; k++) {
+            const dg_slice *s = dg_slice_get(a->g, k);
+            if (!s)
+                continue;
             for (uint32_t d = 0; d <= s->ndevices; d++) {
                 uint32_t nn = d == 0 ? (s->ns_mode == DG_NS_NODE_NAME ? s->node_name : 0)
                                      : (s->devices[d - 1].ns_mode == DG_NS_NODE_NAME ? s->devices[d - 1].node_name : 0);
@@ -86,6 +88,7 @@ static void node_order(al_allocator *a)
     a->node_stub = stubs ? de_xcalloc(n ? n : 1, sizeof *a->node_stub) : NULL;
     a->nnodes = n;
     de_map_clear(&a->node_rank);
+    de_map_clear(&a->rank_by_name);
     for (uint32_t i = 0; i < n; i++) {
         uint64_t id = DG_NONE;
         de_map_get(&seen, names[i], &id);
@@ -94,9 +97,12 @@ static void node_order(al_allocator *a)
             a->node_stub[i].meta.name = names[i];
         else
             de_map_put(&a->node_rank, a->node_order[i], i);
+        de_map_put(&a->rank_by_name, names[i], i + 1);
     }
     de_map_destroy(&seen);
-    a->nodes_epoch = a->epoch;
+    a->order_epoch = a->epoch;
+    a->order_dirty = false;
+    a->order_gen++;
 }
 
 static const dg_node *node_at(al_allocator *a, uint32_t rank)
@@ -107,15 +113,12 @@ static const dg_node *node_at(al_allocator *a, uint32_t rank)
 static uint64_t *maybe_free(al_allocator *a, al_selset *s)
 {
     uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
-    if (!s->maybe_free || s->mf_epoch != a->epoch || s->mf_usage != a->usage_epoch ||
-        s->mf_nodes != a->nnodes) {
+    if (!s->maybe_free || s->mf_order != a->order_gen) {
         free(s->maybe_free);
         s->maybe_free = de_xmalloc(nw * sizeof(uint64_t));
         memset(s->maybe_free, 0xff, nw * sizeof(uint64_t));
         s->mf_low = 0;
-        s->mf_epoch = a->epoch;
-        s->mf_usage = a->usage_epoch;
-        s->mf_nodes = a->nnodes;
+        s->mf_order = a->order_gen;
     }
     return s->maybe_free;
 }
@@ -270,8 +273,6 @@ static de_rc resolve_claims(al_allocator *a, const dg_pod *pod, uint32_t podid, 
                 de_err te;
                 de_err_clear(&te);
                 de_rc rc = dg_claim_from_template(a->g, podid, i, &id, &te);
-                /* our own write: not a change the caches must react to */
-                a->last_usage_gen = dg_generation(a->g);
                 if (rc == DE_ENOTFOUND) {
                     *why = de_arena_printf(ar, "%s", te.msg);
                     return DE_EUNSAT;
@@ -289,37 +290,12 @@ static de_rc resolve_claims(al_allocator *a, const dg_pod *pod, uint32_t podid, 
 
 /* ---- commit ---------------------------------------------------------------------------- */
 
-static de_rc commit(al_allocator *a, const dg_pod *pod, al_ntab *t, al_pod_outcome *out,
-                    const uint32_t *pending, uint32_t npending, const al_outcome *res, de_err *e)
+/* The graph listener (al_core.c) flips the used bits of the devices. */
+static de_rc commit(al_allocator *a, const dg_pod *pod, al_pod_outcome *out, const uint32_t *pending,
+                    uint32_t npending, const al_outcome *res, de_err *e)
 {
-    bool patch = a->last_usage_gen == dg_generation(a->g);
-    for (uint32_t i = 0; i < npending; i++) {
+    for (uint32_t i = 0; i < npending; i++)
         DE_TRY(dg_claim_set_allocation(a->g, pending[i], &res->claims[i].alloc, e));
-        const dg_allocation *al = &res->claims[i].alloc;
-        for (uint32_t r = 0; r < al->nresults && patch; r++) {
-            const dg_result *x = &al->results[r];
-            if (x->admin_access == 1)
-                continue;
-            bool found = false;
-            for (uint32_t d = 0; d < t->ndev; d++) {
-                const al_dev *dv = &t->devs[d];
-                if (dv->name != x->device || dv->s->pool != x->pool || dv->s->driver != x->driver)
-                    continue;
-                found = true;
-                bool local = dv->s->ns_mode == DG_NS_NODE_NAME ||
-                             (dv->s->ns_mode == DG_NS_PER_DEVICE && dv->d->ns_mode == DG_NS_NODE_NAME);
-                if (x->share_id || !local)
-                    patch = false; /* shared or network-attached: other tables see it */
-                else {
-                    de_bit_set(t->inuse, d);
-                    de_bit_set(t->allocated, d);
-                }
-                break;
-            }
-            if (!found)
-                patch = false;
-        }
-    }
     dg_consumer cons = {.api_group = 0, .resource = al_intern(a, "pods"), .name = pod->meta.name,
                         .uid = pod->meta.uid};
     for (uint32_t i = 0; i < out->nclaims; i++) {
@@ -333,14 +309,20 @@ static de_rc commit(al_allocator *a, const dg_pod *pod, al_ntab *t, al_pod_outco
         if (!have)
             DE_TRY(dg_claim_add_reservation(a->g, out->claims[i], &cons, e));
     }
-    /* our own writes only change usage: patched in place, or re-read lazily */
-    if (!patch)
-        a->usage_epoch++;
-    a->last_usage_gen = dg_generation(a->g);
     return DE_OK;
 }
 
 /* ---- scheduling ------------------------------------------------------------------------- */
+
+/* A node where Allocate failed; its explanation is computed only when the
+ * pod turns out unschedulable (al_explain formats text, and most pods fit
+ * somewhere).  The state the search saw is the same then: nothing is
+ * committed while one pod is being placed. */
+typedef struct failure {
+    uint32_t rank;
+    uint32_t ext;   /* the extended resource claim used there, DG_NONE if none */
+    uint32_t nuse;  /* claims allocated together */
+} failure;
 
 static bool node_matches_allocated(al_allocator *a, const uint32_t *claims, uint32_t n,
                                    const dg_node *node)
@@ -402,8 +384,8 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     pod = dg_pod_get(a->g, podid);
     al_sync(a);
     /* extended resources backed by DRA: a per-node claim, allocated last */
-    al_ext *ext = NULL;
-    uint32_t next = al_ext_needs(a, pod, ar, &ext);
+    al_ext_res *ext = AL_NEW(ar, al_ext_res, AL_EXT_MAX);
+    uint32_t next = al_ext_resources(a->g, &a->opts.gates, pod, ext, AL_EXT_MAX);
     uint64_t vmask[8];
     uint32_t vclaim[8], nvar = 0;
     /* pending claims and the selector sets of their plain requests */
@@ -457,6 +439,8 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     memset(cand + low, 0xff, (nw - low) * sizeof *cand);
     for (uint32_t i = 0; i < nss; i++)
         de_bits_and(cand + low, maybe_free(a, ss[i]) + low, nw - low);
+    failure *failed = NULL;
+    uint32_t nfailed = 0, capfailed = 0;
     double best_total = 0;
     int64_t best_k8s = 0;
     double best_policy = 0;
@@ -477,7 +461,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         out->nodes_checked++;
         uint32_t nuse = npending;
         if (next) {
-            uint64_t mask = al_ext_mask(ext, next, node);
+            uint64_t mask = al_ext_node_mask(node, ext, next);
             if (mask) {
                 uint32_t v = 0;
                 while (v < nvar && vmask[v] != mask)
@@ -489,8 +473,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
                     }
                     de_err ce;
                     de_err_clear(&ce);
-                    rc = al_ext_claim(a, pod, ext, next, mask, nvar, &vclaim[nvar], &ce);
-                    a->last_usage_gen = dg_generation(a->g); /* our own write */
+                    rc = al_ext_claim(a, pod, ext, next, mask, &vclaim[nvar], &ce);
                     if (rc != DE_OK) {
                         *e = ce;
                         result = rc;
@@ -521,13 +504,20 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         }
         de_arena_mark m = de_arena_save(ar);
         al_outcome o;
+        a->no_explain = true;
         rc = al_allocate(a, node->meta.name, pending, nuse, ar, &o, &ne);
+        a->no_explain = false;
         if (rc != DE_OK) {
-            if (rc == DE_EUNSAT || o.invalid_pools || rc == DE_EBUDGET)
-                reason_add(&rs, o.why.summary ? o.why.summary : ne.msg);
             de_arena_rewind(ar, m);
-            if (rc == DE_EUNSAT || o.invalid_pools || rc == DE_EBUDGET)
+            if (rc == DE_EUNSAT || o.invalid_pools || rc == DE_EBUDGET) {
+                /* explained only if no node fits (the reasons are dropped otherwise) */
+                if (nfailed == capfailed) {
+                    capfailed = capfailed ? capfailed * 2 : 16;
+                    failed = de_xrealloc(failed, capfailed * sizeof *failed);
+                }
+                failed[nfailed++] = (failure){(uint32_t)r, nuse > npending ? pending[npending] : DG_NONE, nuse};
                 continue;
+            }
             /* a hard error aborts the attempt for the pod, as upstream */
             *e = ne;
             result = rc;
@@ -566,6 +556,20 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         if (!scoring && o.k8s_score >= max_score)
             break;
     }
+    if (result == DE_OK && best_rank == UINT32_MAX)
+        for (uint32_t i = 0; i < nfailed; i++) {
+            const dg_node *node = node_at(a, failed[i].rank);
+            if (failed[i].nuse > npending)
+                pending[npending] = failed[i].ext;
+            de_arena_mark m = de_arena_save(ar);
+            de_err ne;
+            de_err_clear(&ne);
+            al_outcome o;
+            al_allocate(a, node->meta.name, pending, failed[i].nuse, ar, &o, &ne);
+            reason_add(&rs, o.why.summary ? o.why.summary : ne.msg);
+            de_arena_rewind(ar, m);
+        }
+    free(failed);
     /* drop the extended resource claims of nodes not chosen */
     for (uint32_t v = 0; v < nvar; v++) {
         if (result == DE_OK && best_rank != UINT32_MAX && vclaim[v] == best_ext)
@@ -575,7 +579,6 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
             de_err re;
             de_err_clear(&re);
             dg_remove(a->g, DG_KIND_RESOURCE_CLAIM, al_str(a, cl->meta.ns), al_str(a, cl->meta.name), &re);
-            a->last_usage_gen = dg_generation(a->g);
         }
     }
     if (result != DE_OK) {
@@ -584,17 +587,22 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         return result;
     }
     if (best_rank == UINT32_MAX) {
-        /* nodes the index skipped count as "no free device" in the summary */
+        /* nodes the index skipped: the reason the loop would have found
+         * (the index only says some request has no free candidate there, so
+         * the quick check fails; which request fails first must not depend
+         * on what the index remembers) */
         for (uint32_t r = 0; r < a->nnodes; r++)
             if (!de_bit_get(cand, r)) {
                 const dg_node *node = node_at(a, (uint32_t)r);
                 const char *f = pod_filter(a, pod, node);
-                char buf[512];
-                for (uint32_t i = 0; i < nss && !f; i++)
-                    if (!de_bit_get(maybe_free(a, ss[i]), r)) {
-                        snprintf(buf, sizeof buf, "no free device of class %s", al_str(a, ss[i]->class_name));
-                        f = buf;
-                    }
+                if (!f && !node_matches_allocated(a, out->claims, out->nclaims, node))
+                    f = "node(s) didn't match the node selector of an allocated claim";
+                if (!f) {
+                    de_err ne;
+                    de_err_clear(&ne);
+                    al_ntab *t = al_ntab_get(a, node->meta.name, &ne);
+                    f = t ? quick_check(a, t, ss, nss, (uint32_t)r) : ne.msg;
+                }
                 reason_add(&rs, f ? f : "no free device matching a request");
             }
         out->why = reasons_summary(&rs, ar, a->nnodes);
@@ -621,10 +629,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         out->allocated_now[pidx[i]] = true;
         out->allocs[pidx[i]] = best.claims[i];
     }
-    al_ntab *t = npending ? al_ntab_get(a, node->meta.name, e) : NULL;
-    if (npending && !t)
-        return e->rc;
     if (npending || out->nclaims)
-        DE_TRY(commit(a, pod, t, out, pending, npending, &best, e));
+        DE_TRY(commit(a, pod, out, pending, npending, &best, e));
     return DE_OK;
 }

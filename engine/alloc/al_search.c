@@ -501,6 +501,7 @@ static void call_init(al_call *c, al_allocator *a, al_ntab *t, de_arena *ar, uin
     c->acap_present = (bool *)(c->dev_cg + nd);
     memset(c->dev_cg, 0xff, nd * sizeof *c->dev_cg); /* -1: not prepared */
     de_map_init(&c->cgrp_idx);
+    de_map_init(&c->cgskip);
     de_map_init(&c->pgrp_idx);
     c->max_steps = a->opts.max_steps;
 }
@@ -508,6 +509,7 @@ static void call_init(al_call *c, al_allocator *a, al_ntab *t, de_arena *ar, uin
 static void call_done(al_call *c)
 {
     de_map_destroy(&c->cgrp_idx);
+    de_map_destroy(&c->cgskip);
     de_map_destroy(&c->pgrp_idx);
     for (uint32_t i = 0; i < c->ncg; i++)
         de_map_destroy(&c->cg[i].slot);
@@ -554,7 +556,8 @@ static de_rc run(al_call *c, const uint32_t *claims, uint32_t nclaims, al_outcom
     if (r == AL_S_MAXSIZE)
         return de_errf(e, DE_EINVAL, "allocation max size exceeded");
     if (r != AL_S_OK) {
-        al_explain(c, &out->why);
+        if (!a->no_explain)
+            al_explain(c, &out->why);
         if (c->t->any_invalid) {
             const char *s = out->why.summary;
             out->invalid_pools = true;

@@ -561,10 +561,11 @@ int cli_cmd_run(int argc, char **argv)
     uint32_t placed = 0, pending = 0, active = (uint32_t)r.mix.n;
     uint64_t t_run = de_now_ns();
     /* Pods arrive in batches: the objects of a batch go into the graph
-     * together, then each is scheduled in arrival order.  (The allocator's
-     * caches survive its own writes but not ours, so adding pods one by one
-     * would rebuild every node's table before every decision.)  A pod whose
-     * workload stopped while its batch was being scheduled never arrives. */
+     * together, then each is scheduled in arrival order.  (The allocator
+     * follows graph events incrementally, so this is no longer for speed;
+     * the batch size is kept because which pods arrive depends on it.)  A
+     * pod whose workload stopped while its batch was being scheduled never
+     * arrives. */
     uint64_t k = 0;
     size_t bwi[RUN_BATCH];
     uint32_t bpid[RUN_BATCH];

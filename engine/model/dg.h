@@ -211,6 +211,10 @@ bool dg_pool_complete(const dg_graph *g, uint32_t pid);
  * Arrays are owned by the graph, valid until the next change. */
 void dg_slices_on_node(const dg_graph *g, uint32_t node, const uint32_t **sids, uint32_t *n);
 void dg_slices_shared(const dg_graph *g, const uint32_t **sids, uint32_t *n);
+/* Slices that carry sharedCounters, node-local or not (ascending ids): with
+ * the shared ones, what upstream's allocator treats as visible from every
+ * node. */
+void dg_slices_with_counters(const dg_graph *g, const uint32_t **sids, uint32_t *n);
 /* Slices of one driver (any generation). */
 void dg_slices_of_driver(const dg_graph *g, uint32_t driver, const uint32_t **sids, uint32_t *n);
 /* Node names that have (or had) node-local slices, in first-seen order;
@@ -273,6 +277,18 @@ typedef enum dg_op { DG_OP_ADD, DG_OP_UPDATE, DG_OP_DELETE } dg_op;
 /* Called after every change, with the object's id in its kind's id space. */
 typedef void (*dg_listener)(void *ctx, dg_kind kind, dg_op op, uint32_t id);
 void dg_add_listener(dg_graph *g, dg_listener fn, void *ctx);
+/* Unregister (fn, ctx); a listener must be removed before its ctx dies.  Not
+ * to be called from inside a listener. */
+void dg_remove_listener(dg_graph *g, dg_listener fn, void *ctx);
+
+/* Called when one device's generation moves without an object event of its
+ * own: its taints changed (a DeviceTaintRule came, went or changed; also
+ * while its slice is being replaced) or its derived attributes changed
+ * (dg_device_set_derived).  The device's slice is unchanged unless a slice
+ * event follows.  Listeners must not change the graph. */
+typedef void (*dg_device_listener)(void *ctx, uint32_t devid);
+void dg_add_device_listener(dg_graph *g, dg_device_listener fn, void *ctx);
+void dg_remove_device_listener(dg_graph *g, dg_device_listener fn, void *ctx);
 
 /* ---- statistics ------------------------------------------------------------ */
 

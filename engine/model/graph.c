@@ -70,6 +70,39 @@ void dg_add_listener(dg_graph *g, dg_listener fn, void *ctx)
     g->listeners[g->nlisteners++] = (listener){fn, ctx};
 }
 
+void dg_notify_device(dg_graph *g, uint32_t devid)
+{
+    for (uint32_t i = 0; i < g->ndev_listeners; i++)
+        g->dev_listeners[i].fn(g->dev_listeners[i].ctx, devid);
+}
+
+void dg_add_device_listener(dg_graph *g, dg_device_listener fn, void *ctx)
+{
+    g->dev_listeners = de_xrealloc(g->dev_listeners, (g->ndev_listeners + 1) * sizeof *g->dev_listeners);
+    g->dev_listeners[g->ndev_listeners++] = (dev_listener){fn, ctx};
+}
+
+void dg_remove_device_listener(dg_graph *g, dg_device_listener fn, void *ctx)
+{
+    for (uint32_t i = 0; i < g->ndev_listeners; i++)
+        if (g->dev_listeners[i].fn == fn && g->dev_listeners[i].ctx == ctx) {
+            memmove(g->dev_listeners + i, g->dev_listeners + i + 1,
+                    (g->ndev_listeners - i - 1) * sizeof *g->dev_listeners);
+            g->ndev_listeners--;
+            return;
+        }
+}
+
+void dg_remove_listener(dg_graph *g, dg_listener fn, void *ctx)
+{
+    for (uint32_t i = 0; i < g->nlisteners; i++)
+        if (g->listeners[i].fn == fn && g->listeners[i].ctx == ctx) {
+            memmove(g->listeners + i, g->listeners + i + 1, (g->nlisteners - i - 1) * sizeof *g->listeners);
+            g->nlisteners--;
+            return;
+        }
+}
+
 uint32_t obj_table_add(obj_table *t, uint32_t ns, uint32_t name)
 {
     if (t->n == t->cap) {
@@ -185,6 +218,7 @@ void dg_free(dg_graph *g)
     de_map_destroy(&g->ext_best);
     u32vec_free(&g->rules_sorted);
     free(g->listeners);
+    free(g->dev_listeners);
     de_arena_free(g->scratch);
     cel_env_free(g->cel);
     if (g->own_in)

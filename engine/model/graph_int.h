@@ -109,6 +109,11 @@ typedef struct listener {
     void *ctx;
 } listener;
 
+typedef struct dev_listener {
+    dg_device_listener fn;
+    void *ctx;
+} dev_listener;
+
 struct dg_graph {
     de_interner *in;
     bool own_in;
@@ -134,6 +139,7 @@ struct dg_graph {
     uint32_t *node_list_names;
     uint32_t nnode_lists, capnode_lists;
     u32vec shared; /* non-node-local slice ids, ascending */
+    u32vec counter_slices; /* slices with sharedCounters, ascending */
     de_map driver_idx;
     u32vec *driver_lists;
     uint32_t ndriver_lists, capdriver_lists;
@@ -158,6 +164,8 @@ struct dg_graph {
 
     listener *listeners;
     uint32_t nlisteners;
+    dev_listener *dev_listeners;
+    uint32_t ndev_listeners;
 
     uint32_t id_admin_label, id_true, id_pod_claim_name_ann, id_metadata_name;
     uint32_t fast_path_slices;
@@ -180,6 +188,7 @@ void obj_table_del(dg_graph *g, obj_table *t, uint32_t id);
 void dg_ext_recompute(dg_graph *g, uint32_t ern);
 void dg_check_admin(const dg_graph *g, dec *d, const dg_claim_spec *s, uint32_t ns, const char *prefix);
 void dg_notify(dg_graph *g, dg_kind kind, dg_op op, uint32_t id);
+void dg_notify_device(dg_graph *g, uint32_t devid);
 uint64_t dg_bump(dg_graph *g);
 uint32_t obj_table_add(obj_table *t, uint32_t ns, uint32_t name);
 const char *dg_s(const dg_graph *g, uint32_t id);

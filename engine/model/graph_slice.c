@@ -155,6 +155,12 @@ static void index_slice(dg_graph *g, uint32_t sid, bool add)
         else
             u32vec_remove(l, sid);
     }
+    if (s->ncountersets) {
+        if (add)
+            sorted_insert(&g->counter_slices, sid);
+        else
+            u32vec_remove(&g->counter_slices, sid);
+    }
     l = keyed_list(&g->driver_idx, &g->driver_lists, NULL, &g->ndriver_lists, &g->capdriver_lists, s->driver, add);
     if (l) {
         if (add)
@@ -252,8 +258,10 @@ static void each_device(dg_graph *g, bool has_sel, uint32_t driver, uint32_t poo
 
 static void retaint(dg_graph *g, uint32_t devid)
 {
-    if (dev_taints_recompute(g, devid))
+    if (dev_taints_recompute(g, devid)) {
         g->devs[devid].gen = ++g->devgen;
+        dg_notify_device(g, devid);
+    }
 }
 
 void dg_rule_upsert(dg_graph *g, dg_taint_rule *r, de_arena *a, json_t *json, uint32_t *rid)
@@ -501,6 +509,7 @@ void dg_slices_free(dg_graph *g)
         u32vec_free(&g->driver_lists[i]);
     free(g->driver_lists);
     u32vec_free(&g->shared);
+    u32vec_free(&g->counter_slices);
     de_map_destroy(&g->slice_names);
     de_map_destroy(&g->pool_names);
     de_map_destroy(&g->pool_devices);
@@ -668,6 +677,7 @@ void dg_device_set_derived(dg_graph *g, uint32_t devid, const de_attr *attrs, ui
         de->nderived = n;
     }
     de->gen = ++g->devgen;
+    dg_notify_device(g, devid);
 }
 
 uint32_t dg_pool_id_limit(const dg_graph *g) { return g->npools; }
@@ -719,6 +729,12 @@ void dg_slices_shared(const dg_graph *g, const uint32_t **sids, uint32_t *n)
 {
     *sids = g->shared.v;
     *n = g->shared.n;
+}
+
+void dg_slices_with_counters(const dg_graph *g, const uint32_t **sids, uint32_t *n)
+{
+    *sids = g->counter_slices.v;
+    *n = g->counter_slices.n;
 }
 
 void dg_slices_of_driver(const dg_graph *g, uint32_t driver, const uint32_t **sids, uint32_t *n)

@@ -558,8 +558,8 @@ static void schedule_one(sch_sched *s, uint32_t idx)
 
     /* Extended resources served by DRA (KEP-5004): an existing claim made
      * for this pod is used as it is; otherwise one is built per node. */
-    uint32_t eres[16], ecls[16];
-    uint32_t ne = sch_ext_resources(s, p, eres, ecls);
+    al_ext_res eres[AL_EXT_MAX];
+    uint32_t ne = sch_ext_resources(s, p, eres);
     uint32_t nall = nrefs;
     if (ne) {
         uint32_t ex = sch_ext_existing(s, p);
@@ -573,7 +573,7 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         }
     }
     typedef struct extv {
-        unsigned mask;
+        uint64_t mask;
         uint32_t clid;
         json_t *obj, *maps;
     } extv;
@@ -625,14 +625,14 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         int variant = -1;
         uint32_t nuse = np;
         if (!bits && ne) {
-            unsigned mask = sch_ext_mask(s, n, eres, ne);
+            uint64_t mask = sch_ext_mask(s, n, eres, ne);
             if (mask) {
                 for (uint32_t v = 0; v < nev; v++)
                     if (ev[v].mask == mask)
                         variant = (int)v;
                 if (variant < 0 && nev < DE_ARRAY_LEN(ev)) {
                     json_t *reqs, *maps;
-                    sch_ext_build(s, p, eres, ecls, ne, mask, &reqs, &maps);
+                    sch_ext_build(s, p, eres, ne, mask, &reqs, &maps);
                     json_t *obj = sch_ext_claim_object(s, p, reqs);
                     json_decref(reqs);
                     uint32_t clid = sch_ext_temp_claim(s, p, obj, mask);

@@ -144,12 +144,12 @@ unsigned sch_fit(sch_sched *s, const dg_pod *p, const amount *req, uint32_t nreq
                  const dg_node *n, char *why, size_t cap, double *score);
 
 /* sch_ext.c */
-uint32_t sch_ext_resources(sch_sched *s, const dg_pod *p, uint32_t *res, uint32_t *cls);
-unsigned sch_ext_mask(sch_sched *s, const dg_node *n, const uint32_t *res, uint32_t nres);
-void sch_ext_build(sch_sched *s, const dg_pod *p, const uint32_t *res, const uint32_t *cls,
-                   uint32_t nres, unsigned mask, json_t **requests, json_t **mappings);
+uint32_t sch_ext_resources(sch_sched *s, const dg_pod *p, al_ext_res *res);
+uint64_t sch_ext_mask(sch_sched *s, const dg_node *n, const al_ext_res *res, uint32_t nres);
+void sch_ext_build(sch_sched *s, const dg_pod *p, const al_ext_res *res, uint32_t nres, uint64_t mask,
+                   json_t **requests, json_t **mappings);
 json_t *sch_ext_claim_object(sch_sched *s, const dg_pod *p, json_t *requests);
-uint32_t sch_ext_temp_claim(sch_sched *s, const dg_pod *p, json_t *obj, unsigned mask);
+uint32_t sch_ext_temp_claim(sch_sched *s, const dg_pod *p, json_t *obj, uint64_t mask);
 void sch_ext_drop_temp(sch_sched *s, uint32_t clid);
 uint32_t sch_ext_existing(sch_sched *s, const dg_pod *p);
 

@@ -1,0 +1,296 @@
+/*
+ * lb_allocator.c - core.allocator(g): a long-lived allocator on a
+ * draengine.Graph ("draengine.Allocator"), for specs of its incremental
+ * caches: the graph changes between calls and the allocator, which listens
+ * to it, must answer exactly as a fresh one would.
+ *
+ *   local a = core.allocator(g, {gates = "...", seed = N, max_steps = N})
+ *   a:allocate(node, {{namespace=, name=}, ...})
+ *       -> {status = "allocated"|"unsatisfiable"|"error", claims = {{namespace=,
+ *           name=, allocation=, chosen=}}, reason=, detail=, error=, code=,
+ *           steps=, score=}   (claims in the given order; nothing committed)
+ *   a:schedule(namespace, pod)
+ *       -> {status = "scheduled"|"unschedulable"|"error", node=, score=,
+ *           reason=, error=, claims = {{namespace=, name=, allocation=,
+ *           allocated_now=}}}   (commits into the graph, as al_schedule_pod)
+ *   a:stats() -> {allocate_calls=, node_tables_built=, candidate_sets_built=, ...}
+ *   a:extended_claim(namespace, pod [, node])
+ *       -> {requests = {...}, mappings = {...}} of the KEP-5004 claim (the
+ *          resources `node` leaves to DRA; all of them without a node), or nil
+ *   a:close()    -- free it now (it stops listening to the graph)
+ *
+ * The allocator keeps the graph userdata alive (user value); when the graph
+ * is closed first, the graph frees the allocator (lgcloser) and later calls
+ * raise "allocator's graph is closed".
+ */
+#include "../engine/alloc/al.h"
+#include "lb_graph_int.h"
+
+#include <stdlib.h>
+
+#define ALLOC_CLASS "draengine.Allocator"
+
+typedef struct lalloc {
+    al_allocator *a;
+    lgraph *gu;
+} lalloc;
+
+static void closer(void *ctx)
+{
+    lalloc *u = ctx;
+    al_free(u->a);
+    u->a = NULL;
+}
+
+static lalloc *check_alloc(lua_State *L)
+{
+    lalloc *u = luaL_checkudata(L, 1, ALLOC_CLASS);
+    if (!u->a || !u->gu->g)
+        luaL_error(L, "allocator's graph is closed");
+    return u;
+}
+
+int lb_allocator_new(lua_State *L)
+{
+    lgraph *gu = luaL_checkudata(L, 1, GRAPH_CLASS);
+    if (!gu->g)
+        return luaL_error(L, "graph is closed");
+    al_opts o;
+    memset(&o, 0, sizeof o);
+    de_gates_default(&o.gates);
+    if (lua_istable(L, 2)) {
+        de_err e;
+        de_err_clear(&e);
+        lua_getfield(L, 2, "gates");
+        if (lua_isstring(L, -1) && de_gates_parse(&o.gates, lua_tostring(L, -1), &e) != DE_OK)
+            return luaL_error(L, "gates: %s", e.msg);
+        lua_getfield(L, 2, "seed");
+        o.seed = (uint64_t)luaL_optinteger(L, -1, 0);
+        lua_getfield(L, 2, "max_steps");
+        o.max_steps = (uint64_t)luaL_optinteger(L, -1, 0);
+        lua_pop(L, 3);
+    }
+    de_err e;
+    de_err_clear(&e);
+    al_allocator *a = al_new(gu->g, &o, &e);
+    if (!a)
+        return raise_err(L, &e);
+    lalloc *u = lua_newuserdatauv(L, sizeof *u, 1);
+    u->a = a;
+    u->gu = gu;
+    luaL_setmetatable(L, ALLOC_CLASS);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    gu->closers = de_xrealloc(gu->closers, (gu->nclosers + 1) * sizeof *gu->closers);
+    gu->closers[gu->nclosers++] = (lgcloser){closer, u};
+    return 1;
+}
+
+static int l_gc(lua_State *L)
+{
+    lalloc *u = luaL_checkudata(L, 1, ALLOC_CLASS);
+    if (!u->a)
+        return 0;
+    lgraph *gu = u->gu;
+    for (uint32_t i = 0; i < gu->nclosers; i++)
+        if (gu->closers[i].ctx == u) {
+            memmove(gu->closers + i, gu->closers + i + 1, (gu->nclosers - i - 1) * sizeof *gu->closers);
+            gu->nclosers--;
+            break;
+        }
+    al_free(u->a);
+    u->a = NULL;
+    return 0;
+}
+
+static void push_claim(lua_State *L, dg_graph *g, uint32_t clid, const dg_allocation *al)
+{
+    const dg_claim *cl = dg_claim_get(g, clid);
+    lua_newtable(L);
+    if (cl) {
+        set_str(L, "namespace", S(g, cl->meta.ns));
+        set_str(L, "name", S(g, cl->meta.name));
+    }
+    if (al) {
+        json_t *j = dg_encode_allocation(g, al);
+        lb_push_json(L, j);
+        json_decref(j);
+        lua_setfield(L, -2, "allocation");
+    }
+}
+
+static void opt_str(lua_State *L, const char *k, const char *v)
+{
+    if (v)
+        set_str(L, k, v);
+}
+
+static int l_allocate(lua_State *L)
+{
+    lalloc *u = check_alloc(L);
+    dg_graph *g = u->gu->g;
+    const char *node = luaL_checkstring(L, 2);
+    luaL_checktype(L, 3, LUA_TTABLE);
+    lua_Integer n = luaL_len(L, 3);
+    uint32_t *ids = de_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *ids);
+    for (lua_Integer i = 1; i <= n; i++) {
+        lua_geti(L, 3, i);
+        lua_getfield(L, -1, "namespace");
+        lua_getfield(L, -2, "name");
+        const char *ns = luaL_optstring(L, -2, "default"), *name = luaL_optstring(L, -1, "");
+        ids[i - 1] = dg_claim_find(g, id_of(g, ns), id_of(g, name));
+        lua_pop(L, 3);
+        if (ids[i - 1] == DG_NONE) {
+            free(ids);
+            return luaL_error(L, "claim %s/%s not found", ns, name);
+        }
+    }
+    de_arena *ar = de_arena_new(0);
+    de_err e;
+    de_err_clear(&e);
+    al_outcome o;
+    de_rc rc = al_allocate(u->a, id_of(g, node), ids, (uint32_t)n, ar, &o, &e);
+    lua_newtable(L);
+    set_int(L, "steps", (lua_Integer)o.steps);
+    if (rc == DE_OK) {
+        set_str(L, "status", "allocated");
+        set_int(L, "score", o.k8s_score);
+        lua_createtable(L, (int)o.nclaims, 0);
+        for (uint32_t i = 0; i < o.nclaims; i++) {
+            push_claim(L, g, ids[i], &o.claims[i].alloc);
+            lua_createtable(L, (int)o.claims[i].nrequests, 0);
+            for (uint32_t k = 0; k < o.claims[i].nrequests; k++) {
+                lua_pushinteger(L, o.claims[i].chosen_sub[k]);
+                lua_rawseti(L, -2, (lua_Integer)k + 1);
+            }
+            lua_setfield(L, -2, "chosen");
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        lua_setfield(L, -2, "claims");
+    } else if (rc == DE_EUNSAT) {
+        set_str(L, "status", "unsatisfiable");
+        opt_str(L, "reason", o.why.summary);
+        opt_str(L, "detail", o.why.detail);
+    } else {
+        set_str(L, "status", "error");
+        set_str(L, "error", e.msg);
+        set_str(L, "code", de_rc_str(rc));
+    }
+    de_arena_free(ar);
+    free(ids);
+    return 1;
+}
+
+static int l_schedule(lua_State *L)
+{
+    lalloc *u = check_alloc(L);
+    dg_graph *g = u->gu->g;
+    const char *ns = luaL_checkstring(L, 2), *name = luaL_checkstring(L, 3);
+    uint32_t pid = dg_pod_find(g, id_of(g, ns), id_of(g, name));
+    if (pid == DG_NONE)
+        return luaL_error(L, "pod %s/%s not found", ns, name);
+    de_arena *ar = de_arena_new(0);
+    de_err e;
+    de_err_clear(&e);
+    al_pod_outcome po;
+    de_rc rc = al_schedule_pod(u->a, pid, ar, &po, &e);
+    lua_newtable(L);
+    if (rc == DE_OK) {
+        set_str(L, "status", "scheduled");
+        opt_str(L, "node", po.node_name ? S(g, po.node_name) : NULL);
+        set_int(L, "score", po.k8s_score);
+        lua_newtable(L);
+        for (uint32_t c = 0; c < po.nclaims; c++) {
+            if (po.claims[c] == DG_NONE)
+                continue;
+            const dg_claim *cl = dg_claim_get(g, po.claims[c]);
+            push_claim(L, g, po.claims[c], cl && cl->allocated ? &cl->allocation : NULL);
+            set_bool(L, "allocated_now", po.allocated_now[c]);
+            lua_rawseti(L, -2, (lua_Integer)c + 1);
+        }
+        lua_setfield(L, -2, "claims");
+    } else if (rc == DE_EUNSAT) {
+        set_str(L, "status", "unschedulable");
+        opt_str(L, "reason", po.why);
+    } else {
+        set_str(L, "status", "error");
+        set_str(L, "error", e.msg);
+    }
+    de_arena_free(ar);
+    return 1;
+}
+
+/* a:extended_claim(ns, pod [, node]) -> {requests = {...}, mappings = {...}}
+ * or nil when the pod asks for no extended resource a DeviceClass serves
+ * (with a node: only what that node leaves to DRA; nil when nothing) */
+static int l_extended_claim(lua_State *L)
+{
+    lalloc *u = check_alloc(L);
+    dg_graph *g = u->gu->g;
+    const char *ns = luaL_checkstring(L, 2), *name = luaL_checkstring(L, 3);
+    const char *node = luaL_optstring(L, 4, NULL);
+    uint32_t pid = dg_pod_find(g, id_of(g, ns), id_of(g, name));
+    const dg_pod *pod = pid == DG_NONE ? NULL : dg_pod_get(g, pid);
+    if (!pod)
+        return luaL_error(L, "pod %s/%s not found", ns, name);
+    al_ext_res res[AL_EXT_MAX];
+    uint32_t n = al_ext_resources(g, al_gates(u->a), pod, res, AL_EXT_MAX);
+    uint64_t mask = n >= 64 ? ~0ull : (1ull << n) - 1;
+    if (node) {
+        uint32_t nid = dg_node_find(g, id_of(g, node));
+        mask = al_ext_node_mask(nid == DG_NONE ? NULL : dg_node_get(g, nid), res, n);
+    }
+    if (!n || !mask) {
+        lua_pushnil(L);
+        return 1;
+    }
+    de_arena *ar = de_arena_new_sized(0, 4096);
+    al_ext_spec spec;
+    al_ext_build(g, pod, res, n, mask, ar, &spec);
+    json_t *reqs = al_ext_requests_json(g, &spec), *maps = al_ext_mappings_json(g, &spec);
+    de_arena_free(ar);
+    lua_newtable(L);
+    lb_push_json(L, reqs);
+    lua_setfield(L, -2, "requests");
+    lb_push_json(L, maps);
+    lua_setfield(L, -2, "mappings");
+    json_decref(reqs);
+    json_decref(maps);
+    return 1;
+}
+
+static int l_stats(lua_State *L)
+{
+    lalloc *u = check_alloc(L);
+    al_stats s;
+    al_get_stats(u->a, &s);
+    lua_newtable(L);
+    set_int(L, "allocate_calls", (lua_Integer)s.allocate_calls);
+    set_int(L, "steps", (lua_Integer)s.steps);
+    set_int(L, "node_tables_built", (lua_Integer)s.node_tables_built);
+    set_int(L, "candidate_sets_built", (lua_Integer)s.candidate_sets_built);
+    set_int(L, "cel_evals", (lua_Integer)s.cel_evals);
+    set_int(L, "pruned", (lua_Integer)s.pruned);
+    return 1;
+}
+
+void lb_allocator_register(lua_State *L)
+{
+    static const luaL_Reg methods[] = {
+        {"allocate", l_allocate},
+        {"schedule", l_schedule},
+        {"stats", l_stats},
+        {"extended_claim", l_extended_claim},
+        {"close", l_gc},
+        {"__gc", l_gc},
+        {"__close", l_gc},
+        {"__index", NULL},
+        {NULL, NULL},
+    };
+    if (luaL_newmetatable(L, ALLOC_CLASS)) {
+        luaL_setfuncs(L, methods, 0);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, -2, "__index");
+    }
+    lua_pop(L, 1);
+}
