@@ -809,13 +809,14 @@ static void print_changes(const ictx *c, iwatch *w)
     free(nodes);
 }
 
-static void end_cycle(iwatch *w, uint32_t cycle)
+static void end_cycle(iwatch *w, uint32_t *cycle)
 {
     ictx c = {w->g, dg_intern(w->g), NULL, 0};
-    collect_holders(&c);
+    if (w->initial || w->nevents || (w->json && w->nerrors))
+        collect_holders(&c);
     if (w->json) {
-        if (cycle == 1 || w->nevents || w->nerrors) {
-            json_t *doc = json_pack("{s:i, s:O, s:O}", "cycle", (json_int_t)cycle, "events", w->events, "errors",
+        if (w->initial || w->nevents || w->nerrors) {
+            json_t *doc = json_pack("{s:i, s:O, s:O}", "cycle", (json_int_t)++*cycle, "events", w->events, "errors",
                                     w->errors);
             json_object_set_new(doc, "report", report(&c, true, stdout));
             char *text = json_dumps(doc, JSON_COMPACT);
@@ -856,10 +857,10 @@ static int watch_loop(const char **paths, int npaths, bool json)
     iwatch w = {.g = dg_new(NULL, NULL), .json = json, .initial = true};
     w.events = json_array();
     w.errors = json_array();
-    uint32_t cycle = 1, n;
+    uint32_t cycle = 0, n;
     if (fd_scan(fw, on_watch_event, &w, &n, &e) != DE_OK)
         cli_errorf("inspect", "%s", e.msg);
-    end_cycle(&w, cycle);
+    end_cycle(&w, &cycle);
     w.initial = false;
     while (!cli_watch_stopping()) {
         int fds[1] = {fd_fileno(fw)};
@@ -873,7 +874,7 @@ static int watch_loop(const char **paths, int npaths, bool json)
             cli_errorf("inspect", "%s", e.msg);
             continue;
         }
-        end_cycle(&w, ++cycle);
+        end_cycle(&w, &cycle);
     }
     json_decref(w.events);
     json_decref(w.errors);
