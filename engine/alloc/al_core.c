@@ -417,6 +417,12 @@ static void on_claim(al_allocator *a, uint32_t clid)
     }
     al_crec *r = &a->crec[clid];
     const dg_claim *c = dg_claim_get(a->g, clid);
+    /* the claim's contribution to usage did not change (a reservation, any
+     * other status update, a new unallocated claim): nothing to do */
+    uint64_t ugen = dg_claim_usage_generation(a->g, clid);
+    if (c && ugen == r->ugen)
+        return;
+    r->ugen = ugen;
     uint32_t n = 0;
     uint64_t *keys = NULL;
     if (c && c->allocated && c->allocation.nresults) {
@@ -431,7 +437,8 @@ static void on_claim(al_allocator *a, uint32_t clid)
         }
     }
     /* old and new, each device once */
-    uint64_t *all = de_xmalloc((r->n + n + 1) * sizeof *all);
+    uint64_t small[16];
+    uint64_t *all = r->n + n <= 16 ? small : de_xmalloc((r->n + n) * sizeof *all);
     if (r->n)
         memcpy(all, r->keys, r->n * sizeof *all);
     if (n)
@@ -440,7 +447,8 @@ static void on_claim(al_allocator *a, uint32_t clid)
     for (uint32_t i = 0; i < r->n + n; i++)
         if (!i || all[i] != all[i - 1])
             usage_changed(a, all[i]);
-    free(all);
+    if (all != small)
+        free(all);
     free(r->keys);
     r->keys = n ? keys : NULL;
     r->n = n;

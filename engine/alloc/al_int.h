@@ -143,6 +143,7 @@ typedef struct al_selset {
 typedef struct al_crec {
     uint64_t *keys;          /* pack(graph pool id, device name), malloc */
     uint32_t n;
+    uint64_t ugen;           /* dg_claim_usage_generation they were read at */
 } al_crec;
 
 typedef struct al_u32s {

@@ -235,7 +235,10 @@ typedef struct cel_overload {
     uint8_t nparamvars;   /* type parameters used (A, B) */
     uint8_t k8s_cost;     /* CK_*: Kubernetes CostEstimator rule, by function name */
     uint8_t go_cost;      /* CK_*: cel-go default rule, by overload id */
+    uint8_t lib;          /* CL_*: the library file implementing `impl` */
 } cel_overload;
+
+enum { CL_STD = 0, CL_STR, CL_K8S };
 
 /* Runtime cost rules (cel_call_cost); resolved once per overload. */
 enum {
@@ -308,8 +311,19 @@ struct cel_node {
     const cel_type *ty;     /* checked type */
     const uint16_t *ovl;    /* N_CALL: statically matching overloads */
     uint16_t novl;
+    /* N_CALL, resolved after checking (check.c: resolve) so the evaluator
+     * looks nothing up: the overload when the checker left one candidate or
+     * the function has one implementation (else NULL: chosen on the
+     * runtime types among ovl), and the call's cost rule (CK_*; crule_alt
+     * when crule is CK_EQ_K8S and the argument is no Quantity/Semver). */
+    const cel_overload *o1;
+    uint8_t crule, crule_alt;
+    uint8_t dfield;         /* N_SELECT/N_HAS on the device: CD_* field, 0 = other */
     cel_v val;              /* N_LIT value */
 };
+
+/* Fields of the `device` variable (device.c). */
+enum { CD_NONE = 0, CD_DRIVER, CD_ATTRIBUTES, CD_CAPACITY, CD_MULTI, CD_UNKNOWN };
 
 enum {
     NF_LEADING_DOT = 1, /* `.name`: resolve in the root scope only */
@@ -422,8 +436,6 @@ cel_v cel_maybe_no_overload(cel_ctx *c, const cel_node *at, cel_v arg);
 cel_v cel_call_std(cel_ctx *c, const cel_node *n, int impl, cel_v *args, int nargs);
 cel_v cel_call_str(cel_ctx *c, const cel_node *n, int impl, cel_v *args, int nargs);
 cel_v cel_call_k8s(cel_ctx *c, const cel_node *n, int impl, cel_v *args, int nargs);
-/* Runtime call cost (cel-go runtimecost.go + Kubernetes CostEstimator). */
-uint64_t cel_call_cost(const cel_overload *o, const cel_v *args, int nargs, cel_v result, bool single);
 /* Size as cel-go's actualSize: code points, bytes, elements; 1 otherwise. */
 uint64_t cel_actual_size(cel_v v);
 
@@ -460,6 +472,8 @@ size_t cel_fmt_double_g(double d, char *buf, size_t cap);
 /* Device views (device.c). */
 cel_v cel_device_field(cel_ctx *c, const cel_node *at, cel_v dev, const char *f, size_t n);
 bool cel_device_has_field(const char *f, size_t n);
+int cel_device_field_id(const char *f, size_t n); /* CD_* (CD_UNKNOWN: not a field) */
+cel_v cel_device_field_at(cel_ctx *c, const cel_node *at, cel_v dev, int field);
 cel_v cel_device_attr(cel_ctx *c, const cel_node *at, uint32_t domain, uint32_t name,
                       const char *nametext, size_t namelen);
 cel_v cel_device_cap(cel_ctx *c, const cel_node *at, uint32_t domain, uint32_t name,

@@ -710,8 +710,11 @@ static void check(C *c, cel_node *n)
 
 /* ---- compile-time evaluation (cel-go OptOptimize) ------------------------------------ */
 
+static void resolve(cel_node *n);
+
 static void fold_conversion(C *c, cel_node *n)
 {
+    resolve(n); /* evaluated now, before the whole tree is resolved */
     de_arena *tmp = de_arena_new(1 << 20);
     cel_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
@@ -772,6 +775,33 @@ static void check_regex_const(C *c, cel_node *n)
 
 /* ---- entry ---------------------------------------------------------------------------- */
 
+/* After checking: what the evaluator would otherwise look up per call -
+ * the overload to run when it is known statically, the cost rule, and the
+ * device field a selection names.  Same results, no run-time search. */
+static void resolve(cel_node *n)
+{
+    if (!n)
+        return;
+    resolve(n->a);
+    resolve(n->b);
+    resolve(n->c);
+    for (uint32_t i = 0; i < n->nargs; i++)
+        resolve(n->args[i]);
+    if ((n->k == N_SELECT || n->k == N_HAS) && n->name)
+        n->dfield = (uint8_t)cel_device_field_id(n->name, n->nlen);
+    if (n->k != N_CALL || !n->novl)
+        return;
+    const cel_overload *ovs = cel_overloads(NULL);
+    const cel_overload *first = &ovs[n->ovl[0]];
+    if (cel_funcs(NULL)[n->fn].singleton || n->novl == 1)
+        n->o1 = first;
+    /* the Kubernetes rule is by function name, so every candidate has it;
+     * cel-go's by overload id applies only to a single candidate */
+    uint8_t go = n->novl == 1 ? first->go_cost : CK_ONE;
+    n->crule = first->k8s_cost != CK_NONE ? first->k8s_cost : go;
+    n->crule_alt = go;
+}
+
 de_rc cel_check(cel_env *env, cel_prog *p, de_err *e)
 {
     C c;
@@ -784,8 +814,10 @@ de_rc cel_check(cel_env *env, cel_prog *p, de_err *e)
     check(&c, p->root);
     if (c.u.oom && !c.failed)
         fail(&c, 0, "expression too large");
-    if (!c.failed)
+    if (!c.failed) {
         p->type = cel_u_subst(&c.u, p->root->ty, true);
+        resolve(p->root);
+    }
     p->nslots = c.maxslots;
     cel_u_free(&c.u);
     free(c.scope);

@@ -28,37 +28,57 @@ static const char *istr(cel_ctx *c, uint32_t id, size_t *n)
     return de_intern_str(c->env->in, id);
 }
 
-bool cel_device_has_field(const char *f, size_t n)
+int cel_device_field_id(const char *f, size_t n)
 {
-    static const char *const fields[] = {"driver", "attributes", "capacity",
-                                         "allowMultipleAllocations"};
-    for (size_t i = 0; i < DE_ARRAY_LEN(fields); i++)
-        if (strlen(fields[i]) == n && !memcmp(fields[i], f, n))
-            return true;
-    return false;
+    if (n == 6 && !memcmp(f, "driver", 6))
+        return CD_DRIVER;
+    if (n == 10 && !memcmp(f, "attributes", 10))
+        return CD_ATTRIBUTES;
+    if (n == 8 && !memcmp(f, "capacity", 8))
+        return CD_CAPACITY;
+    if (n == 24 && !memcmp(f, "allowMultipleAllocations", 24))
+        return CD_MULTI;
+    return CD_UNKNOWN;
 }
 
-cel_v cel_device_field(cel_ctx *c, const cel_node *at, cel_v dev, const char *f, size_t n)
+bool cel_device_has_field(const char *f, size_t n)
+{
+    return cel_device_field_id(f, n) != CD_UNKNOWN;
+}
+
+/* `at` is the selection node (its name is the field, for the error). */
+cel_v cel_device_field_at(cel_ctx *c, const cel_node *at, cel_v dev, int field)
 {
     const de_devview *d = dev.u.dev;
-    if (n == 6 && !memcmp(f, "driver", 6)) {
+    switch (field) {
+    case CD_DRIVER: {
         size_t len;
         const char *s = istr(c, d->driver, &len);
         return cv_str(s, len);
     }
-    if (n == 10 && !memcmp(f, "attributes", 10)) {
+    case CD_ATTRIBUTES: {
         cel_v v = {.t = CV_MAP, .sub = MK_ATTRS};
         v.u.dev = d;
         return v;
     }
-    if (n == 8 && !memcmp(f, "capacity", 8)) {
+    case CD_CAPACITY: {
         cel_v v = {.t = CV_MAP, .sub = MK_CAPS};
         v.u.dev = d;
         return v;
     }
-    if (n == 24 && !memcmp(f, "allowMultipleAllocations", 24))
+    case CD_MULTI:
         return cv_bool(d->allow_multi == 1);
-    return cel_err_kind(c, at, CE_NO_SUCH_KEY, "no such key: %.*s", (int)n, f);
+    default:
+        return cel_err_kind(c, at, CE_NO_SUCH_KEY, "no such key: %.*s", (int)at->nlen, at->name);
+    }
+}
+
+cel_v cel_device_field(cel_ctx *c, const cel_node *at, cel_v dev, const char *f, size_t n)
+{
+    int field = cel_device_field_id(f, n);
+    if (field == CD_UNKNOWN)
+        return cel_err_kind(c, at, CE_NO_SUCH_KEY, "no such key: %.*s", (int)n, f);
+    return cel_device_field_at(c, at, dev, field);
 }
 
 static cel_v parse_version(cel_ctx *c, const cel_node *at, uint32_t id)

@@ -6,7 +6,7 @@
  * cel-go's comprehensions, including what they cost.  Cost is counted the
  * way cel-go's runtime cost tracker counts it under Kubernetes (a variable
  * or a field/index step 1, constants 0, has() 0, list literal 10, map
- * literal 30, calls by the rules in cel_call_cost), and the limit is
+ * literal 30, calls by the rule check.c resolved per call node), and the limit is
  * checked after every step; exceeding it aborts the whole evaluation with a
  * longjmp, since CEL has no construct that may absorb it.
  *
@@ -166,19 +166,6 @@ static uint64_t rule_cost(int rule, const cel_v *args, int nargs, cel_v result)
     }
 }
 
-/* The Kubernetes rule by function name first; then cel-go's by overload
- * id, which only applies when the checker resolved a single overload
- * (several candidates are planned without an id, costing 1). */
-uint64_t cel_call_cost(const cel_overload *o, const cel_v *args, int nargs, cel_v result, bool single)
-{
-    int k = o->k8s_cost;
-    if (k == CK_EQ_K8S)
-        k = (args[0].t == CV_QTY || args[0].t == CV_SEMVER) ? CK_ONE : CK_NONE;
-    if (k != CK_NONE)
-        return rule_cost(k, args, nargs, result);
-    return single ? rule_cost(o->go_cost, args, nargs, result) : 1;
-}
-
 /* ---- calls ------------------------------------------------------------------------ */
 
 static bool rt_match(const cel_type *t, cel_v v)
@@ -205,15 +192,6 @@ static bool rt_match(const cel_type *t, cel_v v)
     }
 }
 
-static cel_v dispatch(cel_ctx *c, const cel_node *n, int impl, cel_v *args, int na)
-{
-    if (impl < IM_CHAR_AT)
-        return cel_call_std(c, n, impl, args, na);
-    if (impl < IM_FIND)
-        return cel_call_str(c, n, impl, args, na);
-    return cel_call_k8s(c, n, impl, args, na);
-}
-
 static cel_v eval_call(cel_ctx *c, const cel_node *n)
 {
     cel_v args[8];
@@ -225,12 +203,11 @@ static cel_v eval_call(cel_ctx *c, const cel_node *n)
     for (int i = 0; i < na; i++)
         if (args[i].t == CV_ERR)
             return args[i];
-    const cel_overload *ovs = cel_overloads(NULL);
-    const cel_func *f = &cel_funcs(NULL)[n->fn];
-    const cel_overload *o = NULL;
-    if (f->singleton) {
-        o = &ovs[n->ovl[0]];
-    } else {
+    /* the overload was resolved at compile time (check.c: resolve) unless
+     * several candidates remain; then the runtime types choose */
+    const cel_overload *o = n->o1;
+    if (!o) {
+        const cel_overload *ovs = cel_overloads(NULL);
         for (uint16_t k = 0; k < n->novl && !o; k++) {
             const cel_overload *cand = &ovs[n->ovl[k]];
             bool ok = true;
@@ -242,10 +219,18 @@ static cel_v eval_call(cel_ctx *c, const cel_node *n)
         if (!o)
             return cel_no_overload(c, n);
     }
-    cel_v r = dispatch(c, n, o->impl, args, na);
+    cel_v r;
+    switch (o->lib) {
+    case CL_STD: r = cel_call_std(c, n, o->impl, args, na); break;
+    case CL_STR: r = cel_call_str(c, n, o->impl, args, na); break;
+    default: r = cel_call_k8s(c, n, o->impl, args, na); break;
+    }
     if (n->flags & NF_CONST_SET)
         return r;
-    cel_charge(c, cel_call_cost(o, args, na, r, n->novl == 1));
+    int rule = n->crule;
+    if (rule == CK_EQ_K8S)
+        rule = (args[0].t == CV_QTY || args[0].t == CV_SEMVER) ? CK_ONE : n->crule_alt;
+    cel_charge(c, rule_cost(rule, args, na, r));
     return r;
 }
 
@@ -256,7 +241,7 @@ static cel_v select_field(cel_ctx *c, const cel_node *n, cel_v v)
     if (v.t == CV_ERR)
         return v;
     if (v.t == CV_DEVICE)
-        return cel_device_field(c, n, v, n->name, n->nlen);
+        return cel_device_field_at(c, n, v, n->dfield);
     if (v.t == CV_MAP) {
         cel_v out;
         if (cel_map_find(c, v, cv_str(n->name, n->nlen), &out))
@@ -271,7 +256,7 @@ static cel_v has_field(cel_ctx *c, const cel_node *n, cel_v v)
     if (v.t == CV_ERR)
         return v;
     if (v.t == CV_DEVICE)
-        return cv_bool(cel_device_has_field(n->name, n->nlen));
+        return cv_bool(n->dfield != CD_UNKNOWN);
     if (v.t == CV_MAP) {
         cel_v out;
         return cv_bool(cel_map_find(c, v, cv_str(n->name, n->nlen), &out));

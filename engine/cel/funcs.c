@@ -303,6 +303,7 @@ static void build(void)
         ovl[i].nparamvars = np;
         ovl[i].k8s_cost = k8s_cost_rule(rows[i].name);
         ovl[i].go_cost = go_cost_rule(ovl[i].id);
+        ovl[i].lib = ovl[i].impl < IM_CHAR_AT ? CL_STD : ovl[i].impl < IM_FIND ? CL_STR : CL_K8S;
     }
 }
 

@@ -131,6 +131,10 @@ uint32_t dg_claim_find(const dg_graph *g, uint32_t ns, uint32_t name);
  * borrowed reference. */
 json_t *dg_claim_json(const dg_graph *g, uint32_t clid);
 uint64_t dg_claim_generation(const dg_graph *g, uint32_t clid);
+/* The usage generation (dg_usage_generation) at which this claim's
+ * contribution to the allocated state last changed; reservations and other
+ * status updates leave it.  0 = never contributed. */
+uint64_t dg_claim_usage_generation(const dg_graph *g, uint32_t clid);
 
 uint32_t dg_template_id_limit(const dg_graph *g);
 const dg_claim_template *dg_template_get(const dg_graph *g, uint32_t tid);

@@ -70,10 +70,10 @@ static void consumed_add(usage_ent *u, const dg_consumed *c, int sign)
     u->consumed[u->nconsumed++] = *c;
 }
 
-static void usage_apply(dg_graph *g, const dg_claim *c, int sign)
+static bool usage_apply(dg_graph *g, const dg_claim *c, int sign)
 {
     if (!c->allocated)
-        return;
+        return false;
     bool changed = false;
     for (uint32_t i = 0; i < c->allocation.nresults; i++) {
         const dg_result *r = &c->allocation.results[i];
@@ -103,6 +103,7 @@ static void usage_apply(dg_graph *g, const dg_claim *c, int sign)
     }
     if (changed)
         g->usage_gen = dg_bump(g);
+    return changed;
 }
 
 bool dg_usage_get(const dg_graph *g, uint32_t driver, uint32_t pool, uint32_t device, dg_usage *out)
@@ -155,13 +156,13 @@ void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, uint32
 {
     uint64_t key = de_pack2(c->meta.ns, c->meta.name), v;
     uint32_t id;
-    bool had = false;
+    bool had = false, changed = false;
     if (de_map_get(&g->claim_names, key, &v)) {
         id = (uint32_t)v;
         claim_ent *ce = &g->claims[id];
         if (ce->c) {
             had = true;
-            usage_apply(g, ce->c, -1);
+            changed = usage_apply(g, ce->c, -1);
             de_arena_free(ce->a);
             de_arena_free(ce->sa);
             if (ce->json)
@@ -186,7 +187,9 @@ void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, uint32
     ce->a = a;
     ce->json = json;
     ce->gen = dg_bump(g);
-    usage_apply(g, c, +1);
+    changed |= usage_apply(g, c, +1);
+    if (changed)
+        ce->usage_gen = g->usage_gen;
     *clid = id;
     dg_notify(g, DG_KIND_RESOURCE_CLAIM, had ? DG_OP_UPDATE : DG_OP_ADD, id);
 }
@@ -255,6 +258,11 @@ uint32_t dg_claim_find(const dg_graph *g, uint32_t ns, uint32_t name)
 uint64_t dg_claim_generation(const dg_graph *g, uint32_t clid)
 {
     return clid < g->nclaims ? g->claims[clid].gen : 0;
+}
+
+uint64_t dg_claim_usage_generation(const dg_graph *g, uint32_t clid)
+{
+    return clid < g->nclaims ? g->claims[clid].usage_gen : 0;
 }
 
 json_t *dg_claim_json(const dg_graph *g, uint32_t clid)
@@ -364,7 +372,8 @@ de_rc dg_claim_set_allocation(dg_graph *g, uint32_t clid, const dg_allocation *a
         ce->sa = de_arena_new_sized((size_t)64 << 20, 4096);
     copy_allocation(ce->sa, &c->allocation, a);
     c->allocated = true;
-    usage_apply(g, c, +1);
+    if (usage_apply(g, c, +1))
+        ce->usage_gen = g->usage_gen;
     ce->gen = dg_bump(g);
     dg_notify(g, DG_KIND_RESOURCE_CLAIM, DG_OP_UPDATE, clid);
     return DE_OK;
@@ -378,7 +387,8 @@ de_rc dg_claim_deallocate(dg_graph *g, uint32_t clid, de_err *e)
     dg_claim *c = ce->c;
     if (!c->allocated && !c->nreserved_for)
         return DE_OK;
-    usage_apply(g, c, -1);
+    if (usage_apply(g, c, -1))
+        ce->usage_gen = g->usage_gen;
     c->allocated = false;
     memset(&c->allocation, 0, sizeof c->allocation);
     c->reserved_for = NULL;

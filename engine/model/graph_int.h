@@ -76,6 +76,7 @@ typedef struct claim_ent {
     json_t *jcache;
     uint64_t jcache_gen;
     uint64_t gen;
+    uint64_t usage_gen; /* usage generation when its contribution last changed */
     uint32_t reserved_cap;
 } claim_ent;
 
