@@ -9,38 +9,19 @@
  * and the exit code is 2; nothing is printed on stdout then.  Output is
  * sorted by names, so it is the same for the same input.
  *
- * --watch: the manifests come from drivers/file (fd_watch) and every event
- * is applied to one long-lived graph (fd_apply_event), so a change costs
- * what it touches.  After the first report, a change batch prints its
- * object lines, the summary, and only the node blocks the batch touched
- * (where a slice or an allocated device was before and is after): on a
- * large cluster the whole report per edit would bury the change.  Bad input
- * never ends the loop: a file that does not parse keeps its last good
- * objects (the watcher), an object the graph refuses keeps its previous
- * version (dg_apply decodes before it replaces).
+ * --watch lives in inspect_watch.c; it prints this report again, or the
+ * node blocks a change touched (cli_inspect_changes).
  */
 #include "../base/quantity.h"
 #include "../model/dg.h"
 #include "cli.h"
-#include "watch.h"
+#include "inspect.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct holder {
-    uint32_t pool, device, claim;
-    bool admin, shared;
-} holder;
-
-typedef struct ictx {
-    dg_graph *g;
-    de_interner *in;
-    holder *holders;
-    uint32_t nholders;
-} ictx;
-
-static const char *S(const ictx *c, uint32_t id) { return de_intern_str(c->in, id); }
+static const char *S(const cli_inspect *c, uint32_t id) { return de_intern_str(c->in, id); }
 
 static de_interner *sort_in;
 static int cmp_name(const void *a, const void *b)
@@ -74,7 +55,7 @@ static int cmp_claim(const void *a, const void *b)
 
 static int cmp_holder(const void *a, const void *b)
 {
-    const holder *x = a, *y = b;
+    const cli_holder *x = a, *y = b;
     if (x->pool != y->pool)
         return x->pool < y->pool ? -1 : 1;
     if (x->device != y->device)
@@ -82,8 +63,9 @@ static int cmp_holder(const void *a, const void *b)
     return x->claim < y->claim ? -1 : x->claim > y->claim;
 }
 
-static void collect_holders(ictx *c)
+void cli_inspect_init(cli_inspect *c, dg_graph *g)
 {
+    *c = (cli_inspect){g, dg_intern(g), NULL, 0};
     uint32_t cap = 0;
     for (uint32_t i = 0; i < dg_claim_id_limit(c->g); i++) {
         const dg_claim *cl = dg_claim_get(c->g, i);
@@ -96,18 +78,25 @@ static void collect_holders(ictx *c)
                 continue;
             if (c->nholders == cap) {
                 cap = cap ? cap * 2 : 64;
-                c->holders = realloc(c->holders, cap * sizeof *c->holders);
+                c->holders = de_xrealloc(c->holders, cap * sizeof *c->holders);
             }
-            c->holders[c->nholders++] = (holder){pid, r->device, i, r->admin_access == 1, r->share_id != 0};
+            c->holders[c->nholders++] = (cli_holder){pid, r->device, i, r->admin_access == 1, r->share_id != 0};
         }
     }
     if (c->nholders)
         qsort(c->holders, c->nholders, sizeof *c->holders, cmp_holder);
 }
 
+void cli_inspect_fini(cli_inspect *c)
+{
+    free(c->holders);
+    c->holders = NULL;
+    c->nholders = 0;
+}
+
 /* ---- text helpers -------------------------------------------------------------------- */
 
-static void attr_text(const ictx *c, const de_attrval *v, char *buf, size_t cap)
+static void attr_text(const cli_inspect *c, const de_attrval *v, char *buf, size_t cap)
 {
     switch (v->kind) {
     case DE_V_INT: snprintf(buf, cap, "%lld", (long long)v->u.i); return;
@@ -138,7 +127,7 @@ static const char *const key_attrs[] = {"type", "productName", "model", "pciDevi
                                         "partitionProfile", "numaNode", "pcieRoot", "family", "architecture",
                                         "pciBusID", "driverVersion", "index", NULL};
 
-static void key_attributes(const ictx *c, const de_devview *v, char *out, size_t cap)
+static void key_attributes(const cli_inspect *c, const de_devview *v, char *out, size_t cap)
 {
     bool used[64] = {false};
     size_t n = 0;
@@ -172,7 +161,7 @@ static void key_attributes(const ictx *c, const de_devview *v, char *out, size_t
         snprintf(out + n, cap - n, "%s(+%d)", shown ? " " : "", total - shown);
 }
 
-static void capacity_text(const ictx *c, const de_devview *v, char *out, size_t cap)
+static void capacity_text(const cli_inspect *c, const de_devview *v, char *out, size_t cap)
 {
     size_t n = 0;
     out[0] = 0;
@@ -185,7 +174,7 @@ static void capacity_text(const ictx *c, const de_devview *v, char *out, size_t 
         snprintf(out + n, cap - n, " (+%u)", v->ncaps - 4);
 }
 
-static void taints_text(const ictx *c, uint32_t devid, char *out, size_t cap)
+static void taints_text(const cli_inspect *c, uint32_t devid, char *out, size_t cap)
 {
     const dg_taint *t;
     uint32_t nt;
@@ -197,13 +186,13 @@ static void taints_text(const ictx *c, uint32_t devid, char *out, size_t cap)
                               S(c, t[i].value), S(c, t[i].effect_raw));
 }
 
-static void state_text(const ictx *c, uint32_t pool, uint32_t device, char *out, size_t cap)
+static void state_text(const cli_inspect *c, uint32_t pool, uint32_t device, char *out, size_t cap)
 {
     size_t n = 0;
     int cnt = 0;
     out[0] = 0;
     for (uint32_t i = 0; i < c->nholders; i++) {
-        const holder *h = &c->holders[i];
+        const cli_holder *h = &c->holders[i];
         if (h->pool != pool || h->device != device)
             continue;
         const dg_claim *cl = dg_claim_get(c->g, h->claim);
@@ -216,7 +205,7 @@ static void state_text(const ictx *c, uint32_t pool, uint32_t device, char *out,
         snprintf(out, cap, "free");
 }
 
-static void nodesel_text(const ictx *c, const dg_nodesel *s, char *out, size_t cap)
+static void nodesel_text(const cli_inspect *c, const dg_nodesel *s, char *out, size_t cap)
 {
     static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
     size_t n = 0;
@@ -240,7 +229,7 @@ static void nodesel_text(const ictx *c, const dg_nodesel *s, char *out, size_t c
     }
 }
 
-static void slice_selection(const ictx *c, const dg_slice *s, char *out, size_t cap)
+static void slice_selection(const cli_inspect *c, const dg_slice *s, char *out, size_t cap)
 {
     switch (s->ns_mode) {
     case DG_NS_ALL_NODES: snprintf(out, cap, "allNodes"); break;
@@ -258,7 +247,7 @@ static void slice_selection(const ictx *c, const dg_slice *s, char *out, size_t 
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
-static json_t *attr_json(const ictx *c, const de_attrval *v)
+static json_t *attr_json(const cli_inspect *c, const de_attrval *v)
 {
     switch (v->kind) {
     case DE_V_INT: return json_integer(v->u.i);
@@ -279,7 +268,7 @@ static json_t *attr_json(const ictx *c, const de_attrval *v)
     return a;
 }
 
-static json_t *device_json(const ictx *c, uint32_t devid)
+static json_t *device_json(const cli_inspect *c, uint32_t devid)
 {
     de_devview v;
     dg_device_view(c->g, devid, &v);
@@ -304,7 +293,7 @@ static json_t *device_json(const ictx *c, uint32_t devid)
     json_object_set_new(o, "capacity", caps);
     json_t *holders = json_array();
     for (uint32_t i = 0; i < c->nholders; i++) {
-        const holder *h = &c->holders[i];
+        const cli_holder *h = &c->holders[i];
         if (h->pool != ref.pool || h->device != v.name)
             continue;
         const dg_claim *cl = dg_claim_get(c->g, h->claim);
@@ -349,7 +338,7 @@ static bool not_local(const dg_slice *s, uint32_t node)
     return s->ns_mode != DG_NS_NODE_NAME;
 }
 
-static void pool_table(const ictx *c, uint32_t pid, slice_filter want, uint32_t node, FILE *out)
+static void pool_table(const cli_inspect *c, uint32_t pid, slice_filter want, uint32_t node, FILE *out)
 {
     dg_pool p;
     dg_pool_get(c->g, pid, &p);
@@ -424,7 +413,7 @@ static void pool_table(const ictx *c, uint32_t pid, slice_filter want, uint32_t 
         fprintf(out, "    (no devices)\n");
 }
 
-static json_t *pool_json(const ictx *c, uint32_t pid, slice_filter want, uint32_t node)
+static json_t *pool_json(const cli_inspect *c, uint32_t pid, slice_filter want, uint32_t node)
 {
     dg_pool p;
     dg_pool_get(c->g, pid, &p);
@@ -455,7 +444,7 @@ static json_t *pool_json(const ictx *c, uint32_t pid, slice_filter want, uint32_
 
 /* ---- the report ------------------------------------------------------------------------------ */
 
-static uint32_t *sorted_nodes(const ictx *c, uint32_t *count)
+static uint32_t *sorted_nodes(const cli_inspect *c, uint32_t *count)
 {
     const uint32_t *names;
     uint32_t n;
@@ -482,7 +471,7 @@ static uint32_t *sorted_nodes(const ictx *c, uint32_t *count)
 }
 
 /* Distinct pool ids of a slice list, sorted by (driver, pool). */
-static uint32_t *pools_of(const ictx *c, const uint32_t *sids, uint32_t n, uint32_t *count)
+static uint32_t *pools_of(const cli_inspect *c, const uint32_t *sids, uint32_t n, uint32_t *count)
 {
     uint32_t *p = malloc((n + 1) * sizeof *p), k = 0;
     for (uint32_t i = 0; i < n; i++) {
@@ -499,7 +488,7 @@ static uint32_t *pools_of(const ictx *c, const uint32_t *sids, uint32_t n, uint3
     return p;
 }
 
-static void node_block(const ictx *c, uint32_t node, uint32_t nid, const uint32_t *pools, uint32_t np, FILE *out)
+static void node_block(const cli_inspect *c, uint32_t node, uint32_t nid, const uint32_t *pools, uint32_t np, FILE *out)
 {
     fprintf(out, "\nnode %s%s\n", S(c, node), nid == DG_NONE ? "" : " (Node object)");
     if (!np)
@@ -508,7 +497,7 @@ static void node_block(const ictx *c, uint32_t node, uint32_t nid, const uint32_
         pool_table(c, pools[k], on_node, node, out);
 }
 
-static void summary_line(const ictx *c, uint32_t nnodes, FILE *out)
+static void summary_line(const cli_inspect *c, uint32_t nnodes, FILE *out)
 {
     dg_stats st;
     dg_get_stats(c->g, &st);
@@ -520,8 +509,7 @@ static void summary_line(const ictx *c, uint32_t nnodes, FILE *out)
             nnodes, st.pools, st.slices, st.devices, st.classes, st.claims, nallocated, st.taint_rules);
 }
 
-/* The whole report: printed as a table, or returned as JSON (not printed). */
-static json_t *report(const ictx *c, bool json, FILE *out)
+json_t *cli_inspect_report(const cli_inspect *c, bool json, FILE *out)
 {
     dg_stats st;
     dg_get_stats(c->g, &st);
@@ -659,229 +647,42 @@ static json_t *report(const ictx *c, bool json, FILE *out)
     return root;
 }
 
-/* ---- --watch ------------------------------------------------------------------------------------ */
-
-/* One change batch: every event is applied to the graph as it comes
- * (fd_apply_event), and the nodes whose blocks it changes are noted -
- * before the change (where a slice or an allocation was) and after it
- * (where it is now). */
-typedef struct iwatch {
-    dg_graph *g;
-    bool json, initial;
-    json_t *events, *errors; /* -o json */
-    uint32_t *nodes;         /* node names (interned) */
-    uint32_t nnodes, cap;
-    bool network, full;      /* a pool that is not node-local changed; everything may have */
-    uint32_t nevents, nerrors;
-} iwatch;
-
-static void note_node(iwatch *w, uint32_t name)
+void cli_inspect_changes(const cli_inspect *c, uint32_t *wnodes, uint32_t nwnodes, bool network, FILE *out)
 {
-    for (uint32_t i = 0; i < w->nnodes; i++)
-        if (w->nodes[i] == name)
-            return;
-    if (w->nnodes == w->cap) {
-        w->cap = w->cap ? w->cap * 2 : 16;
-        w->nodes = de_xrealloc(w->nodes, w->cap * sizeof *w->nodes);
-    }
-    w->nodes[w->nnodes++] = name;
-}
-
-static void note_device(iwatch *w, uint32_t devid)
-{
-    uint32_t node = devid == DG_NONE ? 0 : dg_device_node(w->g, devid);
-    if (node)
-        note_node(w, node);
-    else
-        w->network = true;
-}
-
-static void note_object(iwatch *w, const fd_event *ev)
-{
-    de_interner *in = dg_intern(w->g);
-    if (!strcmp(ev->kind, "ResourceSlice")) {
-        uint32_t sid = dg_slice_find(w->g, ev->name);
-        const dg_slice *s = sid == DG_NONE ? NULL : dg_slice_get(w->g, sid);
-        if (s && s->ns_mode == DG_NS_NODE_NAME)
-            note_node(w, s->node_name);
-        else if (s)
-            for (uint32_t j = 0; j < s->ndevices; j++)
-                note_device(w, dg_device_id(w->g, sid, j));
-    } else if (!strcmp(ev->kind, "Node")) {
-        note_node(w, de_intern_cstr(in, ev->name));
-    } else if (!strcmp(ev->kind, "ResourceClaim")) {
-        uint32_t clid = dg_claim_find(w->g, de_intern_cstr(in, *ev->ns ? ev->ns : "default"), de_intern_cstr(in, ev->name));
-        const dg_claim *cl = clid == DG_NONE ? NULL : dg_claim_get(w->g, clid);
-        for (uint32_t k = 0; cl && cl->allocated && k < cl->allocation.nresults; k++) {
-            const dg_result *r = &cl->allocation.results[k];
-            note_device(w, dg_device_find(w->g, r->driver, r->pool, r->device));
-        }
-    } else if (!strcmp(ev->kind, "DeviceTaintRule")) {
-        w->full = true; /* its selector may reach any device */
-    }
-}
-
-static void on_watch_event(void *ctx, const fd_event *ev)
-{
-    iwatch *w = ctx;
-    if (ev->op == FD_ERROR) {
-        cli_errorf("inspect", "%s", ev->err->msg);
-        if (w->json)
-            json_array_append_new(w->errors, json_string(ev->err->msg));
-        w->nerrors++;
-        return;
-    }
-    if (!w->initial)
-        note_object(w, ev);
-    de_err e;
-    de_err_clear(&e);
-    if (fd_apply_event(w->g, ev, &e) != DE_OK) {
-        char msg[DE_ERR_MSG_MAX + 64];
-        snprintf(msg, sizeof msg, "%s (not applied%s)", e.msg, ev->op == FD_UPDATE ? "; the previous version stays" : "");
-        cli_errorf("inspect", "%s", msg);
-        if (w->json)
-            json_array_append_new(w->errors, json_string(msg));
-        w->nerrors++;
-        return;
-    }
-    if (!w->initial)
-        note_object(w, ev);
-    w->nevents++;
-    if (w->json) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "type", cli_watch_op(ev->op), "kind", ev->kind, "namespace",
-                              ev->ns, "name", ev->name);
-        if (ev->origin && ev->origin->file)
-            json_object_set_new(o, "file", json_string(ev->origin->file));
-        json_array_append_new(w->events, o);
-    } else if (!w->initial) {
-        if (w->nevents == 1)
-            fputc('\n', stdout);
-        cli_watch_event_line(stdout, ev);
-    }
-}
-
-static int cmp_node_name(const void *a, const void *b)
-{
-    return de_intern_cmp(sort_in, *(const uint32_t *)a, *(const uint32_t *)b);
-}
-
-/* After a batch (table): the summary, then the blocks of the nodes it touched. */
-static void print_changes(const ictx *c, iwatch *w)
-{
-    if (w->full) {
-        fputc('\n', stdout);
-        report(c, false, stdout);
-        return;
-    }
     uint32_t nnodes;
     uint32_t *nodes = sorted_nodes(c, &nnodes);
-    summary_line(c, nnodes, stdout);
+    summary_line(c, nnodes, out);
     sort_in = c->in;
-    if (w->nnodes > 1)
-        qsort(w->nodes, w->nnodes, sizeof *w->nodes, cmp_node_name);
-    for (uint32_t i = 0; i < w->nnodes; i++) {
+    if (nwnodes > 1)
+        qsort(wnodes, nwnodes, sizeof *wnodes, cmp_name);
+    for (uint32_t i = 0; i < nwnodes; i++) {
         bool present = false;
         for (uint32_t k = 0; k < nnodes && !present; k++)
-            present = nodes[k] == w->nodes[i];
+            present = nodes[k] == wnodes[i];
         if (!present) {
-            printf("\nnode %s: no longer present\n", S(c, w->nodes[i]));
+            fprintf(out, "\nnode %s: no longer present\n", S(c, wnodes[i]));
             continue;
         }
         const uint32_t *sids;
         uint32_t ns, np;
-        dg_slices_on_node(c->g, w->nodes[i], &sids, &ns);
+        dg_slices_on_node(c->g, wnodes[i], &sids, &ns);
         uint32_t *pools = pools_of(c, sids, ns, &np);
-        node_block(c, w->nodes[i], dg_node_find(c->g, w->nodes[i]), pools, np, stdout);
+        node_block(c, wnodes[i], dg_node_find(c->g, wnodes[i]), pools, np, out);
         free(pools);
     }
-    if (w->network) {
+    if (network) {
         const uint32_t *shared;
         uint32_t nshared, nsp;
         dg_slices_shared(c->g, &shared, &nshared);
         uint32_t *spools = pools_of(c, shared, nshared, &nsp);
-        printf("\nnetwork-attached pools (not node-local)\n");
+        fprintf(out, "\nnetwork-attached pools (not node-local)\n");
         if (!nsp)
-            printf("  (none)\n");
+            fprintf(out, "  (none)\n");
         for (uint32_t k = 0; k < nsp; k++)
-            pool_table(c, spools[k], not_local, 0, stdout);
+            pool_table(c, spools[k], not_local, 0, out);
         free(spools);
     }
     free(nodes);
-}
-
-static void end_cycle(iwatch *w, uint32_t *cycle)
-{
-    ictx c = {w->g, dg_intern(w->g), NULL, 0};
-    if (w->initial || w->nevents || (w->json && w->nerrors))
-        collect_holders(&c);
-    if (w->json) {
-        if (w->initial || w->nevents || w->nerrors) {
-            json_t *doc = json_pack("{s:i, s:O, s:O}", "cycle", (json_int_t)++*cycle, "events", w->events, "errors",
-                                    w->errors);
-            json_object_set_new(doc, "report", report(&c, true, stdout));
-            char *text = json_dumps(doc, JSON_COMPACT);
-            printf("%s\n", text);
-            free(text);
-            json_decref(doc);
-        }
-        json_array_clear(w->events);
-        json_array_clear(w->errors);
-    } else if (w->initial) {
-        report(&c, false, stdout);
-    } else if (w->nevents) {
-        print_changes(&c, w);
-    }
-    free(c.holders);
-    fflush(stdout);
-    w->nnodes = 0;
-    w->network = w->full = false;
-    w->nevents = w->nerrors = 0;
-}
-
-static int watch_loop(const char **paths, int npaths, bool json)
-{
-    for (int i = 0; i < npaths; i++)
-        if (!strcmp(paths[i], "-")) {
-            cli_errorf("inspect", "--watch cannot watch stdin ('-f -')");
-            return CLI_EXIT_INVALID;
-        }
-    fd_opts fo = {.watch = true};
-    de_err e;
-    de_err_clear(&e);
-    fd_watch *fw = fd_open(paths, (size_t)npaths, &fo, &e);
-    if (!fw) {
-        cli_errorf("inspect", "%s", e.msg);
-        return CLI_EXIT_INVALID;
-    }
-    cli_watch_signals();
-    iwatch w = {.g = dg_new(NULL, NULL), .json = json, .initial = true};
-    w.events = json_array();
-    w.errors = json_array();
-    uint32_t cycle = 0, n;
-    if (fd_scan(fw, on_watch_event, &w, &n, &e) != DE_OK)
-        cli_errorf("inspect", "%s", e.msg);
-    end_cycle(&w, &cycle);
-    w.initial = false;
-    while (!cli_watch_stopping()) {
-        int fds[1] = {fd_fileno(fw)};
-        int r = cli_watch_wait(fds, 1, fds[0] >= 0 ? -1 : 1000);
-        if (r < 0)
-            break;
-        if (r == 0 && fds[0] >= 0)
-            continue;
-        de_err_clear(&e);
-        if (fd_poll(fw, 0, on_watch_event, &w, &n, &e) != DE_OK) {
-            cli_errorf("inspect", "%s", e.msg);
-            continue;
-        }
-        end_cycle(&w, &cycle);
-    }
-    json_decref(w.events);
-    json_decref(w.errors);
-    free(w.nodes);
-    dg_free(w.g);
-    fd_close(fw);
-    return CLI_EXIT_OK;
 }
 
 static void print_error(void *ctx, const de_err *e)
@@ -961,7 +762,7 @@ int cli_cmd_inspect(int argc, char **argv)
         return CLI_EXIT_INVALID;
     }
     if (watch) {
-        int wrc = watch_loop(paths, npaths, json);
+        int wrc = cli_inspect_watch(paths, npaths, json);
         free(paths);
         return wrc;
     }
@@ -980,16 +781,16 @@ int cli_cmd_inspect(int argc, char **argv)
         }
     }
     if (rc == CLI_EXIT_OK) {
-        ictx c = {g, dg_intern(g), NULL, 0};
-        collect_holders(&c);
-        json_t *root = report(&c, json, stdout);
+        cli_inspect c;
+        cli_inspect_init(&c, g);
+        json_t *root = cli_inspect_report(&c, json, stdout);
         if (root) {
             char *text = json_dumps(root, JSON_INDENT(2));
             fprintf(stdout, "%s\n", text);
             free(text);
             json_decref(root);
         }
-        free(c.holders);
+        cli_inspect_fini(&c);
     }
     dg_free(g);
     free(paths);
