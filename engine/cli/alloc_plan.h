@@ -21,6 +21,9 @@ enum { CLI_OUT_JSON, CLI_OUT_YAML, CLI_OUT_TABLE };
 
 #define CLI_PLAN_NONE UINT32_MAX
 
+/* Largest YAML text of one `allocate -o yaml` document (a whole plan). */
+#define CLI_PLAN_YAML_MAX ((size_t)1 << 31)
+
 /* The annotation an allocated claim gets when policies took part: the
  * active policy set's revision (pol_set_revision: SHA-256, hex). */
 #define CLI_POLICY_REVISION_ANNOTATION "draengine.dev/policy-revision"

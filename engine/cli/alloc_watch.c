@@ -29,9 +29,8 @@
  */
 #include "alloc_plan.h"
 #include "cli.h"
+#include "objout.h"
 #include "watch.h"
-#include "../base/buf.h"
-#include "../base/doc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -108,15 +107,10 @@ static de_rc load_watched(void *ctx, dg_graph *g, al_input *lc, de_err *e)
 static void emit_doc(const wstate *w, json_t *doc)
 {
     if (w->cfg->fmt == CLI_OUT_YAML) {
-        de_buf b;
-        de_buf_init(&b, (size_t)1 << 31);
         de_err e;
         de_err_clear(&e);
-        if (de_yaml_emit(doc, &b, &e) == DE_OK)
-            printf("---\n%s", de_buf_str(&b));
-        else
+        if (cli_yaml_write(stdout, "---\n", doc, CLI_PLAN_YAML_MAX, &e) != DE_OK)
             cli_errorf("allocate", "%s", e.msg);
-        de_buf_free(&b);
         return;
     }
     char *s = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);

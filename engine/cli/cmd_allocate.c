@@ -27,6 +27,7 @@
  */
 #include "alloc_plan.h"
 #include "cli.h"
+#include "objout.h"
 #include "../alloc/al.h"
 #include "../base/buf.h"
 #include "../base/doc.h"
@@ -118,17 +119,12 @@ static json_t *claim_with_allocation(dg_graph *g, uint32_t clid, const dg_alloca
 static int print_doc(json_t *doc, int fmt)
 {
     if (fmt == OUT_YAML) {
-        de_buf b;
-        de_buf_init(&b, (size_t)1 << 31);
         de_err e;
         de_err_clear(&e);
-        if (de_yaml_emit(doc, &b, &e) != DE_OK) {
+        if (cli_yaml_write(stdout, "", doc, CLI_PLAN_YAML_MAX, &e) != DE_OK) {
             cli_errorf("allocate", "%s", e.msg);
-            de_buf_free(&b);
             return CLI_EXIT_INTERNAL;
         }
-        fputs(de_buf_str(&b), stdout);
-        de_buf_free(&b);
         return 0;
     }
     char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
