@@ -19,6 +19,19 @@ int lb_raise(lua_State *L, const de_err *e)
     return luaL_error(L, "%s", e && e->msg[0] ? e->msg : de_rc_str(e ? e->rc : DE_EINTERNAL));
 }
 
+void lb_class(lua_State *L, const char *name, const luaL_Reg *meta, const luaL_Reg *methods)
+{
+    luaL_newmetatable(L, name);
+    if (meta)
+        luaL_setfuncs(L, meta, 0);
+    if (methods) {
+        lua_newtable(L);
+        luaL_setfuncs(L, methods, 0);
+        lua_setfield(L, -2, "__index");
+    }
+    lua_pop(L, 1);
+}
+
 int luaopen_draengine_core(lua_State *L);
 
 int luaopen_draengine_core(lua_State *L)

@@ -727,12 +727,11 @@ void lb_open_graph(lua_State *L)
         {"__index", NULL},
         {NULL, NULL},
     };
-    luaL_newmetatable(L, GRAPH_CLASS);
-    luaL_setfuncs(L, meta, 0);
-    luaL_newlib(L, methods);
-    lb_graph_claim_methods(L);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
+    lb_class(L, GRAPH_CLASS, meta, methods);
+    luaL_getmetatable(L, GRAPH_CLASS);
+    lua_getfield(L, -1, "__index");
+    lb_graph_claim_methods(L); /* lb_graph_claims.c adds its methods */
+    lua_pop(L, 2);
     lua_pushcfunction(L, l_graph);
     lua_setfield(L, -2, "graph");
 }
