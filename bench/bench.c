@@ -76,7 +76,6 @@ static double status_mib(const char *field)
 }
 
 double bench_peak_rss_mib(void) { return status_mib("VmHWM"); }
-double bench_rss_mib(void) { return status_mib("VmRSS"); }
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -530,7 +530,6 @@ const kc_blob *kc_config_ca(const kc_config *c) { return c->ca.len ? &c->ca : NU
 const kc_blob *kc_config_cert(const kc_config *c) { return c->cert.len ? &c->cert : NULL; }
 const kc_blob *kc_config_key(const kc_config *c) { return c->key.len ? &c->key : NULL; }
 bool kc_config_insecure(const kc_config *c) { return c->insecure; }
-const char *kc_config_tls_server_name(const kc_config *c) { return c->tls_server_name; }
 
 void kc_config_describe(const kc_config *c, de_buf *out)
 {

@@ -273,24 +273,6 @@ cel_token cel_lex_next(cel_lexer *lx)
     return tok_err(st, e, "token recognition error");
 }
 
-const char *cel_tok_name(cel_tok t)
-{
-    static const char *const names[] = {
-        [TOK_EOF] = "<EOF>", [TOK_ERROR] = "<error>", [TOK_IDENT] = "identifier",
-        [TOK_ESC_IDENT] = "escaped identifier", [TOK_INT] = "int literal",
-        [TOK_UINT] = "uint literal", [TOK_DOUBLE] = "double literal",
-        [TOK_STRING] = "string literal", [TOK_BYTES] = "bytes literal", [TOK_TRUE] = "'true'",
-        [TOK_FALSE] = "'false'", [TOK_NULL] = "'null'", [TOK_IN] = "'in'", [TOK_LPAREN] = "'('",
-        [TOK_RPAREN] = "')'", [TOK_LBRACKET] = "'['", [TOK_RBRACKET] = "']'",
-        [TOK_LBRACE] = "'{'", [TOK_RBRACE] = "'}'", [TOK_DOT] = "'.'", [TOK_COMMA] = "','",
-        [TOK_COLON] = "':'", [TOK_QUESTION] = "'?'", [TOK_PLUS] = "'+'", [TOK_MINUS] = "'-'",
-        [TOK_STAR] = "'*'", [TOK_SLASH] = "'/'", [TOK_PERCENT] = "'%'", [TOK_NOT] = "'!'",
-        [TOK_EQ] = "'=='", [TOK_NE] = "'!='", [TOK_LT] = "'<'", [TOK_LE] = "'<='",
-        [TOK_GT] = "'>'", [TOK_GE] = "'>='", [TOK_AND] = "'&&'", [TOK_OR] = "'||'",
-    };
-    return (unsigned)t < DE_ARRAY_LEN(names) && names[t] ? names[t] : "?";
-}
-
 /* ---- literal decoding ---------------------------------------------------- */
 
 static int hexval(int c)
