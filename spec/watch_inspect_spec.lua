@@ -7,23 +7,13 @@ local H = require "support.helper"
 local W = require "support.watch"
 local core = require "draengine.core"
 
-local function count(s, text)
-  local c, at = 0, 1
-  while true do
-    local i, j = s:find(text, at, true)
-    if not i then return c end
-    c, at = c + 1, j + 1
-  end
-end
+local count = W.count
 
 describe("inspect --watch", function()
   local dir
   before_each(function()
     dir = W.tmpdir()
-    W.write(dir .. "/nodes.yaml", W.node("node-a") .. "---\n" .. W.node("node-b"))
-    W.write(dir .. "/slice-a.yaml", W.slice("node-a", 1))
-    W.write(dir .. "/slice-b.yaml", W.slice("node-b", 1))
-    W.write(dir .. "/class.yaml", W.class)
+    W.cluster(dir)
   end)
   after_each(function() W.rmdir(dir) end)
 

@@ -50,17 +50,19 @@ function Proc:wait_until(fn, secs)
   return fn(self:stdout(), self:stderr())
 end
 
+-- How many times `text` (plain) occurs in s.
+function M.count(s, text)
+  local c, at = 0, 1
+  while true do
+    local i, j = s:find(text, at, true)
+    if not i then return c end
+    c, at = c + 1, j + 1
+  end
+end
+
 -- Wait until stdout holds `text` at least `n` times (plain text, default 1).
 function Proc:wait_for(text, n)
-  local function count(s)
-    local c, at = 0, 1
-    while true do
-      local i, j = s:find(text, at, true)
-      if not i then return c end
-      c, at = c + 1, j + 1
-    end
-  end
-  return self:wait_until(function(out) return count(out) >= (n or 1) end)
+  return self:wait_until(function(out) return M.count(out, text) >= (n or 1) end)
 end
 
 -- Wait until stdout has n lines.
@@ -138,6 +140,15 @@ spec:
   selectors:
   - cel: {expression: "device.driver == 'gpu.example.com'"}
 ]]
+
+-- The cluster both watch specs start from: two nodes with one GPU each and
+-- the class that selects them, one file per object kind and node.
+function M.cluster(dir)
+  M.write(dir .. "/nodes.yaml", M.node("node-a") .. "---\n" .. M.node("node-b"))
+  M.write(dir .. "/slice-a.yaml", M.slice("node-a", 1))
+  M.write(dir .. "/slice-b.yaml", M.slice("node-b", 1))
+  M.write(dir .. "/class.yaml", M.class)
+end
 
 function M.pod(name)
   return string.format([[
