@@ -188,6 +188,17 @@ static de_rc walk(const char *dir, int depth, plist *files, plist *dirs, de_err 
     return rc;
 }
 
+/* The directory a path is in: "/" for "/x", "." for a bare name. */
+static void parent_of(const char *path, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", path);
+    char *slash = strrchr(out, '/');
+    if (slash && slash != out)
+        *slash = 0;
+    else
+        snprintf(out, cap, "%s", slash ? "/" : ".");
+}
+
 static de_rc list_all(fd_watch *w, plist *files, plist *dirs, de_err *e)
 {
     for (size_t r = 0; r < w->nroots; r++) {
@@ -196,12 +207,7 @@ static de_rc list_all(fd_watch *w, plist *files, plist *dirs, de_err *e)
             if (dirs) {
                 /* watch the parent so that the root's creation is noticed */
                 char parent[PATH_MAX];
-                snprintf(parent, sizeof parent, "%s", w->roots[r]);
-                char *slash = strrchr(parent, '/');
-                if (slash && slash != parent)
-                    *slash = 0;
-                else
-                    snprintf(parent, sizeof parent, "%s", slash ? "/" : ".");
+                parent_of(w->roots[r], parent, sizeof parent);
                 DE_TRY(plist_add(dirs, parent, e));
             }
             continue;
@@ -212,12 +218,7 @@ static de_rc list_all(fd_watch *w, plist *files, plist *dirs, de_err *e)
             DE_TRY(plist_add(files, w->roots[r], e));
             if (dirs) {
                 char parent[PATH_MAX];
-                snprintf(parent, sizeof parent, "%s", w->roots[r]);
-                char *slash = strrchr(parent, '/');
-                if (slash && slash != parent)
-                    *slash = 0;
-                else
-                    snprintf(parent, sizeof parent, "%s", slash ? "/" : ".");
+                parent_of(w->roots[r], parent, sizeof parent);
                 DE_TRY(plist_add(dirs, parent, e));
             }
         }
