@@ -275,17 +275,6 @@ cel_token cel_lex_next(cel_lexer *lx)
 
 /* ---- literal decoding ---------------------------------------------------- */
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static size_t utf8_put(char *o, uint32_t cp)
 {
     if (cp < 0x80) {
@@ -381,7 +370,7 @@ bool cel_unescape(const char *tok, size_t n, bool bytes, de_arena *a, const char
             }
             uint32_t v = 0;
             for (size_t d = 0; d < nd; d++) {
-                int h = hexval((unsigned char)body[j + d]);
+                int h = de_hexval((unsigned char)body[j + d]);
                 if (h < 0) {
                     *why = "unable to unescape string";
                     return false;
