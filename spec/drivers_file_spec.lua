@@ -3,22 +3,7 @@
 local H = require "support.helper"
 local core = require "draengine.core"
 
-local function tmpdir()
-  local p = io.popen("mktemp -d")
-  local d = p:read("l")
-  p:close()
-  return d
-end
-
-local function sh(cmd)
-  assert(os.execute(cmd), "command failed: " .. cmd)
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local tmpdir, sh, write = H.tmpdir, H.sh, H.write
 
 local function class(name, expr)
   return string.format([[

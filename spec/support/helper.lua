@@ -38,6 +38,25 @@ function M.check_vectors(checker, dir)
   return out, tonumber(passed), tonumber(failed)
 end
 
+-- Files for specs: a fresh temporary directory, its removal, a file written
+-- whole, and a shell command that must succeed.
+function M.tmpdir()
+  local p = io.popen("mktemp -d")
+  local d = p:read("l")
+  p:close()
+  return d
+end
+
+function M.rmdir(d) os.execute("rm -rf " .. shell_quote(d)) end
+
+function M.write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+function M.sh(cmd) assert(os.execute(cmd), "command failed: " .. cmd) end
+
 function M.run(args, stdin)
   local parts = { shell_quote(M.bin) }
   for _, a in ipairs(args) do parts[#parts + 1] = shell_quote(a) end

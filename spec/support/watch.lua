@@ -92,23 +92,8 @@ function Proc:stop(sig)
   return rc or nil, out, err
 end
 
--- A fresh temporary directory, and helpers to fill it.
-function M.tmpdir()
-  local p = io.popen("mktemp -d")
-  local d = p:read("l")
-  p:close()
-  return d
-end
-
-function M.rmdir(d) os.execute("rm -rf " .. H.shell_quote(d)) end
-
-function M.write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
-function M.sh(cmd) assert(os.execute(cmd), "command failed: " .. cmd) end
+-- A fresh temporary directory, and helpers to fill it (support.helper's).
+M.tmpdir, M.rmdir, M.write, M.sh = H.tmpdir, H.rmdir, H.write, H.sh
 
 -- Manifests: a node, a one-GPU slice on it, the class, a claim and its pod.
 function M.node(name)
