@@ -13,6 +13,7 @@
 #include "../base/map.h"
 
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 void cli_plan_init(cli_plan *p) { memset(p, 0, sizeof *p); }
@@ -78,50 +79,43 @@ void cli_plan_device(cli_plan *p, const char *claim, uint32_t pod, const char *d
 
 /* ---- lookups by key ------------------------------------------------------------ */
 
+/* Plan records found by key: hash(key) -> index + 1 of the first record
+ * with that hash; a collision falls back to a scan.  Pods and claims are
+ * both records whose first member is their key. */
 typedef struct keyindex {
-    de_map m; /* hash(key) -> index + 1; collisions fall back to a scan */
+    de_map m;
+    const char *recs;
+    uint32_t n;
+    size_t size;
 } keyindex;
+
+_Static_assert(offsetof(cli_plan_pod, key) == 0, "a pod record starts with its key");
+_Static_assert(offsetof(cli_plan_claim, key) == 0, "a claim record starts with its key");
 
 static uint64_t key_hash(const char *k) { return de_hash_bytes(k, strlen(k)); }
 
-static void index_pods(keyindex *x, const cli_plan *p)
+static const char *key_at(const keyindex *x, uint32_t i) { return *(char *const *)(x->recs + i * x->size); }
+
+static void index_keys(keyindex *x, const void *recs, uint32_t n, size_t size)
 {
     de_map_init(&x->m);
-    for (uint32_t i = 0; i < p->npods; i++)
-        if (!de_map_get(&x->m, key_hash(p->pods[i].key), NULL))
-            de_map_put(&x->m, key_hash(p->pods[i].key), i + 1u);
+    x->recs = recs;
+    x->n = n;
+    x->size = size;
+    for (uint32_t i = 0; i < n; i++)
+        if (!de_map_get(&x->m, key_hash(key_at(x, i)), NULL))
+            de_map_put(&x->m, key_hash(key_at(x, i)), i + 1u);
 }
 
-static void index_claims(keyindex *x, const cli_plan *p)
-{
-    de_map_init(&x->m);
-    for (uint32_t i = 0; i < p->nclaims; i++)
-        if (!de_map_get(&x->m, key_hash(p->claims[i].key), NULL))
-            de_map_put(&x->m, key_hash(p->claims[i].key), i + 1u);
-}
-
-static uint32_t find_pod(const keyindex *x, const cli_plan *p, const char *key)
+static uint32_t find_key(const keyindex *x, const char *key)
 {
     uint64_t v;
-    if (de_map_get(&x->m, key_hash(key), &v) && !strcmp(p->pods[v - 1].key, key))
-        return (uint32_t)(v - 1);
     if (!de_map_get(&x->m, key_hash(key), &v))
         return CLI_PLAN_NONE;
-    for (uint32_t i = 0; i < p->npods; i++)
-        if (!strcmp(p->pods[i].key, key))
-            return i;
-    return CLI_PLAN_NONE;
-}
-
-static uint32_t find_claim(const keyindex *x, const cli_plan *p, const char *key)
-{
-    uint64_t v;
-    if (de_map_get(&x->m, key_hash(key), &v) && !strcmp(p->claims[v - 1].key, key))
+    if (!strcmp(key_at(x, (uint32_t)(v - 1)), key))
         return (uint32_t)(v - 1);
-    if (!de_map_get(&x->m, key_hash(key), &v))
-        return CLI_PLAN_NONE;
-    for (uint32_t i = 0; i < p->nclaims; i++)
-        if (!strcmp(p->claims[i].key, key))
+    for (uint32_t i = 0; i < x->n; i++)
+        if (!strcmp(key_at(x, i), key))
             return i;
     return CLI_PLAN_NONE;
 }
@@ -187,7 +181,7 @@ static void diff_claims(differ *d, const cli_plan *was, const keyindex *wi, uint
         const cli_plan_claim *c = &now->claims[i];
         if (c->pod != npod)
             continue;
-        uint32_t k = find_claim(wi, was, c->key);
+        uint32_t k = find_key(wi, c->key);
         const cli_plan_claim *o = k == CLI_PLAN_NONE ? NULL : &was->claims[k];
         if (o && (wpod == CLI_PLAN_NONE ? o->pod != CLI_PLAN_NONE : o->pod != wpod))
             o = NULL; /* the claim belonged to another pod then */
@@ -215,12 +209,12 @@ static void diff_claims(differ *d, const cli_plan *was, const keyindex *wi, uint
     if (quiet_old)
         return;
     keyindex ni;
-    index_claims(&ni, now);
+    index_keys(&ni, now->claims, now->nclaims, sizeof *now->claims);
     for (uint32_t i = 0; i < was->nclaims; i++) {
         const cli_plan_claim *o = &was->claims[i];
         if (o->pod != wpod)
             continue;
-        uint32_t k = find_claim(&ni, now, o->key);
+        uint32_t k = find_key(&ni, o->key);
         if (k != CLI_PLAN_NONE && now->claims[k].pod == npod)
             continue;
         json_t *j = change(d, "claim", o->key, "released");
@@ -259,15 +253,15 @@ uint32_t cli_plan_diff(const cli_plan *was, const cli_plan *now, FILE *out, json
 {
     differ d = {out, changes, 0};
     keyindex wpi, wci, npi;
-    index_pods(&wpi, was);
-    index_claims(&wci, was);
-    index_pods(&npi, now);
+    index_keys(&wpi, was->pods, was->npods, sizeof *was->pods);
+    index_keys(&wci, was->claims, was->nclaims, sizeof *was->claims);
+    index_keys(&npi, now->pods, now->npods, sizeof *now->pods);
     if (now->node) {
         diff_node_mode(&d, was, &wci, now);
     } else {
         for (uint32_t i = 0; i < now->npods; i++) {
             const cli_plan_pod *p = &now->pods[i];
-            uint32_t k = find_pod(&wpi, was, p->key);
+            uint32_t k = find_key(&wpi, p->key);
             const cli_plan_pod *o = k == CLI_PLAN_NONE ? NULL : &was->pods[k];
             bool was_on = o && o->node, is_on = p->node != NULL;
             json_t *j = NULL;
@@ -295,7 +289,7 @@ uint32_t cli_plan_diff(const cli_plan *was, const cli_plan *now, FILE *out, json
         }
         for (uint32_t i = 0; i < was->npods; i++) {
             const cli_plan_pod *o = &was->pods[i];
-            if (find_pod(&npi, now, o->key) != CLI_PLAN_NONE)
+            if (find_key(&npi, o->key) != CLI_PLAN_NONE)
                 continue;
             json_t *j = change(&d, "pod", o->key, "removed");
             set_s(j, "from", o->node);
