@@ -449,7 +449,7 @@ static uint32_t *sorted_nodes(const cli_inspect *c, uint32_t *count)
     const uint32_t *names;
     uint32_t n;
     dg_slice_nodes(c->g, &names, &n);
-    uint32_t *all = malloc((n + dg_node_id_limit(c->g) + 1) * sizeof *all), k = 0;
+    uint32_t *all = de_xmalloc((n + dg_node_id_limit(c->g) + 1) * sizeof *all), k = 0;
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t *s;
         uint32_t ns;
@@ -473,7 +473,7 @@ static uint32_t *sorted_nodes(const cli_inspect *c, uint32_t *count)
 /* Distinct pool ids of a slice list, sorted by (driver, pool). */
 static uint32_t *pools_of(const cli_inspect *c, const uint32_t *sids, uint32_t n, uint32_t *count)
 {
-    uint32_t *p = malloc((n + 1) * sizeof *p), k = 0;
+    uint32_t *p = de_xmalloc((n + 1) * sizeof *p), k = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t pid = dg_slice_pool(c->g, sids[i]);
         bool dup = false;
@@ -522,13 +522,13 @@ json_t *cli_inspect_report(const cli_inspect *c, bool json, FILE *out)
     uint32_t nshared, nsp;
     dg_slices_shared(c->g, &shared, &nshared);
     uint32_t *spools = pools_of(c, shared, nshared, &nsp);
-    uint32_t *classes = malloc((dg_class_id_limit(c->g) + 1) * sizeof *classes), ncl = 0;
+    uint32_t *classes = de_xmalloc((dg_class_id_limit(c->g) + 1) * sizeof *classes), ncl = 0;
     for (uint32_t i = 0; i < dg_class_id_limit(c->g); i++)
         if (dg_class_get(c->g, i))
             classes[ncl++] = i;
     sort_g = c->g;
     qsort(classes, ncl, sizeof *classes, cmp_class);
-    uint32_t *claims = malloc((dg_claim_id_limit(c->g) + 1) * sizeof *claims), nclaims = 0;
+    uint32_t *claims = de_xmalloc((dg_claim_id_limit(c->g) + 1) * sizeof *claims), nclaims = 0;
     for (uint32_t i = 0; i < dg_claim_id_limit(c->g); i++)
         if (dg_claim_get(c->g, i))
             claims[nclaims++] = i;
@@ -718,7 +718,7 @@ static void usage(FILE *out)
 
 int cli_cmd_inspect(int argc, char **argv)
 {
-    const char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    const char **paths = de_xcalloc((size_t)argc + 1, sizeof *paths);
     int npaths = 0;
     bool json = false, watch = false;
     for (int i = 1; i < argc; i++) {
