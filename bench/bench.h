@@ -26,8 +26,6 @@ int bench_policy_overhead(FILE *out, int argc, char **argv);
 void bench_print(FILE *out, const char *figure, double value, const char *unit);
 /* Peak resident set size of this process, MiB (VmHWM). */
 double bench_peak_rss_mib(void);
-/* Current resident set size, MiB (VmRSS). */
-double bench_rss_mib(void);
 /* p-th percentile (0..100) of n values (sorts the array in place). */
 double bench_percentile(double *v, size_t n, double p);
 

@@ -1,22 +1,25 @@
 /*
  * core.c - luaopen_draengine_core: builds the module table from the area
- * openers that are linked into this build.
+ * openers (lb_<area>.c), and the helpers every binding shares.
  */
 #include "lb.h"
-
-/* Areas land one by one; an opener that is not linked in is a NULL weak
- * reference and is skipped, so the module always loads. */
-#pragma weak lb_open_graph
-#pragma weak lb_open_cel
-#pragma weak lb_open_alloc
-#pragma weak lb_open_policy
-#pragma weak lb_open_sim
-#pragma weak lb_open_sched
-#pragma weak lb_open_kube
 
 int lb_raise(lua_State *L, const de_err *e)
 {
     return luaL_error(L, "%s", e && e->msg[0] ? e->msg : de_rc_str(e ? e->rc : DE_EINTERNAL));
+}
+
+void lb_class(lua_State *L, const char *name, const luaL_Reg *meta, const luaL_Reg *methods)
+{
+    luaL_newmetatable(L, name);
+    if (meta)
+        luaL_setfuncs(L, meta, 0);
+    if (methods) {
+        lua_newtable(L);
+        luaL_setfuncs(L, methods, 0);
+        lua_setfield(L, -2, "__index");
+    }
+    lua_pop(L, 1);
 }
 
 int luaopen_draengine_core(lua_State *L);
@@ -29,7 +32,6 @@ int luaopen_draengine_core(lua_State *L)
     };
     lua_newtable(L);
     for (size_t i = 0; i < sizeof openers / sizeof openers[0]; i++)
-        if (openers[i])
-            openers[i](L);
+        openers[i](L);
     return 1;
 }

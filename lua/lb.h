@@ -34,6 +34,11 @@ void lb_open_kube(lua_State *L);    /* kube client pieces */
 struct dg_graph;
 struct dg_graph *lb_check_graph(lua_State *L, int idx);
 
+/* Register class `name` (luaL_newmetatable, which also sets __name): the
+ * `meta` metamethods, and the `methods` table as __index unless it is NULL.
+ * Leaves the stack as it found it. */
+void lb_class(lua_State *L, const char *name, const luaL_Reg *meta, const luaL_Reg *methods);
+
 /* Raise a Lua error carrying a de_err. */
 int lb_raise(lua_State *L, const de_err *e);
 

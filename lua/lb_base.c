@@ -5,8 +5,7 @@
 #include "../engine/base/gates.h"
 #include "lb.h"
 
-#pragma weak lb_open_numeric
-void lb_open_numeric(lua_State *L);
+void lb_open_numeric(lua_State *L); /* lb_numeric.c */
 
 static int l_version(lua_State *L)
 {
@@ -40,6 +39,5 @@ void lb_open_base(lua_State *L)
         {NULL, NULL},
     };
     luaL_setfuncs(L, fns, 0);
-    if (lb_open_numeric)
-        lb_open_numeric(L);
+    lb_open_numeric(L);
 }

@@ -222,11 +222,7 @@ void lb_open_file(lua_State *L)
         {"__tostring", l_tostring},
         {NULL, NULL},
     };
-    luaL_newmetatable(L, WATCH_CLASS);
-    luaL_setfuncs(L, meta, 0);
-    luaL_newlib(L, methods);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
+    lb_class(L, WATCH_CLASS, meta, methods);
     lua_pushcfunction(L, l_watch);
     lua_setfield(L, -2, "watch");
 }

@@ -45,7 +45,7 @@ static void on_change(void *ctx, dg_kind kind, dg_op op, uint32_t id)
     lgraph *u = ctx;
     if (u->nev == u->capev) {
         u->capev = u->capev ? u->capev * 2 : 16;
-        u->ev = realloc(u->ev, u->capev * sizeof *u->ev);
+        u->ev = de_xrealloc(u->ev, u->capev * sizeof *u->ev);
     }
     u->ev[u->nev++] = (lgevent){(uint8_t)kind, (uint8_t)op, id};
 }
@@ -210,7 +210,7 @@ static int l_nodes(lua_State *L)
     uint32_t n;
     dg_slice_nodes(g, &names, &n);
     uint32_t lim = dg_node_id_limit(g);
-    uint32_t *all = malloc((n + lim + 1) * sizeof *all), cnt = 0;
+    uint32_t *all = de_xmalloc((n + lim + 1) * sizeof *all), cnt = 0;
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t *s;
         uint32_t ns;
@@ -727,12 +727,11 @@ void lb_open_graph(lua_State *L)
         {"__index", NULL},
         {NULL, NULL},
     };
-    luaL_newmetatable(L, GRAPH_CLASS);
-    luaL_setfuncs(L, meta, 0);
-    luaL_newlib(L, methods);
-    lb_graph_claim_methods(L);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
+    lb_class(L, GRAPH_CLASS, meta, methods);
+    luaL_getmetatable(L, GRAPH_CLASS);
+    lua_getfield(L, -1, "__index");
+    lb_graph_claim_methods(L); /* lb_graph_claims.c adds its methods */
+    lua_pop(L, 2);
     lua_pushcfunction(L, l_graph);
     lua_setfield(L, -2, "graph");
 }

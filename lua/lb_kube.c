@@ -512,21 +512,6 @@ static int l_format_time(lua_State *L)
     return 1;
 }
 
-static void newclass(lua_State *L, const char *name, const luaL_Reg *methods, lua_CFunction gc)
-{
-    luaL_newmetatable(L, name);
-    lua_newtable(L);
-    luaL_setfuncs(L, methods, 0);
-    lua_setfield(L, -2, "__index");
-    if (gc) {
-        lua_pushcfunction(L, gc);
-        lua_setfield(L, -2, "__gc");
-    }
-    lua_pushstring(L, name);
-    lua_setfield(L, -2, "__name");
-    lua_pop(L, 1);
-}
-
 void lb_open_kube(lua_State *L)
 {
     static const luaL_Reg cfgm[] = {
@@ -544,14 +529,14 @@ void lb_open_kube(lua_State *L)
                                       {"release", lease_release},
                                       {"holder", lease_holder},
                                       {NULL, NULL}};
-    newclass(L, MT_CONFIG, cfgm, cfg_gc);
-    luaL_getmetatable(L, MT_CONFIG);
-    lua_pushcfunction(L, cfg_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pop(L, 1);
-    newclass(L, MT_CLIENT, clm, cl_gc);
-    newclass(L, MT_INFORMER, infm, inf_gc);
-    newclass(L, MT_LEASE, leasem, lease_gc);
+    static const luaL_Reg cfgmeta[] = {{"__gc", cfg_gc}, {"__tostring", cfg_tostring}, {NULL, NULL}};
+    static const luaL_Reg clmeta[] = {{"__gc", cl_gc}, {NULL, NULL}};
+    static const luaL_Reg infmeta[] = {{"__gc", inf_gc}, {NULL, NULL}};
+    static const luaL_Reg leasemeta[] = {{"__gc", lease_gc}, {NULL, NULL}};
+    lb_class(L, MT_CONFIG, cfgmeta, cfgm);
+    lb_class(L, MT_CLIENT, clmeta, clm);
+    lb_class(L, MT_INFORMER, infmeta, infm);
+    lb_class(L, MT_LEASE, leasemeta, leasem);
 
     static const luaL_Reg fns[] = {
         {"config", l_config},           {"client", l_client},

@@ -349,15 +349,8 @@ void lb_open_numeric(lua_State *L)
         {NULL, NULL},
     };
 
-    luaL_newmetatable(L, QTY_CLASS);
-    luaL_setfuncs(L, qmeta, 0);
-    luaL_newlib(L, qmethods);
-    lua_setfield(L, -2, "__index");
-    lua_pop(L, 1);
-
-    luaL_newmetatable(L, SEMVER_CLASS);
-    luaL_setfuncs(L, vmeta, 0);
-    lua_pop(L, 1);
+    lb_class(L, QTY_CLASS, qmeta, qmethods);
+    lb_class(L, SEMVER_CLASS, vmeta, NULL); /* __index is a function (v_index) */
 
     luaL_setfuncs(L, fns, 0);
 

@@ -7,18 +7,11 @@ local H = require "support.helper"
 describe("allocator conformance vectors", function()
   it("pass 100% through draengine allocate --node", function()
     local dir = assert(H.shared_dir(), "conformance vectors not found")
-    -- python must not run under the ASan LD_PRELOAD; the binary links ASan itself
-    local cmd = string.format("env -u LD_PRELOAD python3 %s --bin %s %s 2>&1",
-      H.shell_quote(dir .. "/conformance/check-alloc"), H.shell_quote(H.bin),
-      H.shell_quote(dir .. "/conformance/alloc"))
-    local p = assert(io.popen(cmd))
-    local out = p:read("a")
-    p:close()
-    local passed, failed = out:match("(%d+) passed, (%d+) failed%s*$")
+    local out, passed, failed = H.check_vectors("check-alloc", dir .. "/conformance/alloc")
     assert.is_not_nil(passed, out)
-    assert.are.equal(0, tonumber(failed), out)
+    assert.are.equal(0, failed, out)
     -- the directory holds 146 vectors today; more may be added
-    assert.is_true(tonumber(passed) >= 146, out)
+    assert.is_true(passed >= 146, out)
     -- errors carry upstream's wording
     local matched, total = out:match("error messages containing the upstream substring: (%d+)/(%d+)")
     assert.is_not_nil(matched, out)

@@ -107,6 +107,22 @@ describe("document loader", function()
       err_of(core.load_text, '{"a":1} "x"', "s.json"))
   end)
 
+  it("reads a ConfigMap volume once, skipping hidden entries", function()
+    -- kubelet's layout: x.yaml -> ..data/x.yaml, ..data -> ..<timestamp>/
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir .. "/..2026_12_01_00_00_00.1"))
+    local f = assert(io.open(dir .. "/..2026_12_01_00_00_00.1/a.yaml", "w"))
+    f:write("kind: A\nmetadata: {name: one}\n")
+    f:close()
+    assert(os.execute("ln -s ..2026_12_01_00_00_00.1 " .. dir .. "/..data && ln -s ..data/a.yaml "
+      .. dir .. "/a.yaml && touch " .. dir .. "/.a.yaml.swp"))
+    local docs = core.load_docs(dir)
+    os.execute("rm -rf " .. dir)
+    assert.are.equal(1, #docs)
+    assert.are.equal(dir .. "/a.yaml", docs[1].file)
+  end)
+
   it("reports missing files", function()
     local err = err_of(core.load_docs, FIX .. "/does-not-exist.yaml")
     assert.truthy(err:find("does-not-exist.yaml: No such file or directory", 1, true), err)

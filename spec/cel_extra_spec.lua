@@ -20,21 +20,14 @@ local function count_vectors(dir)
 end
 
 describe("extra CEL vectors (spec/fixtures/cel-extra)", function()
-  -- python must not run under the ASan LD_PRELOAD; the binary links ASan itself
   it("all scored vectors pass", function()
     local shared = H.shared_dir()
     assert.is_not_nil(shared, "shared conformance scripts not found")
     local dir = H.root .. "/spec/fixtures/cel-extra"
     local total, skipped = count_vectors(dir)
     assert.is_true(total > 1000, "expected the generated vectors, found " .. total)
-    local cmd = string.format("env -u LD_PRELOAD python3 %s --bin %s %s 2>&1",
-      H.shell_quote(shared .. "/conformance/check-cel"), H.shell_quote(H.bin), H.shell_quote(dir))
-    local p = assert(io.popen(cmd, "r"))
-    local out = p:read("a")
-    p:close()
-    local passed, failed = out:match("(%d+) passed, (%d+) failed%s*$")
+    local out, passed, failed = H.check_vectors("check-cel", dir)
     assert.is_not_nil(passed, "no summary line in:\n" .. out:sub(-2000))
-    passed, failed = tonumber(passed), tonumber(failed)
     assert.are.equal(0, failed, out:sub(-4000))
     assert.are.equal(total - skipped, passed, "every vector file must be scored:\n" .. out:sub(-2000))
   end)

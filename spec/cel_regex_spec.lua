@@ -32,6 +32,23 @@ describe("CEL regular expressions", function()
     assert.truthy(refused("*a"):find("missing argument to repetition operator", 1, true))
   end)
 
+  it("refuses nested repeat counts whose product passes 1000, as RE2 and Go do", function()
+    -- the error names the outer operator (with its lazy '?')
+    assert.truthy(refused("(a{1,1000}){20}"):find("invalid repeat count: `{20}`", 1, true))
+    assert.truthy(refused("(a{10}){101}?"):find("invalid repeat count: `{101}?`", 1, true))
+    assert.truthy(refused("((a{10}){10}){11}"):find("invalid repeat count: `{11}`", 1, true))
+    assert.truthy(refused("(a{10,}){101}"):find("invalid repeat count", 1, true))      -- open: its minimum
+    assert.truthy(refused("(a{100}|b{20}){20}"):find("invalid repeat count", 1, true)) -- any branch
+    assert.truthy(refused("(?:a{10}b){101}"):find("invalid repeat count", 1, true))
+    -- at the limit, or where the product does not grow, the pattern compiles
+    for _, ok in ipairs({"(a{2}){500}", "((a{10}){10}){10}", "(a{10}|b{100}){10}", "(a*){1000}",
+                         "(a{0,1}){1000}", "((a{1000}){0}){2}", "x{2}(a{1000})", "(a{1,1000}){1}"}) do
+      local r = core.cel_compile("'x'.matches('" .. ok .. "')")
+      assert.is_true(r.ok, ok .. ": " .. tostring(r.error))
+    end
+    assert.is_true(eval("'aaaa'.matches('^(a{2}){2}$')"))
+  end)
+
   it("accepts RE2 syntax that PCRE spells differently", function()
     assert.is_true(eval("'x{'.matches('x{')"))            -- a literal brace
     assert.is_true(eval("'\\x0b'.matches('\\\\v')"))         -- \v is the character, not a class

@@ -3,22 +3,7 @@
 local H = require "support.helper"
 local core = require "draengine.core"
 
-local function tmpdir()
-  local p = io.popen("mktemp -d")
-  local d = p:read("l")
-  p:close()
-  return d
-end
-
-local function sh(cmd)
-  assert(os.execute(cmd), "command failed: " .. cmd)
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local tmpdir, sh, write = H.tmpdir, H.sh, H.write
 
 local function class(name, expr)
   return string.format([[
@@ -91,6 +76,22 @@ describe("file watcher", function()
     write(dir .. "/a.yaml", class("a.example.com"))
     write(dir .. "/b.yaml", class("b.example.com"))
     assert.are.same({}, w:scan())
+    w:close()
+  end)
+
+  it("takes over files that did not change, next to files that did", function()
+    -- old enough not to be "racily clean": their objects are taken over, not re-read
+    write(dir .. "/a.yaml", class("a.example.com"))
+    write(dir .. "/b.yaml", class("b.example.com"))
+    write(dir .. "/c.yaml", class("c.example.com"))
+    sh("touch -d '-1 minute' " .. dir .. "/a.yaml " .. dir .. "/b.yaml " .. dir .. "/c.yaml")
+    local w = core.watch({ dir })
+    w:scan()
+    write(dir .. "/c.yaml", class("c.example.com", "true"))
+    assert.are.same({ "update DeviceClass/c.example.com" }, summary(w:scan()))
+    write(dir .. "/d.yaml", class("d.example.com"))
+    assert.are.same({ "add DeviceClass/d.example.com" }, summary(w:scan()))
+    assert.are.equal(4, (w:count()))
     w:close()
   end)
 

@@ -4,16 +4,7 @@
 local H = require "support.helper"
 local core = require "draengine.core"
 
-local function sh(cmd)
-  local ok = os.execute(cmd)
-  assert(ok, "command failed: " .. cmd)
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
+local sh, write = H.sh, H.write
 
 -- devs: list of { path = "pci0000:00/0000:00:01.0/0000:01:00.0", vendor =, device =,
 -- class =, numa = (number, or false for no file), driver = }

@@ -8,7 +8,7 @@ local kube = core.kube
 local function tmpdir()
   local d = os.tmpname(); os.remove(d); os.execute("mkdir -p " .. d); return d
 end
-local function write(p, s) local f = assert(io.open(p, "wb")); f:write(s); f:close() end
+local write = H.write
 
 local function kubeconfig(server, user, ctx, extra)
   local cfg = { apiVersion = "v1", kind = "Config", ["current-context"] = ctx or "main",

@@ -11,11 +11,7 @@ describe("draengine serve with extended resources", function()
   local srv, procs
   before_each(function() srv = K.start{ seed = 3 }; procs = {} end)
   after_each(function()
-    local reports = {}
-    for _, p in ipairs(procs) do
-      local _, r = p:stop()
-      if r then reports[#reports + 1] = r:sub(1, 3000) end
-    end
+    local reports = S.stop_all(procs)
     srv:stop()
     assert.are.same({}, reports)
   end)
@@ -59,5 +55,36 @@ describe("draengine serve with extended resources", function()
       requestName = "container-0-request-1" } }, st.requestMappings)
     local bad = S.check(srv)
     assert.are.same({}, bad)
+  end)
+
+  it("uses the extended-resource claim that already exists for the pod", function()
+    local function ext_claim(name, owner_uid)
+      local c = K.claim("default", name, "gpu", 2)
+      c.metadata.annotations = { ["resource.kubernetes.io/extended-resource-claim"] = "true" }
+      c.metadata.ownerReferences = { { apiVersion = "v1", kind = "Pod", name = "owner", uid = owner_uid,
+        controller = true } }
+      return c
+    end
+    local pod = K.pod("default", "via-dra", { requests = { cpu = "100m", ["example.com/gpu"] = "2" } })
+    pod.metadata.uid = "0b7c2c1e-0000-4000-8000-000000000001"
+    srv:load{ K.node("dra-node"), K.slice("dra-node", "gpu.example.com", 4),
+      K.class("gpu", "gpu.example.com", { extendedResourceName = "example.com/gpu" }),
+      ext_claim("someone-elses", "0b7c2c1e-0000-4000-8000-000000000002"),
+      ext_claim("via-dra-extended-resources-made", pod.metadata.uid) }
+    procs[#procs + 1] = S.start(srv, { "--leader-elect=false", "--kube-api-qps=5000", "--kube-api-burst=5000" })
+    srv:load{ pod }
+    local bound = K.wait_for(function()
+      local q = srv:get("/api/v1/namespaces/default/pods/via-dra")
+      return q.spec.nodeName and q
+    end, 15 * SLOW, 0.1)
+    assert.are.equal("dra-node", bound.spec.nodeName)
+    local claims = {}
+    for _, c in ipairs(srv:get("/apis/resource.k8s.io/v1/resourceclaims").items) do claims[c.metadata.name] = c end
+    assert.are.same({ "someone-elses", "via-dra-extended-resources-made" },
+      (function() local t = {} for k in pairs(claims) do t[#t + 1] = k end table.sort(t) return t end)())
+    local mine = claims["via-dra-extended-resources-made"]
+    assert.are.equal(2, #mine.status.allocation.devices.results)
+    assert.are.equal(pod.metadata.uid, mine.status.reservedFor[1].uid)
+    assert.is_nil(claims["someone-elses"].status and claims["someone-elses"].status.allocation)
   end)
 end)

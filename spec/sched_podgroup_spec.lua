@@ -23,11 +23,7 @@ describe("draengine serve with PodGroup claims", function()
   local srv, procs
   before_each(function() srv = K.start{ seed = 9 }; procs = {} end)
   after_each(function()
-    local reports = {}
-    for _, p in ipairs(procs) do
-      local _, r = p:stop()
-      if r then reports[#reports + 1] = r:sub(1, 3000) end
-    end
+    local reports = S.stop_all(procs)
     srv:stop()
     assert.are.same({}, reports)
   end)

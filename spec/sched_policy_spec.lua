@@ -33,11 +33,7 @@ describe("draengine serve with policies", function()
     dir = os.tmpname(); os.remove(dir); os.execute("mkdir -p " .. dir)
   end)
   after_each(function()
-    local reports = {}
-    for _, p in ipairs(procs) do
-      local _, r = p:stop()
-      if r then reports[#reports + 1] = r:sub(1, 3000) end
-    end
+    local reports = S.stop_all(procs)
     srv:stop()
     os.execute("rm -rf " .. dir)
     assert.are.same({}, reports)

@@ -34,11 +34,7 @@ describe("draengine serve", function()
     procs = {}
   end)
   after_each(function()
-    local reports = {}
-    for _, p in ipairs(procs) do
-      local _, report = p:stop()
-      if report then reports[#reports + 1] = report:sub(1, 4000) end
-    end
+    local reports = S.stop_all(procs, 4000)
     srv:stop()
     assert.are.same({}, reports)
   end)
@@ -289,11 +285,7 @@ describe("draengine serve --leader-elect", function()
   local srv, procs
   before_each(function() srv = K.start{ seed = 5 }; procs = {} end)
   after_each(function()
-    local reports = {}
-    for _, p in ipairs(procs) do
-      local _, report = p:stop()
-      if report then reports[#reports + 1] = report:sub(1, 4000) end
-    end
+    local reports = S.stop_all(procs, 4000)
     srv:stop()
     assert.are.same({}, reports)
   end)

@@ -37,6 +37,7 @@ typedef struct fobj {
     de_origin origin;
     uint32_t file;   /* index of its file in the scan that produced it */
     uint8_t op;      /* fd_op, scratch for the diff */
+    bool shadowed;   /* an earlier file defines the same object: not current */
 } fobj;
 
 typedef struct ffile {
@@ -187,6 +188,17 @@ static de_rc walk(const char *dir, int depth, plist *files, plist *dirs, de_err 
     return rc;
 }
 
+/* The directory a path is in: "/" for "/x", "." for a bare name. */
+static void parent_of(const char *path, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", path);
+    char *slash = strrchr(out, '/');
+    if (slash && slash != out)
+        *slash = 0;
+    else
+        snprintf(out, cap, "%s", slash ? "/" : ".");
+}
+
 static de_rc list_all(fd_watch *w, plist *files, plist *dirs, de_err *e)
 {
     for (size_t r = 0; r < w->nroots; r++) {
@@ -195,12 +207,7 @@ static de_rc list_all(fd_watch *w, plist *files, plist *dirs, de_err *e)
             if (dirs) {
                 /* watch the parent so that the root's creation is noticed */
                 char parent[PATH_MAX];
-                snprintf(parent, sizeof parent, "%s", w->roots[r]);
-                char *slash = strrchr(parent, '/');
-                if (slash && slash != parent)
-                    *slash = 0;
-                else
-                    snprintf(parent, sizeof parent, "%s", slash ? "/" : ".");
+                parent_of(w->roots[r], parent, sizeof parent);
                 DE_TRY(plist_add(dirs, parent, e));
             }
             continue;
@@ -211,12 +218,7 @@ static de_rc list_all(fd_watch *w, plist *files, plist *dirs, de_err *e)
             DE_TRY(plist_add(files, w->roots[r], e));
             if (dirs) {
                 char parent[PATH_MAX];
-                snprintf(parent, sizeof parent, "%s", w->roots[r]);
-                char *slash = strrchr(parent, '/');
-                if (slash && slash != parent)
-                    *slash = 0;
-                else
-                    snprintf(parent, sizeof parent, "%s", slash ? "/" : ".");
+                parent_of(w->roots[r], parent, sizeof parent);
                 DE_TRY(plist_add(dirs, parent, e));
             }
         }
@@ -429,6 +431,7 @@ de_rc fd_scan(fd_watch *w, fd_event_fn fn, void *ctx, uint32_t *nevents, de_err 
             *f = *old; /* unchanged: take it over */
             f->fresh = false;
             memset(old, 0, sizeof *old);
+            oi++; /* its path is gone with it: the cursor must not compare it again */
             free(files.v[i]);
             files.v[i] = NULL;
             continue;
@@ -493,7 +496,8 @@ de_rc fd_scan(fd_watch *w, fd_event_fn fn, void *ctx, uint32_t *nevents, de_err 
     /* duplicates: the first in (file, document) order wins */
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        if (m > 0 && !strcmp(idx[i]->key, idx[m - 1]->key)) {
+        idx[i]->shadowed = m > 0 && !strcmp(idx[i]->key, idx[m - 1]->key);
+        if (idx[i]->shadowed) {
             if (nf[idx[i]->file].fresh || nf[idx[m - 1]->file].fresh) {
                 de_err err;
                 char where[DE_ERR_FIELD_MAX + 64], first[DE_ERR_FIELD_MAX + 64];
@@ -688,4 +692,49 @@ de_rc fd_poll(fd_watch *w, int timeout_ms, fd_event_fn fn, void *ctx, uint32_t *
         drain(w->ifd);
     }
     return fd_scan(w, fn, ctx, nevents, e);
+}
+
+/* ---- the current objects ---------------------------------------------------------- */
+
+/* Index of the first root that lists `path` (roots are stripped of
+ * trailing slashes; a directory root lists what is below "root/"). */
+static size_t root_of(const fd_watch *w, const char *path)
+{
+    for (size_t r = 0; r < w->nroots; r++) {
+        size_t l = strlen(w->roots[r]);
+        if (!strncmp(path, w->roots[r], l) && (path[l] == 0 || path[l] == '/' || !strcmp(w->roots[r], "/")))
+            return r;
+    }
+    return w->nroots;
+}
+
+typedef struct fileord {
+    size_t root;
+    const ffile *f;
+} fileord;
+
+static int cmp_fileord(const void *a, const void *b)
+{
+    const fileord *x = a, *y = b;
+    if (x->root != y->root)
+        return x->root < y->root ? -1 : 1;
+    return strcmp(x->f->path, y->f->path);
+}
+
+de_rc fd_each(const fd_watch *w, de_doc_cb fn, void *ctx, de_err *e)
+{
+    fileord *ord = de_xmalloc((w->nfiles ? w->nfiles : 1) * sizeof *ord);
+    for (size_t i = 0; i < w->nfiles; i++)
+        ord[i] = (fileord){root_of(w, w->files[i].path), &w->files[i]};
+    if (w->nfiles > 1)
+        qsort(ord, w->nfiles, sizeof *ord, cmp_fileord);
+    de_rc rc = DE_OK;
+    for (size_t i = 0; rc == DE_OK && i < w->nfiles; i++)
+        for (size_t k = 0; rc == DE_OK && k < ord[i].f->nobjs; k++) {
+            const fobj *o = &ord[i].f->objs[k];
+            if (!o->shadowed)
+                rc = fn(ctx, o->obj, &o->origin, e);
+        }
+    free(ord);
+    return rc;
 }

@@ -83,6 +83,15 @@ bool fd_watching(const fd_watch *w);
  * FD_ERROR -> returns the file's error.  (fd_graph.c) */
 typedef struct dg_graph dg_graph;
 de_rc fd_apply_event(dg_graph *g, const fd_event *ev, de_err *e);
+/* Every object currently known (the state after the last scan: a broken
+ * file's last good objects, no shadowed duplicates), in the order a
+ * one-shot de_doc_each over the same paths reads them: paths in the order
+ * given, files under a directory in byte order of their path, then
+ * document and List item.  The objects are borrowed: the callback must
+ * not modify them (json_incref to keep one).  Stops at the first error
+ * the callback returns. */
+de_rc fd_each(const fd_watch *w, de_doc_cb fn, void *ctx, de_err *e);
+
 /* Objects currently known, and files scanned. */
 uint32_t fd_object_count(const fd_watch *w);
 uint32_t fd_file_count(const fd_watch *w);

@@ -16,7 +16,6 @@
 #include "../../engine/base/doc.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,7 +118,12 @@ de_rc kc_base64_decode(const char *s, kc_blob *out)
     return DE_OK;
 }
 
-static de_rc read_capped(const char *path, size_t max, char **out, size_t *len, de_err *e);
+/* The capped reader of manifests; it reads stdin for "-", which a kubeconfig
+ * or credential path never means, so "-" is the file of that name here. */
+static de_rc read_capped(const char *path, size_t max, char **out, size_t *len, de_err *e)
+{
+    return de_read_file(strcmp(path, "-") ? path : "./-", max, out, len, e);
+}
 
 static de_rc read_secret(const char *path, kc_blob *out, const char *what, de_err *e)
 {
@@ -155,33 +159,6 @@ typedef struct kcfile {
 static json_t *parse_text(const char *name, const char *text, size_t len, de_err *e)
 {
     return de_doc_parse_one(name, text, len, e);
-}
-
-static de_rc read_capped(const char *path, size_t max, char **out, size_t *len, de_err *e)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return de_errf(e, DE_EIO, "%s: %s", path, strerror(errno));
-    de_buf b;
-    de_buf_init(&b, max);
-    char tmp[8192];
-    size_t n;
-    de_rc rc = DE_OK;
-    while ((n = fread(tmp, 1, sizeof tmp, f)) > 0)
-        if (de_buf_add(&b, tmp, n) != DE_OK) {
-            rc = de_errf(e, DE_ENOMEM, "%s: larger than %zu bytes", path, max);
-            break;
-        }
-    if (rc == DE_OK && ferror(f))
-        rc = de_errf(e, DE_EIO, "%s: %s", path, strerror(errno));
-    fclose(f);
-    if (rc != DE_OK) {
-        de_buf_free(&b);
-        return rc;
-    }
-    *len = b.len;
-    *out = de_buf_take(&b);
-    return DE_OK;
 }
 
 static de_rc load_file(const char *path, kcfile *f, bool *missing, de_err *e)
@@ -553,7 +530,6 @@ const kc_blob *kc_config_ca(const kc_config *c) { return c->ca.len ? &c->ca : NU
 const kc_blob *kc_config_cert(const kc_config *c) { return c->cert.len ? &c->cert : NULL; }
 const kc_blob *kc_config_key(const kc_config *c) { return c->key.len ? &c->key : NULL; }
 bool kc_config_insecure(const kc_config *c) { return c->insecure; }
-const char *kc_config_tls_server_name(const kc_config *c) { return c->tls_server_name; }
 
 void kc_config_describe(const kc_config *c, de_buf *out)
 {

@@ -82,7 +82,6 @@ void kc_client_set_header(kc_client *cl, const char *header)
 void kc_client_set_pump(kc_client *cl, kc_informer *inf) { cl->pump = inf; }
 void kc_client_stats(const kc_client *cl, kc_stats *out) { *out = cl->st; }
 kc_stats *kc_client_stats_mut(kc_client *cl) { return &cl->st; }
-const char *kc_client_user_agent(const kc_client *cl) { return cl->ua; }
 
 void kc_client_count(kc_client *cl, long status)
 {

@@ -19,7 +19,6 @@ const kc_blob *kc_config_ca(const kc_config *c);
 const kc_blob *kc_config_cert(const kc_config *c);
 const kc_blob *kc_config_key(const kc_config *c);
 bool kc_config_insecure(const kc_config *c);
-const char *kc_config_tls_server_name(const kc_config *c);
 
 /* Configure an easy handle for this server: TLS material, user agent,
  * timeouts. Authentication headers are added per request by the caller. */
@@ -29,7 +28,6 @@ struct curl_slist *kc_client_headers(kc_client *cl, bool force_token_reread,
                                      const char *content_type);
 void kc_client_count(kc_client *cl, long status);
 kc_stats *kc_client_stats_mut(kc_client *cl);
-const char *kc_client_user_agent(const kc_client *cl);
 
 /* Run the informer for up to `ns` nanoseconds (used while writes wait). */
 void kc_informer_pump_for(kc_informer *inf, uint64_t ns);

@@ -383,19 +383,24 @@ static void finish_relist(refl *r)
     r->relisting = false;
 }
 
+/* A list or watch answered with an error status: the API server's
+ * Status message (kc_status_error), after "list: " or "watch: ". */
+static void set_status_err(refl *r, const char *what, long status)
+{
+    de_err e;
+    de_err_clear(&e);
+    kc_status_error(r->inf->cl, &e, "GET", RES[r->res].path, status, r->body.p, r->body.len);
+    set_err(r, "%s: %s", what, e.msg);
+}
+
 static void list_done(refl *r, CURLcode cc, long status)
 {
     kc_stats *st = kc_client_stats_mut(r->inf->cl);
     if (cc != CURLE_OK || status != 200) {
         if (cc != CURLE_OK)
             set_err(r, "list: %s%s", curl_easy_strerror(cc), r->overflow ? " (page too large)" : "");
-        else {
-            de_err e;
-            de_err_clear(&e);
-            kc_status_error(r->inf->cl, &e, "GET", RES[r->res].path, status, r->body.p,
-                            r->body.len);
-            set_err(r, "list: %s", e.msg);
-        }
+        else
+            set_status_err(r, "list", status);
         /* 410 on a continue token: the snapshot expired, start over. */
         stop_transfer(r);
         begin_list(r, r->synced || r->relisting);
@@ -472,17 +477,10 @@ static void watch_done(refl *r, CURLcode cc, long status)
         set_err(r, "watch: event larger than %zu bytes", r->inf->o.max_line);
     bool clean = cc == CURLE_OK && status == 200 && !gone;
     if (!clean && !gone) {
-        if (cc != CURLE_OK && status == 200)
+        if (cc != CURLE_OK)
             set_err(r, "watch: %s", curl_easy_strerror(cc));
-        else if (cc != CURLE_OK)
-            set_err(r, "watch: %s", curl_easy_strerror(cc));
-        else {
-            de_err e;
-            de_err_clear(&e);
-            kc_status_error(r->inf->cl, &e, "GET", RES[r->res].path, status, r->body.p,
-                            r->body.len);
-            set_err(r, "watch: %s", e.msg);
-        }
+        else
+            set_status_err(r, "watch", status);
     }
     stop_transfer(r);
     if (gone) {

@@ -12,24 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Read exactly n hex digits; returns the end or NULL. */
 static const char *hexn(const char *s, size_t min, size_t max, unsigned *out)
 {
     unsigned v = 0;
     size_t k = 0;
-    while (k < max && hexval((unsigned char)s[k]) >= 0) {
-        v = v * 16 + (unsigned)hexval((unsigned char)s[k]);
+    while (k < max && de_hexval((unsigned char)s[k]) >= 0) {
+        v = v * 16 + (unsigned)de_hexval((unsigned char)s[k]);
         k++;
     }
     if (k < min)
@@ -108,12 +97,12 @@ static bool is_root_component(const char *c, size_t len)
     if (len < 7 || memcmp(c, "pci", 3) != 0)
         return false;
     size_t i = 3, d = 0;
-    while (i < len && hexval((unsigned char)c[i]) >= 0)
+    while (i < len && de_hexval((unsigned char)c[i]) >= 0)
         i++, d++;
     if (d < 4 || i >= len || c[i] != ':')
         return false;
     i++;
-    return len - i == 2 && hexval((unsigned char)c[i]) >= 0 && hexval((unsigned char)c[i + 1]) >= 0;
+    return len - i == 2 && de_hexval((unsigned char)c[i]) >= 0 && de_hexval((unsigned char)c[i + 1]) >= 0;
 }
 
 static void find_root(const char *devices_real, const char *path, sfs_pci *p)
@@ -249,7 +238,7 @@ bool sfs_class_prefix_valid(const char *p)
     if (n < 1 || n > 6)
         return false;
     for (size_t i = 0; i < n; i++)
-        if (hexval((unsigned char)p[2 + i]) < 0)
+        if (de_hexval((unsigned char)p[2 + i]) < 0)
             return false;
     return true;
 }

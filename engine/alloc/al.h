@@ -243,6 +243,10 @@ void al_input_init(al_input *in);
 de_rc al_input_load(dg_graph *g, al_input *in, const char *path, de_err *e);
 de_rc al_input_load_text(dg_graph *g, al_input *in, const char *name, const char *text, size_t len,
                          de_err *e);
+/* One object, as the loaders hand them over (objects read elsewhere, e.g. by
+ * the file watcher).  The object may be modified (a kept duplicate is
+ * renamed): pass a copy of an object you share. */
+de_rc al_input_add(dg_graph *g, al_input *in, json_t *obj, const de_origin *o, de_err *e);
 void al_input_free(al_input *in);
 /* claim / pod id of the i-th pending claim / pod (DG_NONE if gone) */
 uint32_t al_input_claim(const dg_graph *g, const al_input *in, uint32_t i);

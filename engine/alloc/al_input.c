@@ -125,6 +125,12 @@ de_rc al_input_load_text(dg_graph *g, al_input *in, const char *name, const char
     return de_doc_each_text(name, text, len, on_object, &c, e);
 }
 
+de_rc al_input_add(dg_graph *g, al_input *in, json_t *obj, const de_origin *o, de_err *e)
+{
+    lctx c = {g, in};
+    return on_object(&c, obj, o, e);
+}
+
 void al_input_free(al_input *in)
 {
     free(in->pending);

@@ -106,4 +106,16 @@ static inline uint64_t de_hash_u64(uint64_t x)
     return x;
 }
 
+/* The value of a hexadecimal digit (either case), -1 for anything else. */
+static inline int de_hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 #endif

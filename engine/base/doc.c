@@ -168,7 +168,10 @@ static de_rc walk(const char *dir, int depth, strvec *out, de_err *e)
     struct dirent *ent;
     while ((ent = readdir(d)) != NULL) {
         const char *nm = ent->d_name;
-        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
+        /* Hidden entries are skipped, as the file driver's watcher does: a
+         * ConfigMap volume holds every file three times (x.yaml -> ..data/x.yaml
+         * -> ..2024_01_01_00_00_00.123/x.yaml), and editors leave .swp files. */
+        if (nm[0] == '.')
             continue;
         size_t need = strlen(dir) + strlen(nm) + 2;
         char *full = de_xmalloc(need);

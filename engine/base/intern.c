@@ -60,9 +60,10 @@ void de_intern_free(de_interner *in)
     free(in);
 }
 
-uint32_t de_intern_find(const de_interner *in, const char *s, size_t len)
+/* Linear probing from the hash: the id of s, or UINT32_MAX with *slot at
+ * the empty slot where it would go. */
+static inline uint32_t probe(const de_interner *in, const char *s, size_t len, uint32_t h, uint32_t *slot)
 {
-    uint32_t h = hash32(s, len);
     uint32_t i = h & (in->nslots - 1);
     while (in->slots[i]) {
         const entry *e = &in->ents[in->slots[i] - 1];
@@ -70,19 +71,22 @@ uint32_t de_intern_find(const de_interner *in, const char *s, size_t len)
             return in->slots[i] - 1;
         i = (i + 1) & (in->nslots - 1);
     }
+    *slot = i;
     return UINT32_MAX;
+}
+
+uint32_t de_intern_find(const de_interner *in, const char *s, size_t len)
+{
+    uint32_t slot;
+    return probe(in, s, len, hash32(s, len), &slot);
 }
 
 uint32_t de_intern(de_interner *in, const char *s, size_t len)
 {
-    uint32_t h = hash32(s, len);
-    uint32_t i = h & (in->nslots - 1);
-    while (in->slots[i]) {
-        const entry *e = &in->ents[in->slots[i] - 1];
-        if (e->hash == h && e->len == len && memcmp(e->s, s, len) == 0)
-            return in->slots[i] - 1;
-        i = (i + 1) & (in->nslots - 1);
-    }
+    uint32_t h = hash32(s, len), i;
+    uint32_t found = probe(in, s, len, h, &i);
+    if (found != UINT32_MAX)
+        return found;
     if (in->n == in->cap) {
         in->cap *= 2;
         in->ents = de_xrealloc(in->ents, in->cap * sizeof *in->ents);

@@ -28,6 +28,21 @@ static const char *base_name(const char *f)
     return s ? s + 1 : f;
 }
 
+/* The rest of a klog quoted value: \" and \\ escaped, newlines as \n, and
+ * the closing quote. */
+static void quoted(de_buf *b, const char *s)
+{
+    for (const char *p = s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            de_buf_putc(b, '\\');
+        if (*p == '\n')
+            de_buf_puts(b, "\\n");
+        else
+            de_buf_putc(b, *p);
+    }
+    de_buf_putc(b, '"');
+}
+
 void de_log_kv(de_log_level lvl, int v, const char *file, int line, const char *msg,
                const char *const *kv)
 {
@@ -62,26 +77,10 @@ void de_log_kv(de_log_level lvl, int v, const char *file, int line, const char *
         de_buf_printf(&b, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] \"", c, tm.tm_mon + 1,
                       tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)tv.tv_usec,
                       (int)getpid(), base_name(file), line);
-        for (const char *p = msg; *p; p++) {
-            if (*p == '"' || *p == '\\')
-                de_buf_putc(&b, '\\');
-            if (*p == '\n')
-                de_buf_puts(&b, "\\n");
-            else
-                de_buf_putc(&b, *p);
-        }
-        de_buf_putc(&b, '"');
+        quoted(&b, msg);
         for (int i = 0; kv && kv[i] && kv[i + 1]; i += 2) {
             de_buf_printf(&b, " %s=\"", kv[i]);
-            for (const char *p = kv[i + 1]; *p; p++) {
-                if (*p == '"' || *p == '\\')
-                    de_buf_putc(&b, '\\');
-                if (*p == '\n')
-                    de_buf_puts(&b, "\\n");
-                else
-                    de_buf_putc(&b, *p);
-            }
-            de_buf_putc(&b, '"');
+            quoted(&b, kv[i + 1]);
         }
     }
     de_buf_putc(&b, '\n');

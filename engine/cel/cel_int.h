@@ -471,7 +471,6 @@ size_t cel_fmt_double_g(double d, char *buf, size_t cap);
 
 /* Device views (device.c). */
 cel_v cel_device_field(cel_ctx *c, const cel_node *at, cel_v dev, const char *f, size_t n);
-bool cel_device_has_field(const char *f, size_t n);
 int cel_device_field_id(const char *f, size_t n); /* CD_* (CD_UNKNOWN: not a field) */
 cel_v cel_device_field_at(cel_ctx *c, const cel_node *at, cel_v dev, int field);
 cel_v cel_device_attr(cel_ctx *c, const cel_node *at, uint32_t domain, uint32_t name,

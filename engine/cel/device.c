@@ -41,11 +41,6 @@ int cel_device_field_id(const char *f, size_t n)
     return CD_UNKNOWN;
 }
 
-bool cel_device_has_field(const char *f, size_t n)
-{
-    return cel_device_field_id(f, n) != CD_UNKNOWN;
-}
-
 /* `at` is the selection node (its name is the field, for the error). */
 cel_v cel_device_field_at(cel_ctx *c, const cel_node *at, cel_v dev, int field)
 {

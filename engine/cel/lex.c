@@ -273,36 +273,7 @@ cel_token cel_lex_next(cel_lexer *lx)
     return tok_err(st, e, "token recognition error");
 }
 
-const char *cel_tok_name(cel_tok t)
-{
-    static const char *const names[] = {
-        [TOK_EOF] = "<EOF>", [TOK_ERROR] = "<error>", [TOK_IDENT] = "identifier",
-        [TOK_ESC_IDENT] = "escaped identifier", [TOK_INT] = "int literal",
-        [TOK_UINT] = "uint literal", [TOK_DOUBLE] = "double literal",
-        [TOK_STRING] = "string literal", [TOK_BYTES] = "bytes literal", [TOK_TRUE] = "'true'",
-        [TOK_FALSE] = "'false'", [TOK_NULL] = "'null'", [TOK_IN] = "'in'", [TOK_LPAREN] = "'('",
-        [TOK_RPAREN] = "')'", [TOK_LBRACKET] = "'['", [TOK_RBRACKET] = "']'",
-        [TOK_LBRACE] = "'{'", [TOK_RBRACE] = "'}'", [TOK_DOT] = "'.'", [TOK_COMMA] = "','",
-        [TOK_COLON] = "':'", [TOK_QUESTION] = "'?'", [TOK_PLUS] = "'+'", [TOK_MINUS] = "'-'",
-        [TOK_STAR] = "'*'", [TOK_SLASH] = "'/'", [TOK_PERCENT] = "'%'", [TOK_NOT] = "'!'",
-        [TOK_EQ] = "'=='", [TOK_NE] = "'!='", [TOK_LT] = "'<'", [TOK_LE] = "'<='",
-        [TOK_GT] = "'>'", [TOK_GE] = "'>='", [TOK_AND] = "'&&'", [TOK_OR] = "'||'",
-    };
-    return (unsigned)t < DE_ARRAY_LEN(names) && names[t] ? names[t] : "?";
-}
-
 /* ---- literal decoding ---------------------------------------------------- */
-
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 static size_t utf8_put(char *o, uint32_t cp)
 {
@@ -399,7 +370,7 @@ bool cel_unescape(const char *tok, size_t n, bool bytes, de_arena *a, const char
             }
             uint32_t v = 0;
             for (size_t d = 0; d < nd; d++) {
-                int h = hexval((unsigned char)body[j + d]);
+                int h = de_hexval((unsigned char)body[j + d]);
                 if (h < 0) {
                     *why = "unable to unescape string";
                     return false;

@@ -43,6 +43,5 @@ typedef struct cel_lexer {
 
 void cel_lex_init(cel_lexer *lx, const char *s, size_t n);
 cel_token cel_lex_next(cel_lexer *lx);
-const char *cel_tok_name(cel_tok t);
 
 #endif

@@ -301,29 +301,60 @@ static bool name_is(const cel_node *n, const char *s)
     return n->nlen == strlen(s) && !memcmp(n->name, s, n->nlen);
 }
 
+/* A growing list of nodes (call arguments, list elements, map keys and
+ * values): 64 on the stack, then doubled in the arena; nl_finish copies it
+ * into the arena at its size.  A failure is "expression too large" at pos. */
+typedef struct nlist {
+    cel_node *tmp[64];
+    cel_node **v;
+    uint32_t n, cap;
+} nlist;
+
+static void nl_init(nlist *l)
+{
+    l->v = l->tmp;
+    l->n = 0;
+    l->cap = 64;
+}
+
+static bool nl_push(P *p, nlist *l, cel_node *e, uint32_t pos)
+{
+    if (l->n == l->cap) {
+        cel_node **na = de_arena_alloc(p->a, 2 * l->cap * sizeof *na);
+        if (!na) {
+            fail_at(p, pos, "expression too large");
+            return false;
+        }
+        memcpy(na, l->v, l->n * sizeof *na);
+        l->v = na;
+        l->cap *= 2;
+    }
+    l->v[l->n++] = e;
+    return true;
+}
+
+static cel_node **nl_finish(P *p, const nlist *l, uint32_t pos)
+{
+    cel_node **fin = de_arena_alloc(p->a, (l->n ? l->n : 1) * sizeof *fin);
+    if (!fin) {
+        fail_at(p, pos, "expression too large");
+        return NULL;
+    }
+    memcpy(fin, l->v, l->n * sizeof *fin);
+    return fin;
+}
+
 /* Parse "(args)" after the '(' token (current token is '('). */
 static bool parse_args(P *p, cel_node ***out, uint32_t *nout)
 {
     next(p); /* ( */
-    cel_node *tmp[64];
-    cel_node **args = tmp;
-    uint32_t n = 0, cap = 64;
+    nlist args;
+    nl_init(&args);
     if (p->t.t != TOK_RPAREN) {
         for (;;) {
             cel_node *e = parse_expr(p);
-            if (!e)
+            if (!e || !nl_push(p, &args, e, p->t.pos))
                 return false;
-            if (n == cap) {
-                cel_node **na = de_arena_alloc(p->a, 2 * cap * sizeof *na);
-                if (!na) {
-                    fail_at(p, p->t.pos, "expression too large");
-                    return false;
-                }
-                memcpy(na, args, n * sizeof *na);
-                args = na;
-                cap *= 2;
-            }
-            args[n++] = e;
             if (p->t.t == TOK_COMMA) {
                 next(p);
                 continue;
@@ -333,15 +364,9 @@ static bool parse_args(P *p, cel_node ***out, uint32_t *nout)
     }
     if (!expect(p, TOK_RPAREN, "{')', ','}"))
         return false;
-    cel_node **fin = de_arena_alloc(p->a, (n ? n : 1) * sizeof *fin);
-    if (!fin) {
-        fail_at(p, p->t.pos, "expression too large");
-        return false;
-    }
-    memcpy(fin, args, n * sizeof *fin);
-    *out = fin;
-    *nout = n;
-    return true;
+    *out = nl_finish(p, &args, p->t.pos);
+    *nout = args.n;
+    return *out != NULL;
 }
 
 static cel_node *macro_or_call(P *p, uint32_t pos, const char *name, uint32_t nlen,
@@ -433,28 +458,16 @@ static cel_node *parse_list(P *p)
     cel_node *n = mk(p, N_LIST, pos);
     if (!n)
         return NULL;
-    cel_node *tmp[64];
-    cel_node **el = tmp;
-    uint32_t cnt = 0, cap = 64;
+    nlist el;
+    nl_init(&el);
     while (p->t.t != TOK_RBRACKET) {
         if (p->t.t == TOK_QUESTION) {
             fail_at(p, p->t.pos, "optional syntax ([?e]) is not supported by draengine");
             return NULL;
         }
         cel_node *e = parse_expr(p);
-        if (!e)
+        if (!e || !nl_push(p, &el, e, pos))
             return NULL;
-        if (cnt == cap) {
-            cel_node **na = de_arena_alloc(p->a, 2 * cap * sizeof *na);
-            if (!na) {
-                fail_at(p, pos, "expression too large");
-                return NULL;
-            }
-            memcpy(na, el, cnt * sizeof *na);
-            el = na;
-            cap *= 2;
-        }
-        el[cnt++] = e;
         grow(p, n, e);
         if (p->t.t == TOK_COMMA) {
             next(p);
@@ -466,14 +479,9 @@ static cel_node *parse_list(P *p)
         }
     }
     next(p);
-    n->args = de_arena_alloc(p->a, (cnt ? cnt : 1) * sizeof *n->args);
-    if (!n->args) {
-        fail_at(p, pos, "expression too large");
-        return NULL;
-    }
-    memcpy(n->args, el, cnt * sizeof *el);
-    n->nargs = cnt;
-    return p->failed ? NULL : n;
+    n->args = nl_finish(p, &el, pos);
+    n->nargs = el.n;
+    return p->failed || !n->args ? NULL : n;
 }
 
 static cel_node *parse_map(P *p)
@@ -483,9 +491,8 @@ static cel_node *parse_map(P *p)
     cel_node *n = mk(p, N_MAP, pos);
     if (!n)
         return NULL;
-    cel_node *tmp[64];
-    cel_node **el = tmp;
-    uint32_t cnt = 0, cap = 64;
+    nlist el;
+    nl_init(&el);
     while (p->t.t != TOK_RBRACE) {
         if (p->t.t == TOK_QUESTION) {
             fail_at(p, p->t.pos, "optional syntax ({?k: v}) is not supported by draengine");
@@ -497,20 +504,8 @@ static cel_node *parse_map(P *p)
         if (!expect(p, TOK_COLON, "':'"))
             return NULL;
         cel_node *v = parse_expr(p);
-        if (!v)
+        if (!v || !nl_push(p, &el, k, pos) || !nl_push(p, &el, v, pos))
             return NULL;
-        if (cnt + 2 > cap) {
-            cel_node **na = de_arena_alloc(p->a, 2 * cap * sizeof *na);
-            if (!na) {
-                fail_at(p, pos, "expression too large");
-                return NULL;
-            }
-            memcpy(na, el, cnt * sizeof *na);
-            el = na;
-            cap *= 2;
-        }
-        el[cnt++] = k;
-        el[cnt++] = v;
         grow(p, n, k);
         grow(p, n, v);
         if (p->t.t == TOK_COMMA) {
@@ -523,14 +518,9 @@ static cel_node *parse_map(P *p)
         }
     }
     next(p);
-    n->args = de_arena_alloc(p->a, (cnt ? cnt : 1) * sizeof *n->args);
-    if (!n->args) {
-        fail_at(p, pos, "expression too large");
-        return NULL;
-    }
-    memcpy(n->args, el, cnt * sizeof *el);
-    n->nargs = cnt;
-    return p->failed ? NULL : n;
+    n->args = nl_finish(p, &el, pos);
+    n->nargs = el.n;
+    return p->failed || !n->args ? NULL : n;
 }
 
 static cel_node *parse_primary(P *p)

@@ -34,8 +34,6 @@ void cel_re_nfa_free(cel_re_nfa *p);
  * 0 no match, -1 the work budget ran out. */
 int cel_re_nfa_search(cel_re_nfa *p, const char *s, size_t n, size_t start, bool first,
                       size_t *ms, size_t *me);
-/* Instructions in the compiled program (tests and benchmarks). */
-uint32_t cel_re_nfa_size(const cel_re_nfa *p);
 
 /* ---- single-character PCRE2 atoms (regex.c) -------------------------------------------- */
 

@@ -138,16 +138,6 @@ static int32_t literal(P *p, uint32_t cp, int flags, const char *src, size_t len
     return class_node(p, &b, false, NULL);
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = (char)(c | 0x20);
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 /* A character escape at p->i (the backslash): octal, control letters, \x, escaped
  * punctuation.  Returns the code point, or -1 when it is not a character escape. */
 static int32_t char_escape(P *p)
@@ -178,16 +168,16 @@ static int32_t char_escape(P *p)
         uint32_t v = 0;
         if (j < p->n && s[j] == '{') {
             size_t nd = 0;
-            for (j++; j < p->n && hexval(s[j]) >= 0 && nd < 9; j++, nd++)
-                v = v * 16 + (uint32_t)hexval(s[j]);
+            for (j++; j < p->n && de_hexval(s[j]) >= 0 && nd < 9; j++, nd++)
+                v = v * 16 + (uint32_t)de_hexval(s[j]);
             if (!nd || j >= p->n || s[j] != '}' || v > 0x10FFFF)
                 return -1;
             p->i = j + 1;
             return (int32_t)v;
         }
-        if (j + 1 < p->n && hexval(s[j]) >= 0 && hexval(s[j + 1]) >= 0) {
+        if (j + 1 < p->n && de_hexval(s[j]) >= 0 && de_hexval(s[j + 1]) >= 0) {
             p->i = j + 2;
-            return hexval(s[j]) * 16 + hexval(s[j + 1]);
+            return de_hexval(s[j]) * 16 + de_hexval(s[j + 1]);
         }
         return -1;
     }

@@ -299,8 +299,6 @@ void cel_re_nfa_free(cel_re_nfa *p)
     free(p);
 }
 
-uint32_t cel_re_nfa_size(const cel_re_nfa *p) { return p->len; }
-
 /* ---- run ------------------------------------------------------------------------------- */
 
 static bool is_word(const char *s, size_t n, size_t i, bool before)

@@ -5,7 +5,8 @@
  * pattern is first walked by an RE2 syntax checker that refuses what RE2
  * refuses - backreferences, lookaround, atomic groups, possessive or nested
  * quantifiers, recursion, conditionals, \C and other Perl-only escapes,
- * repeat counts above 1000 - and rewrites the few constructs whose meaning
+ * repeat counts above 1000, alone or multiplied by nested counts
+ * (rep_product) - and rewrites the few constructs whose meaning
  * differs (octal escapes, \v, \s outside classes, a literal '{') into
  * their PCRE2 spelling ($ outside (?m) becomes \z: RE2's end of text).
  * PCRE2 then compiles it in UTF mode with LF as the only newline (and, as
@@ -309,8 +310,9 @@ static bool char_class(tr *t)
     }
 }
 
-/* {n}, {n,}, {n,m} at t->i: 1 = repeat, 0 = not a repeat (literal '{'). */
-static int repeat(tr *t, size_t *len)
+/* {n}, {n,}, {n,m} at t->i: 1 = repeat (*lo, *hi = n, m; m = -1 when open
+ * ended), 0 = not a repeat (literal '{'). */
+static int repeat(tr *t, size_t *len, long *lo, long *hi)
 {
     const char *p = t->p;
     size_t j = t->i + 1;
@@ -347,10 +349,40 @@ static int repeat(tr *t, size_t *len)
         tfail(t, "invalid repeat count: `%s`", p + t->i, *len);
         return -1;
     }
+    *lo = a;
+    *hi = b < 0 ? -1 : b;
     return 1;
 }
 
+/* Nested repetition: RE2 and Go refuse a counted repetition whose copies of
+ * the innermost thing multiply past 1000 along any path of nested counted
+ * repetitions, e.g. (a{1,1000}){20} (Go's repeatIsValid, RE2's
+ * RepetitionWalker), with "invalid repeat count" naming the outer operator.
+ * A count contributes its maximum (its minimum when open ended), {0} ends
+ * the path, and * + ? contribute nothing.  As Go does, only a repetition
+ * whose minimum or maximum is at least 2 is checked; any other multiplies
+ * by at most 1.  The translator keeps, per open group, the largest product
+ * of what the group holds so far (gw) and the product of the item a
+ * repetition would apply to (last), saturated just past the limit. */
+static uint32_t rep_product(uint32_t w, long lo, long hi)
+{
+    if (hi == 0)
+        return 1;
+    long m = hi < 0 ? lo : hi;
+    uint64_t p = (uint64_t)w * (uint64_t)(m > 0 ? m : 1);
+    return p > MAX_REPEAT ? MAX_REPEAT + 1 : (uint32_t)p;
+}
+
 #define MAX_GROUP_DEPTH 1000
+
+/* A new item starts in the group at depth: the last one's product counts
+ * for the group, and `next` becomes the last (0 when nothing can repeat). */
+static void fold(uint32_t *gw, int depth, uint32_t *last, uint32_t next)
+{
+    if (*last > gw[depth])
+        gw[depth] = *last;
+    *last = next;
+}
 
 static bool translate(tr *t)
 {
@@ -358,7 +390,12 @@ static bool translate(tr *t)
     int depth = 0;
     /* (?m) per group level: decides what '$' means */
     static _Thread_local bool mflag[MAX_GROUP_DEPTH + 1];
+    /* repetition products (rep_product): the group's largest so far, and
+     * the last item's (0: none - nothing a repetition could apply to) */
+    static _Thread_local uint32_t gw[MAX_GROUP_DEPTH + 1];
+    uint32_t last = 0;
     mflag[0] = false;
+    gw[0] = 1;
     bool can_repeat = false;  /* an atom precedes */
     bool after_repeat = false; /* the last item was a repetition */
     while (t->i < t->n && !t->failed) {
@@ -367,17 +404,20 @@ static bool translate(tr *t)
         case '\\':
             if (!escape(t, false))
                 return false;
+            fold(gw, depth, &last, 1);
             can_repeat = true;
             after_repeat = false;
             break;
         case '[':
             if (!char_class(t))
                 return false;
+            fold(gw, depth, &last, 1);
             can_repeat = true;
             after_repeat = false;
             break;
         case '(': {
             size_t st = t->i;
+            fold(gw, depth, &last, 0);
             if (t->i + 1 < t->n && p[t->i + 1] == '?') {
                 size_t j = t->i + 2;
                 if (j < t->n && (p[j] == '<' || (p[j] == 'P' && j + 1 < t->n && p[j + 1] == '<'))) {
@@ -423,6 +463,7 @@ static bool translate(tr *t)
                         return tfail(t, "expression nests too deeply%s", "", 0);
                     depth++;
                     mflag[depth] = m;
+                    gw[depth] = 1;
                     can_repeat = false;
                     after_repeat = false;
                     break;
@@ -435,6 +476,7 @@ static bool translate(tr *t)
                 return tfail(t, "expression nests too deeply%s", "", 0);
             depth++;
             mflag[depth] = mflag[depth - 1];
+            gw[depth] = 1;
             can_repeat = false;
             after_repeat = false;
             break;
@@ -442,6 +484,8 @@ static bool translate(tr *t)
         case ')':
             if (depth == 0)
                 return tfail(t, "unexpected ): `%s`", p, t->n);
+            fold(gw, depth, &last, 0);
+            last = gw[depth];
             depth--;
             de_buf_putc(&t->out, ')');
             t->i++;
@@ -449,6 +493,7 @@ static bool translate(tr *t)
             after_repeat = false;
             break;
         case '|':
+            fold(gw, depth, &last, 0);
             de_buf_putc(&t->out, '|');
             t->i++;
             can_repeat = false;
@@ -458,12 +503,14 @@ static bool translate(tr *t)
         case '+':
         case '?':
         case '{': {
-            size_t len = 1;
+            size_t len = 1, st = t->i;
+            long lo = 0, hi = 0;
             if (c == '{') {
-                int r = repeat(t, &len);
+                int r = repeat(t, &len, &lo, &hi);
                 if (r < 0)
                     return false;
                 if (r == 0) { /* literal brace */
+                    fold(gw, depth, &last, 1);
                     de_buf_puts(&t->out, "\\{");
                     t->i++;
                     can_repeat = true;
@@ -481,6 +528,11 @@ static bool translate(tr *t)
                 de_buf_putc(&t->out, '?');
                 t->i++;
             }
+            if (c == '{') {
+                last = rep_product(last, lo, hi);
+                if ((lo >= 2 || hi >= 2) && last > MAX_REPEAT)
+                    return tfail(t, "invalid repeat count: `%s`", p + st, t->i - st);
+            }
             after_repeat = true;
             break;
         }
@@ -491,10 +543,12 @@ static bool translate(tr *t)
             else
                 de_buf_putc(&t->out, c);
             t->i++;
+            fold(gw, depth, &last, 1);
             can_repeat = false;
             after_repeat = false;
             break;
         default:
+            fold(gw, depth, &last, 1);
             de_buf_putc(&t->out, c);
             t->i++;
             while (t->i < t->n && ((unsigned char)p[t->i] & 0xC0) == 0x80)

@@ -3,7 +3,7 @@
  *
  *   draengine allocate -f PATH... [--node NAME] [--feature-gates A=true,...]
  *                      [--policies DIR] [--max-search-steps N] [--seed N]
- *                      [-o json|yaml|table]
+ *                      [-o json|yaml|table] [--watch]
  *
  * With --node: upstream's Allocate for one pod on that node - every pending
  * claim of the input (claims without status.allocation, input order)
@@ -17,8 +17,17 @@
  * chosen among the input's Nodes and the pod's claims are allocated there;
  * each allocation is visible to the next pod.  Exit 0 when every pod found a
  * node, 1 when some did not (each reason on stderr), 2 for invalid input.
+ *
+ * With --policies the output says which policy revision decided: a header
+ * line over the table, and the annotation draengine.dev/policy-revision on
+ * every allocated claim of the List.  Without --policies the output is
+ * exactly the upstream-shaped one the conformance vectors check.
+ *
+ * --watch (alloc_watch.c) runs cli_allocate_run again on every change.
  */
+#include "alloc_plan.h"
 #include "cli.h"
+#include "objout.h"
 #include "../alloc/al.h"
 #include "../base/buf.h"
 #include "../base/doc.h"
@@ -32,14 +41,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OUT_JSON, OUT_YAML, OUT_TABLE };
+enum { OUT_JSON = CLI_OUT_JSON, OUT_YAML = CLI_OUT_YAML, OUT_TABLE = CLI_OUT_TABLE };
+
+/* How a run reports: the format, the policy revision that decided (NULL
+ * without --policies: then the output is exactly the upstream-shaped one),
+ * whether to print, and where to record the plan (--watch). */
+typedef struct runctx {
+    int fmt;
+    const char *revision;
+    const char *policies;
+    uint32_t npolicies;
+    bool print;
+    cli_plan *rec;
+} runctx;
 
 static void usage(FILE *o)
 {
     fprintf(o,
             "usage: draengine allocate -f PATH... [--node NAME] [--feature-gates A=true,...]\n"
             "                          [--policies DIR] [--max-search-steps N] [--seed N]\n"
-            "                          [-o json|yaml|table]\n\n"
+            "                          [-o json|yaml|table] [--watch]\n\n"
             "Allocate pending ResourceClaims offline, with kube-scheduler 1.37 semantics.\n\n"
             "  -f, --filename PATH   manifests (file, directory, or - for stdin); repeatable\n"
             "  --node NAME           allocate every pending claim together for one pod on NAME\n"
@@ -54,16 +75,36 @@ static void usage(FILE *o)
             "                        strict: refuse them (exit 2); none: no checks\n"
             "  --max-search-steps N  per-node search budget (default %u)\n"
             "  --seed N              seed for generated shareIDs (default 0)\n"
-            "  -o, --output FORMAT   json (default), yaml, or table\n",
+            "  -o, --output FORMAT   json (default), yaml, or table\n"
+            "  -w, --watch           keep running: print the plan, then re-plan from scratch on\n"
+            "                        every change of the manifests (and of --policies DIR) and\n"
+            "                        print what changed in the decisions; -o json prints one\n"
+            "                        JSON document per plan (JSON lines), -o yaml one YAML\n"
+            "                        document. SIGINT/SIGTERM end it with exit 0.\n"
+            "With --policies, each allocated claim is annotated " CLI_POLICY_REVISION_ANNOTATION "\n"
+            "(the policy set's SHA-256) and the table starts with the revision.\n",
             AL_DEFAULT_MAX_STEPS);
 }
 
 /* ---- output ---------------------------------------------------------------------- */
 
-static json_t *claim_with_allocation(dg_graph *g, uint32_t clid, const dg_allocation *al)
+static json_t *claim_with_allocation(dg_graph *g, uint32_t clid, const dg_allocation *al, const char *revision)
 {
     json_t *src = dg_claim_json(g, clid);
     json_t *c = src ? json_deep_copy(src) : json_object();
+    if (revision) {
+        json_t *md = json_object_get(c, "metadata");
+        if (!json_is_object(md)) {
+            md = json_object();
+            json_object_set_new(c, "metadata", md);
+        }
+        json_t *an = json_object_get(md, "annotations");
+        if (!json_is_object(an)) {
+            an = json_object();
+            json_object_set_new(md, "annotations", an);
+        }
+        json_object_set_new(an, CLI_POLICY_REVISION_ANNOTATION, json_string(revision));
+    }
     if (al) {
         json_t *st = json_object_get(c, "status");
         if (!json_is_object(st)) {
@@ -78,17 +119,12 @@ static json_t *claim_with_allocation(dg_graph *g, uint32_t clid, const dg_alloca
 static int print_doc(json_t *doc, int fmt)
 {
     if (fmt == OUT_YAML) {
-        de_buf b;
-        de_buf_init(&b, (size_t)1 << 31);
         de_err e;
         de_err_clear(&e);
-        if (de_yaml_emit(doc, &b, &e) != DE_OK) {
+        if (cli_yaml_write(stdout, "", doc, CLI_PLAN_YAML_MAX, &e) != DE_OK) {
             cli_errorf("allocate", "%s", e.msg);
-            de_buf_free(&b);
             return CLI_EXIT_INTERNAL;
         }
-        fputs(de_buf_str(&b), stdout);
-        de_buf_free(&b);
         return 0;
     }
     char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -313,7 +349,34 @@ static int report_unsat(const char *node, const al_outcome *o)
     return CLI_EXIT_UNSAT;
 }
 
-static int run_node(al_allocator *al, dg_graph *g, al_input *lc, const char *node, int fmt)
+/* The table's first line when policies took part. */
+static void revision_header(const runctx *rc)
+{
+    if (rc->revision)
+        printf("policy revision %.12s (%u polic%s in %s)\n", rc->revision, rc->npolicies,
+               rc->npolicies == 1 ? "y" : "ies", rc->policies);
+}
+
+/* Into the plan: every device of a claim, "request=driver/pool/device". */
+static void record_claim(cli_plan *rec, dg_graph *g, uint32_t clid, const dg_allocation *al, uint32_t pod)
+{
+    de_interner *in = dg_intern(g);
+    const dg_claim *cl = dg_claim_get(g, clid);
+    if (!cl)
+        return;
+    char cname[512], dev[1024];
+    snprintf(cname, sizeof cname, "%s%s%s", cl->meta.ns ? de_intern_str(in, cl->meta.ns) : "",
+             cl->meta.ns ? "/" : "", de_intern_str(in, cl->meta.name));
+    cli_plan_device(rec, cname, pod, NULL);
+    for (uint32_t i = 0; al && i < al->nresults; i++) {
+        const dg_result *x = &al->results[i];
+        snprintf(dev, sizeof dev, "%s=%s/%s/%s%s", de_intern_str(in, x->request), de_intern_str(in, x->driver),
+                 de_intern_str(in, x->pool), de_intern_str(in, x->device), x->admin_access == 1 ? " (admin)" : "");
+        cli_plan_device(rec, cname, pod, dev);
+    }
+}
+
+static int run_node(al_allocator *al, dg_graph *g, al_input *lc, const char *node, const runctx *rx)
 {
     de_interner *in = dg_intern(g);
     uint32_t *ids = de_xmalloc((lc->npending ? lc->npending : 1) * sizeof *ids);
@@ -326,36 +389,50 @@ static int run_node(al_allocator *al, dg_graph *g, al_input *lc, const char *nod
     de_rc rc = al_allocate(al, de_intern_cstr(in, node), ids, lc->npending, ar, &o, &e);
     int ret;
     if (rc == DE_EUNSAT) {
-        ret = report_unsat(node, &o);
+        ret = rx->print ? report_unsat(node, &o) : CLI_EXIT_UNSAT;
+        if (rx->rec)
+            cli_plan_set(&rx->rec->why, o.why.summary ? o.why.summary : "no solution");
     } else if (rc != DE_OK) {
         cli_errorf("allocate", "%s", e.msg);
+        if (rx->rec)
+            cli_plan_set(&rx->rec->error, e.msg);
         ret = rc == DE_EINTERNAL || rc == DE_ENOMEM ? CLI_EXIT_INTERNAL : CLI_EXIT_INVALID;
-    } else if (fmt == OUT_TABLE) {
-        table t = {0};
-        for (uint32_t i = 0; i < o.nclaims; i++)
-            table_rows(&t, g, "-", ids[i], &o.claims[i].alloc, node);
-        table_print(&t);
-        ret = 0;
     } else {
-        json_t *items = json_array();
-        for (uint32_t i = 0; i < o.nclaims; i++)
-            json_array_append_new(items, claim_with_allocation(g, ids[i], &o.claims[i].alloc));
-        json_t *doc = json_pack("{s:s, s:s, s:o}", "apiVersion", "v1", "kind", "List", "items", items);
-        ret = print_doc(doc, fmt);
-        json_decref(doc);
+        ret = 0;
+        for (uint32_t i = 0; rx->rec && i < o.nclaims; i++)
+            record_claim(rx->rec, g, ids[i], &o.claims[i].alloc, CLI_PLAN_NONE);
+        if (rx->fmt == OUT_TABLE) {
+            if (rx->print) {
+                table t = {0};
+                for (uint32_t i = 0; i < o.nclaims; i++)
+                    table_rows(&t, g, "-", ids[i], &o.claims[i].alloc, node);
+                revision_header(rx);
+                table_print(&t);
+            }
+        } else {
+            json_t *items = json_array();
+            for (uint32_t i = 0; i < o.nclaims; i++)
+                json_array_append_new(items, claim_with_allocation(g, ids[i], &o.claims[i].alloc, rx->revision));
+            json_t *doc = json_pack("{s:s, s:s, s:o}", "apiVersion", "v1", "kind", "List", "items", items);
+            if (rx->print)
+                ret = print_doc(doc, rx->fmt);
+            if (rx->rec)
+                rx->rec->list = json_incref(doc);
+            json_decref(doc);
+        }
     }
     de_arena_free(ar);
     free(ids);
     return ret;
 }
 
-static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, int fmt)
+static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, const runctx *rx)
 {
     de_interner *in = dg_intern(g);
     de_arena *ar = de_arena_new(0);
     json_t *items = json_array();
     table t = {0};
-    int ret = 0;
+    int ret = 0, fmt = rx->fmt;
     uint32_t scheduled = 0, unsched = 0, considered = 0;
     for (uint32_t i = 0; i < lc->npods; i++) {
         uint32_t pid = al_input_pod(g, lc, i);
@@ -372,7 +449,10 @@ static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, int fmt)
         de_err_clear(&e);
         de_rc rc = al_schedule_pod(al, pid, ar, &po, &e);
         if (rc == DE_EUNSAT) {
-            fprintf(stderr, "draengine allocate: pod %s: unschedulable: %s\n", pname, po.why ? po.why : "?");
+            if (rx->print)
+                fprintf(stderr, "draengine allocate: pod %s: unschedulable: %s\n", pname, po.why ? po.why : "?");
+            if (rx->rec)
+                cli_plan_pod_add(rx->rec, pname, NULL, po.why ? po.why : "?");
             unsched++;
             if (!ret)
                 ret = CLI_EXIT_UNSAT;
@@ -380,35 +460,51 @@ static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, int fmt)
         }
         if (rc != DE_OK) {
             cli_errorf("allocate", "pod %s: %s", pname, e.msg);
+            if (rx->rec) {
+                char msg[DE_ERR_MSG_MAX + 600];
+                snprintf(msg, sizeof msg, "pod %s: %s", pname, e.msg);
+                cli_plan_set(&rx->rec->error, msg);
+            }
             ret = CLI_EXIT_INVALID;
             break;
         }
         scheduled++;
         const char *node = po.node_name ? de_intern_str(in, po.node_name) : "-";
+        if (rx->rec)
+            cli_plan_pod_add(rx->rec, pname, node, NULL);
         for (uint32_t k = 0; k < po.nclaims; k++) {
             if (po.claims[k] == DG_NONE)
                 continue;
             const dg_claim *cl = dg_claim_get(g, po.claims[k]);
+            if (rx->rec && cl && cl->allocated)
+                record_claim(rx->rec, g, po.claims[k], &cl->allocation, rx->rec->npods - 1);
             if (fmt == OUT_TABLE) {
-                if (cl && cl->allocated)
+                if (cl && cl->allocated && rx->print)
                     table_rows(&t, g, pname, po.claims[k], &cl->allocation, node);
             } else if (po.allocated_now[k]) {
-                json_array_append_new(items, claim_with_allocation(g, po.claims[k], NULL));
+                json_array_append_new(items, claim_with_allocation(g, po.claims[k], NULL, rx->revision));
             }
         }
     }
     if (fmt == OUT_TABLE) {
-        table_print(&t);
-        if (considered)
-            printf("\n%u pod(s) scheduled, %u unschedulable\n", scheduled, unsched);
-        else
-            printf("no pods reference resource claims; use --node NAME to allocate the pending claims\n");
+        if (rx->print) {
+            revision_header(rx);
+            table_print(&t);
+            if (considered)
+                printf("\n%u pod(s) scheduled, %u unschedulable\n", scheduled, unsched);
+            else
+                printf("no pods reference resource claims; use --node NAME to allocate the pending claims\n");
+        }
     } else if (ret != CLI_EXIT_INVALID) {
         json_t *doc = json_pack("{s:s, s:s, s:o}", "apiVersion", "v1", "kind", "List", "items", items);
-        int r = print_doc(doc, fmt);
+        if (rx->print) {
+            int r = print_doc(doc, fmt);
+            if (r)
+                ret = r;
+        }
+        if (rx->rec)
+            rx->rec->list = json_incref(doc);
         json_decref(doc);
-        if (r)
-            ret = r;
         items = NULL;
     }
     if (items)
@@ -417,11 +513,105 @@ static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, int fmt)
     return ret;
 }
 
+/* One run: the graph, the input, the allocator and the policies, built
+ * from nothing every time (see alloc_plan.h). */
+int cli_allocate_run(const cli_alloc_cfg *cfg, cli_alloc_load_fn load, void *ctx, cli_plan *rec, bool print)
+{
+    al_opts opts = cfg->opts;
+    de_err e;
+    de_err_clear(&e);
+    int ret = CLI_EXIT_INVALID;
+    dg_opts gopts = {0};
+    gopts.gates = &opts.gates;
+    gopts.skip_validation = strcmp(cfg->validate, "strict") != 0;
+    dg_graph *g = dg_new(NULL, &gopts);
+    dg_graph *checker = NULL;
+    al_input lc;
+    al_input_init(&lc);
+    if (!strcmp(cfg->validate, "none"))
+        lc.keep_duplicates = true;
+    if (!strcmp(cfg->validate, "warn")) {
+        dg_opts copts = {0};
+        copts.gates = &opts.gates;
+        checker = dg_new(dg_intern(g), &copts);
+        lc.checker = checker;
+        lc.warn = warn_object;
+        lc.keep_duplicates = true;
+    }
+    pol_host *host = NULL;
+    al_allocator *alc = NULL;
+    if (load(ctx, g, &lc, &e) != DE_OK) {
+        cli_errorf("allocate", "%s", e.msg);
+        if (rec)
+            cli_plan_set(&rec->error, e.msg);
+        goto out;
+    }
+    opts.cel = NULL;
+    alc = al_new(g, &opts, &e);
+    if (!alc) {
+        cli_errorf("allocate", "%s", e.msg);
+        if (rec)
+            cli_plan_set(&rec->error, e.msg);
+        ret = CLI_EXIT_INTERNAL;
+        goto out;
+    }
+    runctx rx = {cfg->fmt, NULL, cfg->policies, 0, print, rec};
+    if (cfg->policies) {
+        /* the policy host publishes derived attributes into the graph and
+         * answers the allocator's hooks (admit, groups, score) */
+        al_hooks hooks;
+        memset(&hooks, 0, sizeof hooks);
+        if (pol_host_for_allocate(g, cfg->policies, &opts.gates, &hooks, &host, &e) != DE_OK) {
+            cli_errorf("allocate", "--policies %s: %s", cfg->policies, e.msg);
+            if (rec) {
+                char msg[DE_ERR_MSG_MAX + 600];
+                snprintf(msg, sizeof msg, "--policies %s: %s", cfg->policies, e.msg);
+                cli_plan_set(&rec->error, msg);
+            }
+            goto out;
+        }
+        al_set_hooks(alc, &hooks);
+        const pol_set *set = pol_host_active(host);
+        rx.revision = pol_set_revision(set);
+        rx.npolicies = pol_set_count(set);
+        if (rec) {
+            snprintf(rec->revision, sizeof rec->revision, "%s", rx.revision);
+            rec->npolicies = rx.npolicies;
+        }
+    }
+    ret = cfg->node ? run_node(alc, g, &lc, cfg->node, &rx) : run_pods(alc, g, &lc, &rx);
+out:
+    al_free(alc);
+    pol_host_free_for_allocate(host); /* before the graph: it clears what it published */
+    dg_free(g);
+    al_input_free(&lc);
+    dg_free(checker);
+    if (rec) {
+        rec->rc = ret;
+        rec->node = cfg->node;
+    }
+    return ret;
+}
+
+typedef struct files_src {
+    const char *const *files;
+    int nfiles;
+} files_src;
+
+static de_rc load_files(void *ctx, dg_graph *g, al_input *lc, de_err *e)
+{
+    const files_src *src = ctx;
+    for (int i = 0; i < src->nfiles; i++)
+        DE_TRY(al_input_load(g, lc, src->files[i], e));
+    return DE_OK;
+}
+
 int cli_cmd_allocate(int argc, char **argv)
 {
     const char **files = de_xcalloc((size_t)argc + 1, sizeof *files);
     int nfiles = 0, fmt = OUT_JSON;
     const char *node = NULL, *policies = NULL, *validate = "warn";
+    bool watch = false;
     al_opts opts;
     memset(&opts, 0, sizeof opts);
     de_gates_default(&opts.gates);
@@ -448,6 +638,8 @@ int cli_cmd_allocate(int argc, char **argv)
             usage(stdout);
             ret = 0;
             goto done;
+        } else if (!strcmp(a, "-w") || !strcmp(a, "--watch")) {
+            watch = true;
         } else if (FLAG("-f") || FLAG("--filename")) {
             VALUE();
             files[nfiles++] = val;
@@ -512,55 +704,13 @@ int cli_cmd_allocate(int argc, char **argv)
         usage(stderr);
         goto done;
     }
-    dg_opts gopts = {0};
-    gopts.gates = &opts.gates;
-    gopts.skip_validation = strcmp(validate, "strict") != 0;
-    dg_graph *g = dg_new(NULL, &gopts);
-    dg_graph *checker = NULL;
-    al_input lc;
-    al_input_init(&lc);
-    if (!strcmp(validate, "none"))
-        lc.keep_duplicates = true;
-    if (!strcmp(validate, "warn")) {
-        dg_opts copts = {0};
-        copts.gates = &opts.gates;
-        checker = dg_new(dg_intern(g), &copts);
-        lc.checker = checker;
-        lc.warn = warn_object;
-        lc.keep_duplicates = true;
+    cli_alloc_cfg cfg = {opts, node, policies, validate, fmt};
+    if (watch) {
+        ret = cli_allocate_watch(&cfg, files, nfiles);
+        goto done;
     }
-    pol_host *host = NULL;
-    al_allocator *alc = NULL;
-    for (int i = 0; i < nfiles; i++)
-        if (al_input_load(g, &lc, files[i], &e) != DE_OK) {
-            cli_errorf("allocate", "%s", e.msg);
-            goto out;
-        }
-    opts.cel = NULL;
-    alc = al_new(g, &opts, &e);
-    if (!alc) {
-        cli_errorf("allocate", "%s", e.msg);
-        ret = CLI_EXIT_INTERNAL;
-        goto out;
-    }
-    if (policies) {
-        /* the policy host publishes derived attributes into the graph and
-         * answers the allocator's hooks (admit, groups, score) */
-        al_hooks hooks;
-        memset(&hooks, 0, sizeof hooks);
-        if (pol_host_for_allocate(g, policies, &opts.gates, &hooks, &host, &e) != DE_OK) {
-            cli_errorf("allocate", "--policies %s: %s", policies, e.msg);
-            goto out;
-        }
-        al_set_hooks(alc, &hooks);
-    }
-    ret = node ? run_node(alc, g, &lc, node, fmt) : run_pods(alc, g, &lc, fmt);
-out:
-    al_free(alc);
-    pol_host_free_for_allocate(host); /* before the graph: it clears what it published */
-    dg_free(g);
-    al_input_free(&lc);
-    dg_free(checker);
+    files_src src = {files, nfiles};
+    ret = cli_allocate_run(&cfg, load_files, &src, NULL, true);
 done:
     free(files);
     return ret;

@@ -8,28 +8,20 @@
  * Every invalid object is reported (file, document, object, field path)
  * and the exit code is 2; nothing is printed on stdout then.  Output is
  * sorted by names, so it is the same for the same input.
+ *
+ * --watch lives in inspect_watch.c; it prints this report again, or the
+ * node blocks a change touched (cli_inspect_changes).
  */
 #include "../base/quantity.h"
 #include "../model/dg.h"
 #include "cli.h"
+#include "inspect.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct holder {
-    uint32_t pool, device, claim;
-    bool admin, shared;
-} holder;
-
-typedef struct ictx {
-    dg_graph *g;
-    de_interner *in;
-    holder *holders;
-    uint32_t nholders;
-} ictx;
-
-static const char *S(const ictx *c, uint32_t id) { return de_intern_str(c->in, id); }
+static const char *S(const cli_inspect *c, uint32_t id) { return de_intern_str(c->in, id); }
 
 static de_interner *sort_in;
 static int cmp_name(const void *a, const void *b)
@@ -63,7 +55,7 @@ static int cmp_claim(const void *a, const void *b)
 
 static int cmp_holder(const void *a, const void *b)
 {
-    const holder *x = a, *y = b;
+    const cli_holder *x = a, *y = b;
     if (x->pool != y->pool)
         return x->pool < y->pool ? -1 : 1;
     if (x->device != y->device)
@@ -71,8 +63,9 @@ static int cmp_holder(const void *a, const void *b)
     return x->claim < y->claim ? -1 : x->claim > y->claim;
 }
 
-static void collect_holders(ictx *c)
+void cli_inspect_init(cli_inspect *c, dg_graph *g)
 {
+    *c = (cli_inspect){g, dg_intern(g), NULL, 0};
     uint32_t cap = 0;
     for (uint32_t i = 0; i < dg_claim_id_limit(c->g); i++) {
         const dg_claim *cl = dg_claim_get(c->g, i);
@@ -85,18 +78,25 @@ static void collect_holders(ictx *c)
                 continue;
             if (c->nholders == cap) {
                 cap = cap ? cap * 2 : 64;
-                c->holders = realloc(c->holders, cap * sizeof *c->holders);
+                c->holders = de_xrealloc(c->holders, cap * sizeof *c->holders);
             }
-            c->holders[c->nholders++] = (holder){pid, r->device, i, r->admin_access == 1, r->share_id != 0};
+            c->holders[c->nholders++] = (cli_holder){pid, r->device, i, r->admin_access == 1, r->share_id != 0};
         }
     }
     if (c->nholders)
         qsort(c->holders, c->nholders, sizeof *c->holders, cmp_holder);
 }
 
+void cli_inspect_fini(cli_inspect *c)
+{
+    free(c->holders);
+    c->holders = NULL;
+    c->nholders = 0;
+}
+
 /* ---- text helpers -------------------------------------------------------------------- */
 
-static void attr_text(const ictx *c, const de_attrval *v, char *buf, size_t cap)
+static void attr_text(const cli_inspect *c, const de_attrval *v, char *buf, size_t cap)
 {
     switch (v->kind) {
     case DE_V_INT: snprintf(buf, cap, "%lld", (long long)v->u.i); return;
@@ -127,7 +127,7 @@ static const char *const key_attrs[] = {"type", "productName", "model", "pciDevi
                                         "partitionProfile", "numaNode", "pcieRoot", "family", "architecture",
                                         "pciBusID", "driverVersion", "index", NULL};
 
-static void key_attributes(const ictx *c, const de_devview *v, char *out, size_t cap)
+static void key_attributes(const cli_inspect *c, const de_devview *v, char *out, size_t cap)
 {
     bool used[64] = {false};
     size_t n = 0;
@@ -161,7 +161,7 @@ static void key_attributes(const ictx *c, const de_devview *v, char *out, size_t
         snprintf(out + n, cap - n, "%s(+%d)", shown ? " " : "", total - shown);
 }
 
-static void capacity_text(const ictx *c, const de_devview *v, char *out, size_t cap)
+static void capacity_text(const cli_inspect *c, const de_devview *v, char *out, size_t cap)
 {
     size_t n = 0;
     out[0] = 0;
@@ -174,7 +174,7 @@ static void capacity_text(const ictx *c, const de_devview *v, char *out, size_t 
         snprintf(out + n, cap - n, " (+%u)", v->ncaps - 4);
 }
 
-static void taints_text(const ictx *c, uint32_t devid, char *out, size_t cap)
+static void taints_text(const cli_inspect *c, uint32_t devid, char *out, size_t cap)
 {
     const dg_taint *t;
     uint32_t nt;
@@ -186,13 +186,13 @@ static void taints_text(const ictx *c, uint32_t devid, char *out, size_t cap)
                               S(c, t[i].value), S(c, t[i].effect_raw));
 }
 
-static void state_text(const ictx *c, uint32_t pool, uint32_t device, char *out, size_t cap)
+static void state_text(const cli_inspect *c, uint32_t pool, uint32_t device, char *out, size_t cap)
 {
     size_t n = 0;
     int cnt = 0;
     out[0] = 0;
     for (uint32_t i = 0; i < c->nholders; i++) {
-        const holder *h = &c->holders[i];
+        const cli_holder *h = &c->holders[i];
         if (h->pool != pool || h->device != device)
             continue;
         const dg_claim *cl = dg_claim_get(c->g, h->claim);
@@ -205,7 +205,7 @@ static void state_text(const ictx *c, uint32_t pool, uint32_t device, char *out,
         snprintf(out, cap, "free");
 }
 
-static void nodesel_text(const ictx *c, const dg_nodesel *s, char *out, size_t cap)
+static void nodesel_text(const cli_inspect *c, const dg_nodesel *s, char *out, size_t cap)
 {
     static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
     size_t n = 0;
@@ -229,7 +229,7 @@ static void nodesel_text(const ictx *c, const dg_nodesel *s, char *out, size_t c
     }
 }
 
-static void slice_selection(const ictx *c, const dg_slice *s, char *out, size_t cap)
+static void slice_selection(const cli_inspect *c, const dg_slice *s, char *out, size_t cap)
 {
     switch (s->ns_mode) {
     case DG_NS_ALL_NODES: snprintf(out, cap, "allNodes"); break;
@@ -247,7 +247,7 @@ static void slice_selection(const ictx *c, const dg_slice *s, char *out, size_t 
 
 /* ---- JSON -------------------------------------------------------------------------------- */
 
-static json_t *attr_json(const ictx *c, const de_attrval *v)
+static json_t *attr_json(const cli_inspect *c, const de_attrval *v)
 {
     switch (v->kind) {
     case DE_V_INT: return json_integer(v->u.i);
@@ -268,7 +268,7 @@ static json_t *attr_json(const ictx *c, const de_attrval *v)
     return a;
 }
 
-static json_t *device_json(const ictx *c, uint32_t devid)
+static json_t *device_json(const cli_inspect *c, uint32_t devid)
 {
     de_devview v;
     dg_device_view(c->g, devid, &v);
@@ -293,7 +293,7 @@ static json_t *device_json(const ictx *c, uint32_t devid)
     json_object_set_new(o, "capacity", caps);
     json_t *holders = json_array();
     for (uint32_t i = 0; i < c->nholders; i++) {
-        const holder *h = &c->holders[i];
+        const cli_holder *h = &c->holders[i];
         if (h->pool != ref.pool || h->device != v.name)
             continue;
         const dg_claim *cl = dg_claim_get(c->g, h->claim);
@@ -338,7 +338,7 @@ static bool not_local(const dg_slice *s, uint32_t node)
     return s->ns_mode != DG_NS_NODE_NAME;
 }
 
-static void pool_table(const ictx *c, uint32_t pid, slice_filter want, uint32_t node, FILE *out)
+static void pool_table(const cli_inspect *c, uint32_t pid, slice_filter want, uint32_t node, FILE *out)
 {
     dg_pool p;
     dg_pool_get(c->g, pid, &p);
@@ -413,7 +413,7 @@ static void pool_table(const ictx *c, uint32_t pid, slice_filter want, uint32_t 
         fprintf(out, "    (no devices)\n");
 }
 
-static json_t *pool_json(const ictx *c, uint32_t pid, slice_filter want, uint32_t node)
+static json_t *pool_json(const cli_inspect *c, uint32_t pid, slice_filter want, uint32_t node)
 {
     dg_pool p;
     dg_pool_get(c->g, pid, &p);
@@ -444,12 +444,12 @@ static json_t *pool_json(const ictx *c, uint32_t pid, slice_filter want, uint32_
 
 /* ---- the report ------------------------------------------------------------------------------ */
 
-static uint32_t *sorted_nodes(const ictx *c, uint32_t *count)
+static uint32_t *sorted_nodes(const cli_inspect *c, uint32_t *count)
 {
     const uint32_t *names;
     uint32_t n;
     dg_slice_nodes(c->g, &names, &n);
-    uint32_t *all = malloc((n + dg_node_id_limit(c->g) + 1) * sizeof *all), k = 0;
+    uint32_t *all = de_xmalloc((n + dg_node_id_limit(c->g) + 1) * sizeof *all), k = 0;
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t *s;
         uint32_t ns;
@@ -471,9 +471,9 @@ static uint32_t *sorted_nodes(const ictx *c, uint32_t *count)
 }
 
 /* Distinct pool ids of a slice list, sorted by (driver, pool). */
-static uint32_t *pools_of(const ictx *c, const uint32_t *sids, uint32_t n, uint32_t *count)
+static uint32_t *pools_of(const cli_inspect *c, const uint32_t *sids, uint32_t n, uint32_t *count)
 {
-    uint32_t *p = malloc((n + 1) * sizeof *p), k = 0;
+    uint32_t *p = de_xmalloc((n + 1) * sizeof *p), k = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t pid = dg_slice_pool(c->g, sids[i]);
         bool dup = false;
@@ -488,7 +488,28 @@ static uint32_t *pools_of(const ictx *c, const uint32_t *sids, uint32_t n, uint3
     return p;
 }
 
-static void report(const ictx *c, bool json, FILE *out)
+static void node_block(const cli_inspect *c, uint32_t node, uint32_t nid, const uint32_t *pools, uint32_t np, FILE *out)
+{
+    fprintf(out, "\nnode %s%s\n", S(c, node), nid == DG_NONE ? "" : " (Node object)");
+    if (!np)
+        fprintf(out, "  (no node-local pools)\n");
+    for (uint32_t k = 0; k < np; k++)
+        pool_table(c, pools[k], on_node, node, out);
+}
+
+static void summary_line(const cli_inspect *c, uint32_t nnodes, FILE *out)
+{
+    dg_stats st;
+    dg_get_stats(c->g, &st);
+    uint32_t nallocated = 0;
+    for (uint32_t i = 0; i < dg_claim_id_limit(c->g); i++)
+        if (dg_claim_get(c->g, i) && dg_claim_get(c->g, i)->allocated)
+            nallocated++;
+    fprintf(out, "%u nodes, %u pools, %u slices, %u devices, %u classes, %u claims (%u allocated), %u taint rules\n",
+            nnodes, st.pools, st.slices, st.devices, st.classes, st.claims, nallocated, st.taint_rules);
+}
+
+json_t *cli_inspect_report(const cli_inspect *c, bool json, FILE *out)
 {
     dg_stats st;
     dg_get_stats(c->g, &st);
@@ -501,13 +522,13 @@ static void report(const ictx *c, bool json, FILE *out)
     uint32_t nshared, nsp;
     dg_slices_shared(c->g, &shared, &nshared);
     uint32_t *spools = pools_of(c, shared, nshared, &nsp);
-    uint32_t *classes = malloc((dg_class_id_limit(c->g) + 1) * sizeof *classes), ncl = 0;
+    uint32_t *classes = de_xmalloc((dg_class_id_limit(c->g) + 1) * sizeof *classes), ncl = 0;
     for (uint32_t i = 0; i < dg_class_id_limit(c->g); i++)
         if (dg_class_get(c->g, i))
             classes[ncl++] = i;
     sort_g = c->g;
     qsort(classes, ncl, sizeof *classes, cmp_class);
-    uint32_t *claims = malloc((dg_claim_id_limit(c->g) + 1) * sizeof *claims), nclaims = 0;
+    uint32_t *claims = de_xmalloc((dg_claim_id_limit(c->g) + 1) * sizeof *claims), nclaims = 0;
     for (uint32_t i = 0; i < dg_claim_id_limit(c->g); i++)
         if (dg_claim_get(c->g, i))
             claims[nclaims++] = i;
@@ -525,8 +546,7 @@ static void report(const ictx *c, bool json, FILE *out)
         json_object_set_new(sum, "deviceTaintRules", json_integer(st.taint_rules));
         json_object_set_new(root, "summary", sum);
     } else {
-        fprintf(out, "%u nodes, %u pools, %u slices, %u devices, %u classes, %u claims (%u allocated), %u taint rules\n",
-                nnodes, st.pools, st.slices, st.devices, st.classes, st.claims, nallocated, st.taint_rules);
+        summary_line(c, nnodes, out);
     }
     json_t *jn = json ? json_array() : NULL;
     for (uint32_t i = 0; i < nnodes; i++) {
@@ -550,11 +570,7 @@ static void report(const ictx *c, bool json, FILE *out)
             json_object_set_new(o, "pools", pa);
             json_array_append_new(jn, o);
         } else {
-            fprintf(out, "\nnode %s%s\n", S(c, nodes[i]), nid == DG_NONE ? "" : " (Node object)");
-            if (!np)
-                fprintf(out, "  (no node-local pools)\n");
-            for (uint32_t k = 0; k < np; k++)
-                pool_table(c, pools[k], on_node, nodes[i], out);
+            node_block(c, nodes[i], nid, pools, np, out);
         }
         free(pools);
     }
@@ -622,17 +638,51 @@ static void report(const ictx *c, bool json, FILE *out)
                     r->admin_access == 1 ? " (admin)" : "");
         }
     }
-    if (json) {
+    if (json)
         json_object_set_new(root, "claims", jcl);
-        char *s = json_dumps(root, JSON_INDENT(2));
-        fprintf(out, "%s\n", s);
-        free(s);
-        json_decref(root);
-    }
     free(nodes);
     free(spools);
     free(classes);
     free(claims);
+    return root;
+}
+
+void cli_inspect_changes(const cli_inspect *c, uint32_t *wnodes, uint32_t nwnodes, bool network, FILE *out)
+{
+    uint32_t nnodes;
+    uint32_t *nodes = sorted_nodes(c, &nnodes);
+    summary_line(c, nnodes, out);
+    sort_in = c->in;
+    if (nwnodes > 1)
+        qsort(wnodes, nwnodes, sizeof *wnodes, cmp_name);
+    for (uint32_t i = 0; i < nwnodes; i++) {
+        bool present = false;
+        for (uint32_t k = 0; k < nnodes && !present; k++)
+            present = nodes[k] == wnodes[i];
+        if (!present) {
+            fprintf(out, "\nnode %s: no longer present\n", S(c, wnodes[i]));
+            continue;
+        }
+        const uint32_t *sids;
+        uint32_t ns, np;
+        dg_slices_on_node(c->g, wnodes[i], &sids, &ns);
+        uint32_t *pools = pools_of(c, sids, ns, &np);
+        node_block(c, wnodes[i], dg_node_find(c->g, wnodes[i]), pools, np, out);
+        free(pools);
+    }
+    if (network) {
+        const uint32_t *shared;
+        uint32_t nshared, nsp;
+        dg_slices_shared(c->g, &shared, &nshared);
+        uint32_t *spools = pools_of(c, shared, nshared, &nsp);
+        fprintf(out, "\nnetwork-attached pools (not node-local)\n");
+        if (!nsp)
+            fprintf(out, "  (none)\n");
+        for (uint32_t k = 0; k < nsp; k++)
+            pool_table(c, spools[k], not_local, 0, out);
+        free(spools);
+    }
+    free(nodes);
 }
 
 static void print_error(void *ctx, const de_err *e)
@@ -644,7 +694,7 @@ static void print_error(void *ctx, const de_err *e)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: draengine inspect -f PATH... [-o table|json]\n\n"
+            "usage: draengine inspect -f PATH... [-o table|json] [--watch]\n\n"
             "Load Kubernetes manifests (YAML or JSON; one object, several documents, a List, or a\n"
             "directory read recursively) into the device graph and print, per node, the pools and\n"
             "devices with key attributes, capacity, taints and whether they are free or allocated;\n"
@@ -655,6 +705,12 @@ static void usage(FILE *out)
             "flags:\n"
             "  -f, --filename PATH   manifest file or directory (repeatable; '-' reads stdin)\n"
             "  -o, --output FORMAT   table (default) or json\n"
+            "  -w, --watch           keep running: after the report, print a line per changed\n"
+            "                        object (ADDED/MODIFIED/DELETED kind ns/name (file)), the new\n"
+            "                        summary and the blocks of the nodes the change touched; with\n"
+            "                        -o json one compact JSON document per change (JSON lines).\n"
+            "                        A broken file is reported once and keeps its last good\n"
+            "                        objects. SIGINT/SIGTERM end it with exit 0.\n"
             "  -h, --help            this help\n\n"
             "Exit status: 0 success, 2 invalid input (every invalid object is reported with its\n"
             "file, document, object and field path).\n");
@@ -662,15 +718,17 @@ static void usage(FILE *out)
 
 int cli_cmd_inspect(int argc, char **argv)
 {
-    const char **paths = calloc((size_t)argc + 1, sizeof *paths);
+    const char **paths = de_xcalloc((size_t)argc + 1, sizeof *paths);
     int npaths = 0;
-    bool json = false;
+    bool json = false, watch = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             free(paths);
             return CLI_EXIT_OK;
+        } else if (!strcmp(a, "-w") || !strcmp(a, "--watch")) {
+            watch = true;
         } else if (!strcmp(a, "-f") || !strcmp(a, "--filename")) {
             if (i + 1 >= argc) {
                 cli_errorf("inspect", "%s needs a path", a);
@@ -703,6 +761,11 @@ int cli_cmd_inspect(int argc, char **argv)
         free(paths);
         return CLI_EXIT_INVALID;
     }
+    if (watch) {
+        int wrc = cli_inspect_watch(paths, npaths, json);
+        free(paths);
+        return wrc;
+    }
     dg_opts opts = {.on_error = print_error};
     dg_graph *g = dg_new(NULL, &opts);
     int rc = CLI_EXIT_OK;
@@ -718,10 +781,16 @@ int cli_cmd_inspect(int argc, char **argv)
         }
     }
     if (rc == CLI_EXIT_OK) {
-        ictx c = {g, dg_intern(g), NULL, 0};
-        collect_holders(&c);
-        report(&c, json, stdout);
-        free(c.holders);
+        cli_inspect c;
+        cli_inspect_init(&c, g);
+        json_t *root = cli_inspect_report(&c, json, stdout);
+        if (root) {
+            char *text = json_dumps(root, JSON_INDENT(2));
+            fprintf(stdout, "%s\n", text);
+            free(text);
+            json_decref(root);
+        }
+        cli_inspect_fini(&c);
     }
     dg_free(g);
     free(paths);

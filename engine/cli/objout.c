@@ -23,6 +23,19 @@ bool cli_ofmt_parse(const char *s, cli_ofmt *out)
     return false;
 }
 
+de_rc cli_yaml_write(FILE *f, const char *prefix, json_t *doc, size_t cap, de_err *e)
+{
+    de_buf b;
+    de_buf_init(&b, cap);
+    de_rc rc = de_yaml_emit(doc, &b, e);
+    if (rc == DE_OK) {
+        fputs(prefix, f);
+        fwrite(b.p ? b.p : "", 1, b.len, f);
+    }
+    de_buf_free(&b);
+    return rc;
+}
+
 void cli_objout_begin(cli_objout *o, FILE *f, cli_ofmt fmt)
 {
     o->f = f;
@@ -36,16 +49,7 @@ de_rc cli_objout_write(void *ctx, json_t *obj, de_err *e)
 {
     cli_objout *o = ctx;
     if (o->fmt == CLI_OFMT_YAML) {
-        de_buf b;
-        de_buf_init(&b, CLI_OBJOUT_MAX);
-        de_rc rc = de_yaml_emit(obj, &b, e);
-        if (rc == DE_OK) {
-            fputs("---\n", o->f);
-            fwrite(b.p ? b.p : "", 1, b.len, o->f);
-        }
-        de_buf_free(&b);
-        if (rc != DE_OK)
-            return rc;
+        DE_TRY(cli_yaml_write(o->f, "---\n", obj, CLI_OBJOUT_MAX, e));
         o->n++;
         return ferror(o->f) ? de_errf(e, DE_EIO, "write failed") : DE_OK;
     }

@@ -135,6 +135,10 @@ bool dec_qualified_name(dec *d, const char *child, const char *s, size_t n);
 bool dec_fq_name(dec *d, const char *child, const char *s, size_t n, uint32_t *domain, uint32_t *id);
 bool dec_extended_resource_name(const char *s, size_t n);
 bool dec_uuid(dec *d, const char *child, const char *s, size_t n);
+/* A required string field that must be a DNS label (the names of requests,
+ * subrequests, containers, devices, counter sets): its interned id (0 when
+ * absent); *s and *len get its text ("" when absent). */
+uint32_t dec_label_field(dec *d, json_t *obj, const char *key, const char **s, size_t *len);
 
 /* Pure predicates (no error recording). */
 bool dg_is_dns_label(const char *s, size_t n);
@@ -152,7 +156,12 @@ bool dg_is_c_ident(const char *s, size_t n);
 void dec_cel_expression(dec *d, const char *child, const char *expr, size_t len, bool derived);
 
 /* ---- shared sub-decoders ------------------------------------------------- */
-void dec_meta(dec *d, json_t *obj, dg_meta *m, bool namespaced);
+/* ObjectMeta.  Flags: the object is namespaced (the namespace defaults to
+ * "default"); its name must be a DNS subdomain (ValidateObjectMeta with
+ * NameIsDNSSubdomain: every kind here but Namespace and
+ * ResourcePoolStatusRequest) or a DNS label (Namespace). */
+enum { DEC_META_NAMESPACED = 1, DEC_META_SUBDOMAIN = 2, DEC_META_LABEL = 4 };
+void dec_meta(dec *d, json_t *obj, dg_meta *m, unsigned flags);
 /* core v1 NodeSelector; `validate` applies ValidateNodeSelector */
 void dec_nodesel(dec *d, json_t *v, dg_nodesel *out);
 void dec_taint(dec *d, json_t *v, dg_taint *out);

@@ -258,16 +258,9 @@ static void dec_request(dec *d, json_t *r, dg_request *q, const cattrs *ca)
         dec_known(d, r, request_fields_beta1, request_hints_beta1);
     else
         dec_known(d, r, request_fields_v1, request_hints_v1);
-    const char *name = "";
-    size_t nl = 0;
-    dec_get_str(d, r, "name", &name, &nl);
-    q->name = dec_intern(d, name, nl);
-    if (d->validate) {
-        if (!nl)
-            dec_required(d, "name", NULL);
-        else
-            dec_dns_label(d, "name", name, nl);
-    }
+    const char *name;
+    size_t nl;
+    q->name = dec_label_field(d, r, "name", &name, &nl);
     json_t *fa = dec_get_arr(d, r, "firstAvailable");
     bool has_fa = fa && json_array_size(fa);
     if (beta) {
@@ -310,15 +303,10 @@ static void dec_request(dec *d, json_t *r, dg_request *q, const cattrs *ca)
                 if (dec_as_obj(d, s)) {
                     dec_known(d, s, sub_fields, NULL);
                     dg_exact *x = &q->subs[q->nsubs++];
-                    const char *sn = "";
-                    size_t snl = 0;
-                    dec_get_str(d, s, "name", &sn, &snl);
-                    x->name = dec_intern(d, sn, snl);
+                    const char *sn;
+                    size_t snl;
+                    x->name = dec_label_field(d, s, "name", &sn, &snl);
                     if (d->validate) {
-                        if (!snl)
-                            dec_required(d, "name", NULL);
-                        else
-                            dec_dns_label(d, "name", sn, snl);
                         for (uint32_t j = 0; j + 1 < q->nsubs; j++)
                             if (q->subs[j].name == x->name) {
                                 dec_duplicate(d, NULL, sn);
@@ -798,13 +786,7 @@ dg_class *dec_class(dec *d, json_t *obj)
     dg_class *c = DEC_NEW(d, dg_class, 1);
     if (!c)
         return NULL;
-    dec_meta(d, obj, &c->meta, false);
-    if (d->validate && c->meta.name) {
-        size_t mm = dec_field(d, "metadata");
-        const char *n = dec_str(d, c->meta.name);
-        dec_dns_subdomain(d, "name", n, strlen(n));
-        dec_pop(d, mm);
-    }
+    dec_meta(d, obj, &c->meta, DEC_META_SUBDOMAIN);
     json_t *spec = dec_get_obj(d, obj, "spec");
     if (!spec)
         return c;
@@ -853,13 +835,7 @@ dg_claim *dec_claim(dec *d, json_t *obj)
     dg_claim *c = DEC_NEW(d, dg_claim, 1);
     if (!c)
         return NULL;
-    dec_meta(d, obj, &c->meta, true);
-    if (d->validate && c->meta.name) {
-        size_t mm = dec_field(d, "metadata");
-        const char *n = dec_str(d, c->meta.name);
-        dec_dns_subdomain(d, "name", n, strlen(n));
-        dec_pop(d, mm);
-    }
+    dec_meta(d, obj, &c->meta, DEC_META_NAMESPACED | DEC_META_SUBDOMAIN);
     json_t *spec = dec_get_obj(d, obj, "spec");
     if (spec) {
         size_t sm = dec_field(d, "spec");
@@ -884,13 +860,7 @@ dg_claim_template *dec_template(dec *d, json_t *obj)
     dg_claim_template *t = DEC_NEW(d, dg_claim_template, 1);
     if (!t)
         return NULL;
-    dec_meta(d, obj, &t->meta, true);
-    if (d->validate && t->meta.name) {
-        size_t mm = dec_field(d, "metadata");
-        const char *n = dec_str(d, t->meta.name);
-        dec_dns_subdomain(d, "name", n, strlen(n));
-        dec_pop(d, mm);
-    }
+    dec_meta(d, obj, &t->meta, DEC_META_NAMESPACED | DEC_META_SUBDOMAIN);
     json_t *spec = dec_get_obj(d, obj, "spec");
     if (!spec) {
         if (d->validate && !json_object_get(obj, "spec"))

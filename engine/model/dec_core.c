@@ -22,13 +22,7 @@ dg_taint_rule *dec_taint_rule(dec *d, json_t *obj)
     dg_taint_rule *r = DEC_NEW(d, dg_taint_rule, 1);
     if (!r)
         return NULL;
-    dec_meta(d, obj, &r->meta, false);
-    if (d->validate && r->meta.name) {
-        size_t mm = dec_field(d, "metadata");
-        const char *n = dec_str(d, r->meta.name);
-        dec_dns_subdomain(d, "name", n, strlen(n));
-        dec_pop(d, mm);
-    }
+    dec_meta(d, obj, &r->meta, DEC_META_SUBDOMAIN);
     json_t *spec = dec_get_obj(d, obj, "spec");
     size_t sm = dec_field(d, "spec");
     if (!spec) {
@@ -95,7 +89,7 @@ dg_pool_status_request *dec_pool_status_request(dec *d, json_t *obj)
     dg_pool_status_request *r = DEC_NEW(d, dg_pool_status_request, 1);
     if (!r)
         return NULL;
-    dec_meta(d, obj, &r->meta, false);
+    dec_meta(d, obj, &r->meta, 0);
     r->limit = 100;
     json_t *spec = dec_get_obj(d, obj, "spec");
     size_t sm = dec_field(d, "spec");
@@ -142,13 +136,7 @@ dg_namespace *dec_namespace(dec *d, json_t *obj)
     dg_namespace *n = DEC_NEW(d, dg_namespace, 1);
     if (!n)
         return NULL;
-    dec_meta(d, obj, &n->meta, false);
-    if (d->validate && n->meta.name) {
-        size_t mm = dec_field(d, "metadata");
-        const char *s = dec_str(d, n->meta.name);
-        dec_dns_label(d, "name", s, strlen(s));
-        dec_pop(d, mm);
-    }
+    dec_meta(d, obj, &n->meta, DEC_META_LABEL);
     return n;
 }
 
@@ -179,13 +167,7 @@ dg_node *dec_node(dec *d, json_t *obj)
     dg_node *n = DEC_NEW(d, dg_node, 1);
     if (!n)
         return NULL;
-    dec_meta(d, obj, &n->meta, false);
-    if (d->validate && n->meta.name) {
-        size_t mm = dec_field(d, "metadata");
-        const char *s = dec_str(d, n->meta.name);
-        dec_dns_subdomain(d, "name", s, strlen(s));
-        dec_pop(d, mm);
-    }
+    dec_meta(d, obj, &n->meta, DEC_META_SUBDOMAIN);
     json_t *spec = dec_get_obj(d, obj, "spec");
     if (spec) {
         size_t sm = dec_field(d, "spec");
@@ -254,16 +236,9 @@ static void dec_container(dec *d, json_t *c, dg_container *out, bool init)
     if (!dec_as_obj(d, c))
         return;
     dec_known(d, c, container_fields, NULL);
-    const char *s = "";
-    size_t sl = 0;
-    dec_get_str(d, c, "name", &s, &sl);
-    out->name = dec_intern(d, s, sl);
-    if (d->validate) {
-        if (!sl)
-            dec_required(d, "name", NULL);
-        else
-            dec_dns_label(d, "name", s, sl);
-    }
+    const char *s;
+    size_t sl;
+    out->name = dec_label_field(d, c, "name", &s, &sl);
     const char *rp;
     if (init && dec_get_str(d, c, "restartPolicy", &rp, NULL) && !strcmp(rp, "Always"))
         out->sidecar = true;
@@ -340,13 +315,7 @@ dg_pod *dec_pod(dec *d, json_t *obj)
     dg_pod *p = DEC_NEW(d, dg_pod, 1);
     if (!p)
         return NULL;
-    dec_meta(d, obj, &p->meta, true);
-    if (d->validate && p->meta.name) {
-        size_t mm = dec_field(d, "metadata");
-        const char *s = dec_str(d, p->meta.name);
-        dec_dns_subdomain(d, "name", s, strlen(s));
-        dec_pop(d, mm);
-    }
+    dec_meta(d, obj, &p->meta, DEC_META_NAMESPACED | DEC_META_SUBDOMAIN);
     json_t *spec = dec_get_obj(d, obj, "spec");
     size_t sm = dec_field(d, "spec");
     if (!spec) {

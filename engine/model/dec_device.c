@@ -560,16 +560,9 @@ void dec_device(dec *d, json_t *dv, dg_device *dev, uint32_t driver, bool per_de
     if (!dec_as_obj(d, dv))
         return;
     bool beta = d->version == DEC_V1BETA1 || d->version == DEC_V1ALPHA3;
-    const char *name = "";
-    size_t nl = 0;
-    dec_get_str(d, dv, "name", &name, &nl);
-    dev->name = dec_intern(d, name, nl);
-    if (d->validate) {
-        if (nl == 0)
-            dec_required(d, "name", NULL);
-        else
-            dec_dns_label(d, "name", name, nl);
-    }
+    const char *name;
+    size_t nl;
+    dev->name = dec_label_field(d, dv, "name", &name, &nl);
     json_t *body = dv;
     size_t bm = d->plen;
     if (beta) {
@@ -695,15 +688,10 @@ void dec_device(dec *d, json_t *dv, dg_device *dev, uint32_t driver, bool per_de
                     static const char *const cf[] = {"counterSet", "counters", "compatibilityGroups", NULL};
                     dec_known(d, c, cf, NULL);
                     dg_consumption *k = &dev->consumes[dev->nconsumes++];
-                    const char *cs = "";
-                    size_t csl = 0;
-                    dec_get_str(d, c, "counterSet", &cs, &csl);
-                    k->counterset = dec_intern(d, cs, csl);
+                    const char *cs;
+                    size_t csl;
+                    k->counterset = dec_label_field(d, c, "counterSet", &cs, &csl);
                     if (d->validate) {
-                        if (!csl)
-                            dec_required(d, "counterSet", NULL);
-                        else
-                            dec_dns_label(d, "counterSet", cs, csl);
                         for (uint32_t j = 0; j + 1 < dev->nconsumes; j++)
                             if (dev->consumes[j].counterset == k->counterset)
                                 dec_duplicate(d, NULL, cs);

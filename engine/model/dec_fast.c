@@ -48,6 +48,16 @@ typedef struct fx {
         return 0;          \
     } while (0)
 
+/* Items gathered in a stack array, copied into the decode arena at their
+ * count (NULL: the arena is full, the caller bails). */
+static void *keep(fx *f, const void *tmp, size_t n, size_t size)
+{
+    void *p = dec_alloc(f->d, n * size);
+    if (p)
+        memcpy(p, tmp, n * size);
+    return p;
+}
+
 static void ws(fx *f)
 {
     while (f->p < f->end && (*f->p == ' ' || *f->p == '\n' || *f->p == '\r' || *f->p == '\t'))
@@ -275,12 +285,8 @@ static uint64_t kv_map(fx *f, dg_kv **out, uint32_t *n, bool labels)
     if (f->bail)
         return 0;
     *n = (uint32_t)it.nkeys;
-    if (it.nkeys) {
-        *out = DEC_NEW(f->d, dg_kv, it.nkeys);
-        if (!*out)
-            BAIL(f);
-        memcpy(*out, tmp, it.nkeys * sizeof *tmp);
-    }
+    if (it.nkeys && !(*out = keep(f, tmp, it.nkeys, sizeof *tmp)))
+        BAIL(f);
     return obj_hash(&it);
 }
 
@@ -328,12 +334,8 @@ static uint64_t owners(fx *f, dg_meta *m)
         if (!eat(f, ']'))
             BAIL(f);
     }
-    if (n) {
-        m->owners = DEC_NEW(f->d, dg_ownerref, n);
-        if (!m->owners)
-            BAIL(f);
-        memcpy(m->owners, tmp, n * sizeof *tmp);
-    }
+    if (n && !(m->owners = keep(f, tmp, n, sizeof *tmp)))
+        BAIL(f);
     m->nowners = n;
     return de_hash_u64(h ^ 2);
 }
@@ -563,12 +565,8 @@ static uint64_t attributes(fx *f, dg_device *dev, uint32_t driver)
     }
     if (f->bail)
         return 0;
-    if (it.nkeys) {
-        dev->attrs = DEC_NEW(f->d, de_attr, it.nkeys);
-        if (!dev->attrs)
-            BAIL(f);
-        memcpy(dev->attrs, tmp, it.nkeys * sizeof *tmp);
-    }
+    if (it.nkeys && !(dev->attrs = keep(f, tmp, it.nkeys, sizeof *tmp)))
+        BAIL(f);
     dev->nattrs = (uint32_t)it.nkeys;
     return obj_hash(&it);
 }
@@ -690,12 +688,8 @@ static uint64_t devices(fx *f, dg_slice *s, uint32_t driver)
     }
     if (lists && n > 64)
         BAIL(f); /* list attributes lower the cap to 64 devices */
-    if (n) {
-        s->devices = DEC_NEW(f->d, dg_device, n);
-        if (!s->devices)
-            BAIL(f);
-        memcpy(s->devices, tmp, n * sizeof *tmp);
-    }
+    if (n && !(s->devices = keep(f, tmp, n, sizeof *tmp)))
+        BAIL(f);
     s->ndevices = n;
     return de_hash_u64(h ^ 2);
 }

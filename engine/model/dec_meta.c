@@ -153,7 +153,7 @@ static dg_kv *dec_kv_map(dec *d, json_t *m, uint32_t *n, bool labels)
     return out;
 }
 
-void dec_meta(dec *d, json_t *obj, dg_meta *m, bool namespaced)
+void dec_meta(dec *d, json_t *obj, dg_meta *m, unsigned flags)
 {
     memset(m, 0, sizeof *m);
     json_t *md = json_object_get(obj, "metadata");
@@ -171,7 +171,7 @@ void dec_meta(dec *d, json_t *obj, dg_meta *m, bool namespaced)
     dec_known(d, md, meta_fields, NULL);
     dec_get_id(d, md, "name", &m->name);
     dec_get_id(d, md, "generateName", &m->generate_name);
-    if (namespaced) {
+    if (flags & DEC_META_NAMESPACED) {
         if (dec_get_id(d, md, "namespace", &m->ns) && m->ns && d->validate) {
             const char *s = dec_str(d, m->ns);
             dec_dns_label(d, "namespace", s, strlen(s));
@@ -230,6 +230,13 @@ void dec_meta(dec *d, json_t *obj, dg_meta *m, bool namespaced)
     }
     if (d->validate && !m->name && !m->generate_name)
         dec_required(d, "name", "name or generateName is required");
+    if (d->validate && m->name && (flags & (DEC_META_SUBDOMAIN | DEC_META_LABEL))) {
+        const char *s = dec_str(d, m->name);
+        if (flags & DEC_META_LABEL)
+            dec_dns_label(d, "name", s, strlen(s));
+        else
+            dec_dns_subdomain(d, "name", s, strlen(s));
+    }
     dec_pop(d, mark);
 }
 

@@ -125,6 +125,21 @@ bool dec_dns_label(dec *d, const char *child, const char *s, size_t n)
     return false;
 }
 
+uint32_t dec_label_field(dec *d, json_t *obj, const char *key, const char **s, size_t *len)
+{
+    *s = "";
+    *len = 0;
+    dec_get_str(d, obj, key, s, len);
+    uint32_t id = dec_intern(d, *s, *len);
+    if (d->validate) {
+        if (!*len)
+            dec_required(d, key, NULL);
+        else
+            dec_dns_label(d, key, *s, *len);
+    }
+    return id;
+}
+
 bool dec_dns_subdomain(dec *d, const char *child, const char *s, size_t n)
 {
     if (dg_is_dns_subdomain(s, n))

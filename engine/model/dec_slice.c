@@ -62,13 +62,7 @@ dg_slice *dec_slice(dec *d, json_t *obj)
     if (!s)
         return NULL;
     s->input_version = (uint8_t)d->version;
-    dec_meta(d, obj, &s->meta, false);
-    if (d->validate && s->meta.name) {
-        const char *n = dec_str(d, s->meta.name);
-        size_t mm = dec_field(d, "metadata");
-        dec_dns_subdomain(d, "name", n, strlen(n));
-        dec_pop(d, mm);
-    }
+    dec_meta(d, obj, &s->meta, DEC_META_SUBDOMAIN);
     json_t *spec = dec_get_obj(d, obj, "spec");
     size_t sm = dec_field(d, "spec");
     if (!spec) {
@@ -222,15 +216,10 @@ dg_slice *dec_slice(dec *d, json_t *obj)
                     static const char *const cf[] = {"name", "counters", NULL};
                     dec_known(d, c, cf, NULL);
                     dg_counterset *cs = &s->countersets[s->ncountersets++];
-                    const char *cn = "";
-                    size_t cnl = 0;
-                    dec_get_str(d, c, "name", &cn, &cnl);
-                    cs->name = dec_intern(d, cn, cnl);
+                    const char *cn;
+                    size_t cnl;
+                    cs->name = dec_label_field(d, c, "name", &cn, &cnl);
                     if (d->validate) {
-                        if (!cnl)
-                            dec_required(d, "name", NULL);
-                        else
-                            dec_dns_label(d, "name", cn, cnl);
                         for (uint32_t j = 0; j + 1 < s->ncountersets; j++)
                             if (s->countersets[j].name == cs->name)
                                 dec_duplicate(d, NULL, cn);

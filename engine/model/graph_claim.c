@@ -150,6 +150,17 @@ void dg_usage_each(const dg_graph *g, dg_usage_cb cb, void *ctx)
 
 uint64_t dg_usage_generation(const dg_graph *g) { return g->usage_gen; }
 
+/* What a claim or pod entry owns besides its object: its decode arena, the
+ * arena of status written through the graph, its input JSON and its encoding
+ * cache (json_decref takes NULL). */
+static void release(de_arena *a, de_arena *sa, json_t *json, json_t *jcache)
+{
+    de_arena_free(a);
+    de_arena_free(sa);
+    json_decref(json);
+    json_decref(jcache);
+}
+
 /* ---- claims ------------------------------------------------------------------------- */
 
 void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, uint32_t *clid)
@@ -163,12 +174,7 @@ void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, uint32
         if (ce->c) {
             had = true;
             changed = usage_apply(g, ce->c, -1);
-            de_arena_free(ce->a);
-            de_arena_free(ce->sa);
-            if (ce->json)
-                json_decref(ce->json);
-            if (ce->jcache)
-                json_decref(ce->jcache);
+            release(ce->a, ce->sa, ce->json, ce->jcache);
         } else {
             g->live_claims++;
         }
@@ -200,12 +206,7 @@ void dg_claim_delete(dg_graph *g, uint32_t clid)
     if (!ce->c)
         return;
     usage_apply(g, ce->c, -1);
-    de_arena_free(ce->a);
-    de_arena_free(ce->sa);
-    if (ce->json)
-        json_decref(ce->json);
-    if (ce->jcache)
-        json_decref(ce->jcache);
+    release(ce->a, ce->sa, ce->json, ce->jcache);
     memset(ce, 0, sizeof *ce);
     ce->gen = dg_bump(g);
     g->live_claims--;
@@ -213,23 +214,11 @@ void dg_claim_delete(dg_graph *g, uint32_t clid)
 
 void dg_claims_free(dg_graph *g)
 {
-    for (uint32_t i = 0; i < g->nclaims; i++) {
-        de_arena_free(g->claims[i].a);
-        de_arena_free(g->claims[i].sa);
-        if (g->claims[i].json)
-            json_decref(g->claims[i].json);
-        if (g->claims[i].jcache)
-            json_decref(g->claims[i].jcache);
-    }
+    for (uint32_t i = 0; i < g->nclaims; i++)
+        release(g->claims[i].a, g->claims[i].sa, g->claims[i].json, g->claims[i].jcache);
     free(g->claims);
-    for (uint32_t i = 0; i < g->npods; i++) {
-        de_arena_free(g->pods[i].a);
-        de_arena_free(g->pods[i].sa);
-        if (g->pods[i].json)
-            json_decref(g->pods[i].json);
-        if (g->pods[i].jcache)
-            json_decref(g->pods[i].jcache);
-    }
+    for (uint32_t i = 0; i < g->npods; i++)
+        release(g->pods[i].a, g->pods[i].sa, g->pods[i].json, g->pods[i].jcache);
     free(g->pods);
     for (uint32_t i = 0; i < g->nusage; i++)
         free(g->usage[i].consumed);
@@ -448,12 +437,7 @@ void dg_pod_upsert(dg_graph *g, dg_pod *p, de_arena *a, json_t *json, uint32_t *
         pod_ent *pe = &g->pods[id];
         if (pe->p) {
             had = true;
-            de_arena_free(pe->a);
-            de_arena_free(pe->sa);
-            if (pe->json)
-                json_decref(pe->json);
-            if (pe->jcache)
-                json_decref(pe->jcache);
+            release(pe->a, pe->sa, pe->json, pe->jcache);
         } else {
             g->live_pods++;
         }
@@ -481,12 +465,7 @@ void dg_pod_delete(dg_graph *g, uint32_t pid)
     pod_ent *pe = &g->pods[pid];
     if (!pe->p)
         return;
-    de_arena_free(pe->a);
-    de_arena_free(pe->sa);
-    if (pe->json)
-        json_decref(pe->json);
-    if (pe->jcache)
-        json_decref(pe->jcache);
+    release(pe->a, pe->sa, pe->json, pe->jcache);
     memset(pe, 0, sizeof *pe);
     pe->gen = dg_bump(g);
     g->live_pods--;

@@ -40,6 +40,7 @@ sch_sched *sch_new(dg_graph *g, al_allocator *al, kc_client *cl, const sch_opts 
     de_map_init(&s->class_claims);
     de_map_init(&s->node_usage);
     de_map_init(&s->assumed_rv);
+    sch_ext_index_open(s);
     s->nodes_dirty = true;
     s->podgroups = json_object();
     s->cycle = de_arena_new(256u << 20);
@@ -53,6 +54,7 @@ void sch_free(sch_sched *s)
 {
     if (!s)
         return;
+    sch_ext_index_close(s);
     sch_queue_free(s);
     json_decref(s->podgroups);
     de_arena_free(s->cycle);

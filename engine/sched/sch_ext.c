@@ -103,22 +103,99 @@ void sch_ext_drop_temp(sch_sched *s, uint32_t clid)
     dg_remove(s->g, DG_KIND_RESOURCE_CLAIM, ns, name, &e);
 }
 
-/* An extended-resource claim that already exists for this pod. */
-uint32_t sch_ext_existing(sch_sched *s, const dg_pod *p)
+/* ---- the owner index ------------------------------------------------------------ */
+
+/* A pod with extended resources looks for the claim made for it before it
+ * builds one: a claim in its namespace, annotated EXT_ANNOTATION and
+ * controlled by the pod's UID.  Scanning every claim per such pod would
+ * cost O(claims) per attempt, so the claims that qualify are indexed by
+ * pack(namespace, controller UID), kept by a graph listener: claims come
+ * from the API watch, from PreBind and from the temporary per-node claims,
+ * and all of them pass through the graph.  A claim is indexed under its
+ * first controller reference (the API server allows one).  The reverse map
+ * (claim id -> key) is what unindexes a claim whose object has already
+ * changed or gone when the listener runs. */
+static uint64_t ext_key(sch_sched *s, const dg_claim *c)
 {
     uint32_t ann = de_intern_cstr(s->in, EXT_ANNOTATION);
-    uint32_t lim = dg_claim_id_limit(s->g);
-    for (uint32_t i = 0; i < lim; i++) {
-        const dg_claim *c = dg_claim_get(s->g, i);
-        if (!c || c->meta.ns != p->meta.ns)
-            continue;
-        bool owned = false, marked = false;
-        for (uint32_t k = 0; k < c->meta.nowners; k++)
-            owned |= c->meta.owners[k].controller && c->meta.owners[k].uid == p->meta.uid;
-        for (uint32_t k = 0; k < c->meta.nannotations; k++)
-            marked |= c->meta.annotations[k].key == ann;
-        if (owned && marked)
-            return i;
+    bool marked = false;
+    for (uint32_t k = 0; k < c->meta.nannotations; k++)
+        marked |= c->meta.annotations[k].key == ann;
+    for (uint32_t k = 0; marked && k < c->meta.nowners; k++)
+        if (c->meta.owners[k].controller)
+            return sch_key(c->meta.ns, c->meta.owners[k].uid);
+    return UINT64_MAX;
+}
+
+static void ext_unindex(sch_sched *s, uint32_t clid)
+{
+    uint64_t key, v;
+    if (!de_map_get(&s->ext_owner, clid, &key))
+        return;
+    de_map_del(&s->ext_owner, clid);
+    if (!de_map_get(&s->ext_owned, key, &v))
+        return;
+    vec32 *vec = &s->vecs[v - 1];
+    for (uint32_t i = 0; i < vec->n; i++)
+        if (vec->v[i] == clid) {
+            vec->v[i] = vec->v[--vec->n];
+            break;
+        }
+}
+
+static void ext_index(sch_sched *s, uint32_t clid)
+{
+    const dg_claim *c = dg_claim_get(s->g, clid);
+    uint64_t key = c ? ext_key(s, c) : UINT64_MAX;
+    if (key == UINT64_MAX)
+        return;
+    vec32 *vec = sch_vec(s, de_map_slot(&s->ext_owned, key, 0));
+    if (vec->n == vec->cap) {
+        vec->cap = vec->cap ? vec->cap * 2 : 2;
+        vec->v = de_xrealloc(vec->v, vec->cap * sizeof *vec->v);
     }
-    return DG_NONE;
+    vec->v[vec->n++] = clid;
+    de_map_put(&s->ext_owner, clid, key);
+}
+
+static void ext_on_change(void *ctx, dg_kind kind, dg_op op, uint32_t id)
+{
+    sch_sched *s = ctx;
+    if (kind != DG_KIND_RESOURCE_CLAIM)
+        return;
+    ext_unindex(s, id);
+    if (op != DG_OP_DELETE)
+        ext_index(s, id);
+}
+
+void sch_ext_index_open(sch_sched *s)
+{
+    de_map_init(&s->ext_owned);
+    de_map_init(&s->ext_owner);
+    for (uint32_t i = 0; i < dg_claim_id_limit(s->g); i++)
+        ext_index(s, i);
+    dg_add_listener(s->g, ext_on_change, s);
+}
+
+void sch_ext_index_close(sch_sched *s)
+{
+    dg_remove_listener(s->g, ext_on_change, s);
+    de_map_destroy(&s->ext_owned);
+    de_map_destroy(&s->ext_owner);
+}
+
+/* An extended-resource claim that already exists for this pod: the one
+ * with the lowest id when there are several (the temporary claims of a
+ * cycle are gone by the next one). */
+uint32_t sch_ext_existing(sch_sched *s, const dg_pod *p)
+{
+    uint64_t v;
+    if (!de_map_get(&s->ext_owned, sch_key(p->meta.ns, p->meta.uid), &v))
+        return DG_NONE;
+    const vec32 *vec = &s->vecs[v - 1];
+    uint32_t best = DG_NONE;
+    for (uint32_t i = 0; i < vec->n; i++)
+        if (vec->v[i] < best)
+            best = vec->v[i];
+    return best;
 }

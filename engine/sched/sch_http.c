@@ -311,20 +311,3 @@ void sch_prom_hist(de_buf *b, const char *name, const char *labels, const sch_hi
         de_buf_printf(b, "%s_count %llu\n", name, (unsigned long long)h->count);
     }
 }
-
-void sch_prom_escape(const char *v, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (const char *p = v; *p && o + 3 < cap; p++) {
-        if (*p == '\\' || *p == '"') {
-            out[o++] = '\\';
-            out[o++] = *p;
-        } else if (*p == '\n') {
-            out[o++] = '\\';
-            out[o++] = 'n';
-        } else {
-            out[o++] = *p;
-        }
-    }
-    out[o] = 0;
-}

@@ -55,7 +55,5 @@ void sch_prom_head(de_buf *b, const char *name, const char *type, const char *he
 void sch_prom_sample(de_buf *b, const char *name, const char *labels, double v);
 /* _bucket{le=...} (cumulative), _sum, _count */
 void sch_prom_hist(de_buf *b, const char *name, const char *labels, const sch_hist *h);
-/* Escape a label value (\\, \", \n) into out (NUL-terminated, cut to cap). */
-void sch_prom_escape(const char *v, char *out, size_t cap);
 
 #endif

@@ -101,6 +101,8 @@ struct sch_sched {
     nusage *usage;
     uint32_t nusage, usagecap;
     de_map assumed_rv;   /* claim key -> resourceVersion we wrote */
+    de_map ext_owned;    /* pack(ns, controller uid) -> vecs index + 1: extended-resource claim ids */
+    de_map ext_owner;    /* claim id -> its key in ext_owned, for the claims indexed there */
     json_t *podgroups;   /* "ns/name" -> PodGroup (KEP-5729), when enabled */
     al_hooks hooks;      /* policy score hook (zeroed = none) */
 
@@ -134,6 +136,8 @@ void sch_requeue_bucket(sch_sched *s, unsigned wait_bit);
 void sch_index_claim_class(sch_sched *s, uint64_t claim_key, uint32_t class_name);
 uint32_t sch_pop_active(sch_sched *s);
 void sch_promote_due(sch_sched *s);
+/* The vec32 behind a map slot of an index (0 = none yet: a new, empty one). */
+vec32 *sch_vec(sch_sched *s, uint64_t *slot);
 void sch_usage_add(sch_sched *s, uint32_t node, const amount *a, uint32_t n, int sign);
 nusage *sch_usage_get(sch_sched *s, uint32_t node);
 void sch_queue_free(sch_sched *s);
@@ -152,6 +156,10 @@ json_t *sch_ext_claim_object(sch_sched *s, const dg_pod *p, json_t *requests);
 uint32_t sch_ext_temp_claim(sch_sched *s, const dg_pod *p, json_t *obj, uint64_t mask);
 void sch_ext_drop_temp(sch_sched *s, uint32_t clid);
 uint32_t sch_ext_existing(sch_sched *s, const dg_pod *p);
+/* The owner index behind sch_ext_existing: built from the graph, then kept
+ * by a graph listener (sch_new/sch_free). */
+void sch_ext_index_open(sch_sched *s);
+void sch_ext_index_close(sch_sched *s);
 
 /* sch_bind.c */
 typedef struct sch_choice {

@@ -23,6 +23,19 @@ static void vpush(vec32 *v, uint32_t x)
     v->v[v->n++] = x;
 }
 
+vec32 *sch_vec(sch_sched *s, uint64_t *slot)
+{
+    if (*slot == 0) {
+        if (s->nvecs == s->veccap) {
+            s->veccap = s->veccap ? s->veccap * 2 : 64;
+            s->vecs = de_xrealloc(s->vecs, s->veccap * sizeof *s->vecs);
+        }
+        memset(&s->vecs[s->nvecs], 0, sizeof s->vecs[s->nvecs]);
+        *slot = ++s->nvecs;
+    }
+    return &s->vecs[*slot - 1];
+}
+
 /* ---- heaps ------------------------------------------------------------------ */
 
 static void hpush(heap *h, uint64_t at, uint32_t pod)
@@ -192,16 +205,7 @@ void sch_to_unschedulable(sch_sched *s, uint32_t idx, unsigned waits, const uint
         for (uint32_t i = 0; i < nkeys; i++) {
             p->claims[2 * i] = (uint32_t)(claim_keys[i] >> 32);
             p->claims[2 * i + 1] = (uint32_t)claim_keys[i];
-            uint64_t *slot = de_map_slot(&s->claim_pods, claim_keys[i], 0);
-            if (*slot == 0) {
-                if (s->nvecs == s->veccap) {
-                    s->veccap = s->veccap ? s->veccap * 2 : 64;
-                    s->vecs = de_xrealloc(s->vecs, s->veccap * sizeof *s->vecs);
-                }
-                memset(&s->vecs[s->nvecs], 0, sizeof s->vecs[s->nvecs]);
-                *slot = ++s->nvecs;
-            }
-            vpush(&s->vecs[*slot - 1], idx);
+            vpush(sch_vec(s, de_map_slot(&s->claim_pods, claim_keys[i], 0)), idx);
         }
         p->nclaims = nkeys;
     }
@@ -248,16 +252,7 @@ void sch_requeue_claim(sch_sched *s, uint64_t key)
 
 void sch_index_claim_class(sch_sched *s, uint64_t claim_key, uint32_t class_name)
 {
-    uint64_t *slot = de_map_slot(&s->class_claims, class_name, 0);
-    if (*slot == 0) {
-        if (s->nvecs == s->veccap) {
-            s->veccap = s->veccap ? s->veccap * 2 : 64;
-            s->vecs = de_xrealloc(s->vecs, s->veccap * sizeof *s->vecs);
-        }
-        memset(&s->vecs[s->nvecs], 0, sizeof s->vecs[s->nvecs]);
-        *slot = ++s->nvecs;
-    }
-    vec32 *vec = &s->vecs[*slot - 1];
+    vec32 *vec = sch_vec(s, de_map_slot(&s->class_claims, class_name, 0));
     /* Two words per claim key; duplicates are harmless (requeue is idempotent)
      * but bounded: skip when the last entry is the same claim. */
     if (vec->n >= 2 && vec->v[vec->n - 2] == (uint32_t)(claim_key >> 32) &&

@@ -23,6 +23,40 @@ M.shell_quote = shell_quote
 
 -- Run the binary with arguments (a list); returns exit code, stdout, stderr.
 -- `stdin` (optional) is written to a temp file and redirected.
+-- Run a shared conformance checker (check-alloc, check-cel) on a directory of
+-- vectors with this binary: its output and the passed and failed counts of
+-- its last line (nil when it printed none).  python must not run under the
+-- ASan LD_PRELOAD; the binary links ASan itself.
+function M.check_vectors(checker, dir)
+  local shared = assert(M.shared_dir(), "conformance checker not found")
+  local cmd = string.format("env -u LD_PRELOAD python3 %s --bin %s %s 2>&1",
+    shell_quote(shared .. "/conformance/" .. checker), shell_quote(M.bin), shell_quote(dir))
+  local p = assert(io.popen(cmd, "r"))
+  local out = p:read("a")
+  p:close()
+  local passed, failed = out:match("(%d+) passed, (%d+) failed%s*$")
+  return out, tonumber(passed), tonumber(failed)
+end
+
+-- Files for specs: a fresh temporary directory, its removal, a file written
+-- whole, and a shell command that must succeed.
+function M.tmpdir()
+  local p = io.popen("mktemp -d")
+  local d = p:read("l")
+  p:close()
+  return d
+end
+
+function M.rmdir(d) os.execute("rm -rf " .. shell_quote(d)) end
+
+function M.write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+function M.sh(cmd) assert(os.execute(cmd), "command failed: " .. cmd) end
+
 function M.run(args, stdin)
   local parts = { shell_quote(M.bin) }
   for _, a in ipairs(args) do parts[#parts + 1] = shell_quote(a) end

@@ -75,6 +75,17 @@ function Proc:stop()
   return rc, report
 end
 
+-- Stop every process in procs; the sanitizer reports they printed, each cut
+-- to `cap` bytes (default 3000): an after_each asserts the list is empty.
+function M.stop_all(procs, cap)
+  local reports = {}
+  for _, p in ipairs(procs) do
+    local _, r = p:stop()
+    if r then reports[#reports + 1] = r:sub(1, cap or 3000) end
+  end
+  return reports
+end
+
 -- GET http://127.0.0.1:<port><path> with a raw socket through bash's /dev/tcp
 -- (no curl needed); returns status, body.
 function Proc:http(path)
