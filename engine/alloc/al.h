@@ -194,7 +194,8 @@ typedef struct al_pod_outcome {
     al_claim_alloc *allocs;  /* per claim allocated now (nclaims entries, unused ones zeroed) */
     int64_t k8s_score;
     double policy_score;
-    uint32_t nodes_feasible, nodes_checked;
+    uint32_t nodes_feasible; /* feasible nodes seen (with a score hook: all of them) */
+    uint32_t nodes_checked;  /* nodes past the pod filters that this call evaluated */
     const char *why;         /* unschedulable: summary over nodes (top reasons) */
 } al_pod_outcome;
 

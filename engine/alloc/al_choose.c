@@ -112,7 +112,8 @@ struct al_chooser {
 void al_node_changed(al_allocator *a, uint32_t node_name)
 {
     uint64_t r;
-    if (!a->ngen || a->order_dirty || !de_map_get(&a->rank_by_name, node_name, &r))
+    /* no score table yet: the first one looks at every node anyway */
+    if (!a->chooser || !a->ngen || a->order_dirty || !de_map_get(&a->rank_by_name, node_name, &r))
         return;
     uint32_t rank = (uint32_t)r - 1;
     a->ngen[rank] = ++a->ngen_next;
@@ -155,8 +156,11 @@ static void log_trim(al_allocator *a)
 static uint64_t sig_hash(const uint32_t *w, uint32_t n)
 {
     uint64_t h = 0x84222325cbf29ce4ULL ^ n;
-    for (uint32_t i = 0; i < n; i++)
-        h = (h ^ w[i]) * 0x100000001b3ULL + (h >> 29);
+    uint32_t i = 0;
+    for (; i + 1 < n; i += 2)
+        h = (h ^ ((uint64_t)w[i] | (uint64_t)w[i + 1] << 32)) * 0x9e3779b97f4a7c15ULL + (h >> 29);
+    if (i < n)
+        h = (h ^ w[i]) * 0x9e3779b97f4a7c15ULL;
     return de_hash_u64(h);
 }
 
@@ -574,40 +578,55 @@ static void sync(al_allocator *a, const al_podctx *p, stable *t, de_arena *ar, m
 
 /* ---- signatures ------------------------------------------------------------------------ */
 
-static __attribute__((noinline)) void grow(struct al_chooser *c)
+/* Words are written through a cursor after reserving a bound, so the hot
+ * path (one claim per pod, a few dozen words) does no per-word checks. */
+static __attribute__((noinline)) void grow(struct al_chooser *c, uint32_t need)
 {
-    c->capsig = c->capsig ? c->capsig * 2 : 256;
+    while (c->capsig < need)
+        c->capsig = c->capsig ? c->capsig * 2 : 256;
     c->sig = de_xrealloc(c->sig, c->capsig * sizeof *c->sig);
 }
 
-static inline void put(struct al_chooser *c, uint32_t v)
+static inline uint32_t *reserve(struct al_chooser *c, uint32_t k)
 {
-    if (c->nsig == c->capsig)
-        grow(c);
-    c->sig[c->nsig++] = v;
+    if (c->nsig + k > c->capsig)
+        grow(c, c->nsig + k);
+    return c->sig + c->nsig;
 }
 
-static void put64(struct al_chooser *c, uint64_t v)
+static inline void done(struct al_chooser *c, const uint32_t *w)
 {
-    put(c, (uint32_t)v);
-    put(c, (uint32_t)(v >> 32));
+    c->nsig = (uint32_t)(w - c->sig);
+}
+
+static inline uint32_t *w64(uint32_t *w, uint64_t v)
+{
+    w[0] = (uint32_t)v;
+    w[1] = (uint32_t)(v >> 32);
+    return w + 2;
 }
 
 static void put_reqs(struct al_chooser *c, const dg_requirement *r, uint32_t n)
 {
-    put(c, n);
+    uint32_t need = 1;
+    for (uint32_t i = 0; i < n; i++)
+        need += 3 + r[i].nvalues;
+    uint32_t *w = reserve(c, need);
+    *w++ = n;
     for (uint32_t i = 0; i < n; i++) {
-        put(c, r[i].key);
-        put(c, r[i].op);
-        put(c, r[i].nvalues);
+        *w++ = r[i].key;
+        *w++ = r[i].op;
+        *w++ = r[i].nvalues;
         for (uint32_t k = 0; k < r[i].nvalues; k++)
-            put(c, r[i].values[k]);
+            *w++ = r[i].values[k];
     }
+    done(c, w);
 }
 
 static void put_nodesel(struct al_chooser *c, const dg_nodesel *s)
 {
-    put(c, s->nterms);
+    *reserve(c, 1) = s->nterms;
+    c->nsig++;
     for (uint32_t i = 0; i < s->nterms; i++) {
         put_reqs(c, s->terms[i].exprs, s->terms[i].nexprs);
         put_reqs(c, s->terms[i].fields, s->terms[i].nfields);
@@ -616,92 +635,106 @@ static void put_nodesel(struct al_chooser *c, const dg_nodesel *s)
 
 static void put_exact(struct al_chooser *c, const dg_exact *x)
 {
-    put(c, x->name);
-    put(c, x->class_name);
-    put(c, x->nselectors);
+    uint32_t *w = reserve(c, 15 + 2 * x->nselectors + 9 * x->ntolerations + 11 * x->ncapacity + 4 * x->nderived);
+    *w++ = x->name;
+    *w++ = x->class_name;
+    *w++ = x->nselectors;
     for (uint32_t i = 0; i < x->nselectors; i++) {
-        put(c, x->selectors[i].expr);
-        put(c, x->selectors[i].has_cel);
+        *w++ = x->selectors[i].expr;
+        *w++ = x->selectors[i].has_cel;
     }
-    put(c, x->mode);
-    put(c, x->mode_raw);
-    put64(c, (uint64_t)x->count);
-    put(c, x->count_set);
-    put(c, (uint32_t)(int32_t)x->admin_access);
-    put(c, x->ntolerations);
+    *w++ = x->mode;
+    *w++ = x->mode_raw;
+    w = w64(w, (uint64_t)x->count);
+    *w++ = x->count_set;
+    *w++ = (uint32_t)(int32_t)x->admin_access;
+    *w++ = x->ntolerations;
     for (uint32_t i = 0; i < x->ntolerations; i++) {
         const dg_toleration *t = &x->tolerations[i];
-        put(c, t->key);
-        put(c, t->value);
-        put(c, t->op);
-        put(c, t->op_raw);
-        put(c, t->effect);
-        put(c, t->effect_raw);
-        put(c, t->has_seconds);
-        put64(c, (uint64_t)t->seconds);
+        *w++ = t->key;
+        *w++ = t->value;
+        *w++ = t->op;
+        *w++ = t->op_raw;
+        *w++ = t->effect;
+        *w++ = t->effect_raw;
+        *w++ = t->has_seconds;
+        w = w64(w, (uint64_t)t->seconds);
     }
-    put(c, x->has_capacity);
-    put(c, x->ncapacity);
+    *w++ = x->has_capacity;
+    *w++ = x->ncapacity;
     for (uint32_t i = 0; i < x->ncapacity; i++) {
         const dg_capreq *q = &x->capacity[i];
-        put(c, q->key);
-        put(c, q->domain);
-        put(c, q->name);
-        put64(c, (uint64_t)q->value.mant);
-        put64(c, (uint64_t)(q->value.mant >> 64));
-        put(c, (uint32_t)q->value.exp);
-        put(c, (uint32_t)q->value.gscale);
-        put(c, q->value.gdec);
-        put(c, q->value.fmt);
+        *w++ = q->key;
+        *w++ = q->domain;
+        *w++ = q->name;
+        w = w64(w, (uint64_t)q->value.mant);
+        w = w64(w, (uint64_t)(q->value.mant >> 64));
+        *w++ = (uint32_t)q->value.exp;
+        *w++ = (uint32_t)q->value.gscale;
+        *w++ = q->value.gdec;
+        *w++ = q->value.fmt;
     }
-    put(c, x->nderived);
+    *w++ = x->nderived;
     for (uint32_t i = 0; i < x->nderived; i++) {
-        put(c, x->derived[i].name);
-        put(c, x->derived[i].domain);
-        put(c, x->derived[i].id);
-        put(c, x->derived[i].expr);
+        *w++ = x->derived[i].name;
+        *w++ = x->derived[i].domain;
+        *w++ = x->derived[i].id;
+        *w++ = x->derived[i].expr;
     }
+    done(c, w);
 }
 
 /* Everything of dg_claim_spec (a field added there must be added here). */
 static void put_claim(struct al_chooser *c, const dg_claim *cl)
 {
     const dg_claim_spec *s = &cl->spec;
-    put(c, cl->meta.ns);
-    put(c, s->nrequests);
+    uint32_t *w = reserve(c, 2);
+    *w++ = cl->meta.ns;
+    *w++ = s->nrequests;
+    done(c, w);
     for (uint32_t i = 0; i < s->nrequests; i++) {
         const dg_request *r = &s->requests[i];
-        put(c, r->name);
-        put(c, r->has_exactly);
+        w = reserve(c, 2);
+        *w++ = r->name;
+        *w++ = r->has_exactly;
+        done(c, w);
         if (r->has_exactly)
             put_exact(c, &r->exactly);
-        put(c, r->nsubs);
+        *reserve(c, 1) = r->nsubs;
+        c->nsig++;
         for (uint32_t k = 0; k < r->nsubs; k++)
             put_exact(c, &r->subs[k]);
     }
-    put(c, s->nconstraints);
+    uint32_t need = 2;
+    for (uint32_t i = 0; i < s->nconstraints; i++)
+        need += 7 + s->constraints[i].nrequests;
+    for (uint32_t i = 0; i < s->nconfig; i++)
+        need += 4 + s->config[i].nrequests;
+    w = reserve(c, need);
+    *w++ = s->nconstraints;
     for (uint32_t i = 0; i < s->nconstraints; i++) {
         const dg_constraint *k = &s->constraints[i];
-        put(c, k->nrequests);
+        *w++ = k->nrequests;
         for (uint32_t j = 0; j < k->nrequests; j++)
-            put(c, k->requests[j]);
-        put(c, k->match_attribute);
-        put(c, k->distinct_attribute);
-        put(c, k->ma_domain);
-        put(c, k->ma_id);
-        put(c, k->da_domain);
-        put(c, k->da_id);
+            *w++ = k->requests[j];
+        *w++ = k->match_attribute;
+        *w++ = k->distinct_attribute;
+        *w++ = k->ma_domain;
+        *w++ = k->ma_id;
+        *w++ = k->da_domain;
+        *w++ = k->da_id;
     }
-    put(c, s->nconfig);
+    *w++ = s->nconfig;
     for (uint32_t i = 0; i < s->nconfig; i++) {
         const dg_claim_config *k = &s->config[i];
-        put(c, k->nrequests);
+        *w++ = k->nrequests;
         for (uint32_t j = 0; j < k->nrequests; j++)
-            put(c, k->requests[j]);
-        put(c, k->has_opaque);
-        put(c, k->opaque.driver);
-        put(c, k->opaque.params);
+            *w++ = k->requests[j];
+        *w++ = k->has_opaque;
+        *w++ = k->opaque.driver;
+        *w++ = k->opaque.params;
     }
+    done(c, w);
 }
 
 static void build_sig(al_allocator *a, const al_podctx *p)
@@ -709,36 +742,43 @@ static void build_sig(al_allocator *a, const al_podctx *p)
     struct al_chooser *c = a->chooser;
     const dg_pod *pod = p->pod;
     c->nsig = 0;
-    put(c, 1); /* format */
-    put(c, pod->node_name);
-    put(c, pod->nnode_selector);
+    uint32_t *w = reserve(c, 5 + 2 * pod->nnode_selector + 4 * pod->ntolerations);
+    *w++ = 1; /* format */
+    *w++ = pod->node_name;
+    *w++ = pod->nnode_selector;
     for (uint32_t i = 0; i < pod->nnode_selector; i++) {
-        put(c, pod->node_selector[i].key);
-        put(c, pod->node_selector[i].value);
+        *w++ = pod->node_selector[i].key;
+        *w++ = pod->node_selector[i].value;
     }
-    put(c, pod->has_required_affinity);
-    if (pod->has_required_affinity)
-        put_nodesel(c, &pod->required_affinity);
-    put(c, pod->ntolerations);
+    *w++ = pod->ntolerations;
     for (uint32_t i = 0; i < pod->ntolerations; i++) {
         const dg_pod_toleration *t = &pod->tolerations[i];
-        put(c, t->key);
-        put(c, t->value);
-        put(c, t->op);
-        put(c, t->effect);
+        *w++ = t->key;
+        *w++ = t->value;
+        *w++ = t->op;
+        *w++ = t->effect;
     }
-    put(c, p->nclaims);
+    *w++ = pod->has_required_affinity;
+    done(c, w);
+    if (pod->has_required_affinity)
+        put_nodesel(c, &pod->required_affinity);
+    *reserve(c, 1) = p->nclaims;
+    c->nsig++;
     for (uint32_t i = 0; i < p->nclaims; i++) {
         const dg_claim *cl = p->claims[i] == DG_NONE ? NULL : dg_claim_get(a->g, p->claims[i]);
         if (!cl) {
-            put(c, 0);
+            *reserve(c, 1) = 0;
+            c->nsig++;
         } else if (cl->allocated) {
-            put(c, 1);
-            put(c, cl->allocation.has_node_selector);
+            w = reserve(c, 2);
+            *w++ = 1;
+            *w++ = cl->allocation.has_node_selector;
+            done(c, w);
             if (cl->allocation.has_node_selector)
                 put_nodesel(c, &cl->allocation.node_selector);
         } else {
-            put(c, 2);
+            *reserve(c, 1) = 2;
+            c->nsig++;
             put_claim(c, cl);
         }
     }

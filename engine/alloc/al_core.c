@@ -381,17 +381,7 @@ void al_ntab_usage(al_allocator *a, al_ntab *t)
         }
     for (uint32_t i = 0; i < t->ndev; i++)
         dev_usage(a, t, i);
-    /* the table holds every device of the node's slices (no old generation,
-     * incomplete or invalid pool, or gated slice left out): its counts are
-     * the node's */
-    const uint32_t *sids;
-    uint32_t ns, all = 0;
-    dg_slices_on_node(a->g, t->node_name, &sids, &ns);
-    for (uint32_t k = 0; k < ns; k++) {
-        const dg_slice *s = dg_slice_get(a->g, sids[k]);
-        all += s ? s->ndevices : 0;
-    }
-    t->own_exact = all == t->own_total;
+    t->own_known = false; /* own_exact: al_counts.c works it out when asked */
 }
 
 /* The usage of device (graph pool, name) changed: update every valid table

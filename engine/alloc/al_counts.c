@@ -197,7 +197,21 @@ uint32_t al_node_free_devices(al_allocator *a, uint32_t node_name, uint32_t *tot
      * usage bits: no walk, no registration */
     uint64_t v;
     if (de_map_get(&a->ntab_by_name, node_name, &v)) {
-        const al_ntab *t = a->ntabs[v - 1];
+        al_ntab *t = a->ntabs[v - 1];
+        if (t->valid && !t->own_known) {
+            /* the table holds every device of the node's slices (no old
+             * generation, incomplete or invalid pool, or gated slice left
+             * out): its counts are the node's */
+            const uint32_t *sids;
+            uint32_t ns, all = 0;
+            dg_slices_on_node(a->g, node_name, &sids, &ns);
+            for (uint32_t k = 0; k < ns; k++) {
+                const dg_slice *s = dg_slice_get(a->g, sids[k]);
+                all += s ? s->ndevices : 0;
+            }
+            t->own_exact = all == t->own_total;
+            t->own_known = true;
+        }
         if (t->valid && t->epoch == a->epoch && t->own_exact) {
             *total = t->own_total;
             return t->own_free;
@@ -215,7 +229,7 @@ void al_counts_usage(al_allocator *a, uint64_t key)
 {
     struct al_counts *c = a->counts;
     uint64_t v;
-    if (!c || !de_map_get(&c->by_key, key, &v))
+    if (!c || !c->by_key.n || !de_map_get(&c->by_key, key, &v))
         return;
     uint32_t i = (uint32_t)v - 1;
     bool used = in_use(a->g, c->refs[i].driver, c->refs[i].pool, (uint32_t)key);

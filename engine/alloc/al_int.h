@@ -126,7 +126,7 @@ typedef struct al_ntab {
      * they are every device of the node's slices (al_counts.c then reads
      * these instead of counting) */
     uint32_t own_total, own_free;
-    bool own_exact;
+    bool own_known, own_exact;
 } al_ntab;
 
 /* A selector set: class + request selectors, compiled once per allocator. */

@@ -14,7 +14,12 @@
  *     per firstAvailable request) plus the policy score hook.  The best total
  *     wins; ties go to the first node in name order.  Without a score hook the
  *     first feasible node reaching the maximum possible firstAvailable score
- *     wins at once, so most pods look at one node.
+ *     wins at once, so most pods look at one node.  With one, al_choose.c
+ *     gives the same answer from per-node outcomes cached per claim set
+ *     signature, re-evaluating only nodes whose state changed; the loop
+ *     below stays the reference (al_set_choice_cache(a, false)) and serves
+ *     the pods that path does not take (an extended resource claim, nothing
+ *     pending, a claim the policies refuse).
  *  4. Commit: dg_claim_set_allocation + a reservation for the pod, and the
  *     node table's used bits are updated in place.
  *

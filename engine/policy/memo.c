@@ -425,27 +425,93 @@ void pol_memo_free(pol_memo *m)
     free(m);
 }
 
+/* The common reads without building a value: a scalar attribute or count. */
+static inline bool eval_fast(const mop *op, const pol_nodeinfo *node, const de_devview *pl, uint32_t n, mval *m)
+{
+    m->len = 0;
+    m->blob = NULL;
+    switch (op->op) {
+    case POL_READ_NPLACE:
+        m->kind = MV_INT;
+        m->v = n;
+        return true;
+    case POL_READ_NODE_DEVICES:
+        m->kind = MV_INT;
+        m->v = node->devices;
+        return true;
+    case POL_READ_NODE_FREE:
+        m->kind = MV_INT;
+        m->v = node->free_devices;
+        return true;
+    case POL_READ_DEV_ATTR: {
+        if (op->dev >= n)
+            return false;
+        const de_devview *d = &pl[op->dev];
+        const de_attr *at = de_devview_attr(d, op->a == POL_READ_BARE ? d->driver : op->a, op->b);
+        if (!at) {
+            m->kind = MV_NIL;
+            m->v = 0;
+            return true;
+        }
+        switch (at->v.kind) {
+        case DE_V_INT:
+            m->kind = MV_INT;
+            m->v = (uint64_t)at->v.u.i;
+            return true;
+        case DE_V_BOOL:
+            m->kind = MV_BOOL;
+            m->v = at->v.u.b;
+            return true;
+        case DE_V_STRING:
+            m->kind = MV_STR;
+            m->v = at->v.u.s;
+            return true;
+        default:
+            return false;
+        }
+    }
+    default:
+        return false;
+    }
+}
+
 bool pol_memo_get(pol_memo *m, const pol_nodeinfo *node, const de_devview *pl, uint32_t n, double *out)
 {
     if (!m->nn)
         return false;
-    if (de_arena_used(m->scratch))
-        de_arena_reset(m->scratch);
+    bool scratch = false;
     uint32_t cur = 0;
     for (;;) {
         const mnode *x = &m->nodes[cur];
         if (x->kind == MN_LEAF) {
             *out = x->result;
+            if (scratch)
+                de_arena_reset(m->scratch);
             return true;
         }
         if (x->kind != MN_READ)
-            return false;
-        mval v = eval(&x->op, node, pl, n, m->scratch);
-        uint32_t e = find_edge(m, cur, &v);
+            break;
+        mval v;
+        if (!eval_fast(&x->op, node, pl, n, &v)) {
+            v = eval(&x->op, node, pl, n, m->scratch);
+            scratch = true;
+        }
+        /* most nodes have one edge */
+        uint32_t e = x->first;
         if (e == NONE)
-            return false;
+            break;
+        const medge *ed = &m->edges[e];
+        if (x->nedges != 1 || ed->val.kind != v.kind || ed->val.v != v.v || ed->val.len != v.len ||
+            (v.kind == MV_BLOB && v.len && memcmp(ed->val.blob, v.blob, v.len))) {
+            e = find_edge(m, cur, &v);
+            if (e == NONE)
+                break;
+        }
         cur = m->edges[e].to;
     }
+    if (scratch)
+        de_arena_reset(m->scratch);
+    return false;
 }
 
 /* File a traced answer; an answer that contradicts the trie switches the
