@@ -16,6 +16,15 @@ describe("draengine command", function()
     end
   end)
 
+  it("answers --help on every subcommand with exit 0", function()
+    for _, c in ipairs({ "inspect", "allocate", "cel", "run", "sim", "sysfs", "serve", "policy",
+                         "bench", "version", "help" }) do
+      local rc, out = H.run({ c, "--help" })
+      assert.are.equal(0, rc, c)
+      assert.truthy(out:find("usage: draengine " .. c, 1, true), c .. ": " .. out)
+    end
+  end)
+
   it("refuses an unknown command with exit 2", function()
     local rc, _, err = H.run({ "frobnicate" })
     assert.are.equal(2, rc)

@@ -70,6 +70,10 @@ int cli_cmd_version(int argc, char **argv)
 
 int cli_cmd_help(int argc, char **argv)
 {
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: draengine help [COMMAND]\n\nShow the commands, or the flags of one command.\n");
+        return 0;
+    }
     if (argc > 1) {
         for (size_t i = 0; i < DE_ARRAY_LEN(commands); i++) {
             if (!strcmp(argv[1], commands[i].name)) {
