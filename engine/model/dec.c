@@ -340,6 +340,47 @@ json_t *dec_get_arr(dec *d, json_t *obj, const char *key)
     return v;
 }
 
+bool dec_items_begin(dec *d, json_t *arr, const char *field, size_t max, dec_items *it)
+{
+    it->arr = arr;
+    it->n = arr ? json_array_size(arr) : 0;
+    it->i = 0;
+    if (!it->n)
+        return false;
+    it->mark = dec_field(d, field);
+    it->field = d->plen;
+    if (max && it->n > max && d->validate) {
+        dec_too_many(d, NULL, it->n, max);
+        dec_pop(d, it->mark);
+        return false;
+    }
+    return true;
+}
+
+json_t *dec_items_next(dec *d, dec_items *it)
+{
+    dec_pop(d, it->field);
+    if (it->i >= it->n)
+        return NULL;
+    dec_index(d, it->i);
+    return json_array_get(it->arr, it->i++);
+}
+
+json_t *dec_items_next_obj(dec *d, dec_items *it, const char *const *known)
+{
+    json_t *v;
+    while ((v = dec_items_next(d, it)) && !dec_as_obj(d, v))
+        ;
+    if (v && known)
+        dec_known(d, v, known, NULL);
+    return v;
+}
+
+void dec_items_end(dec *d, dec_items *it)
+{
+    dec_pop(d, it->mark);
+}
+
 bool dec_as_obj(dec *d, json_t *v)
 {
     if (json_is_object(v))

@@ -106,6 +106,33 @@ bool dec_as_qty(dec *d, json_t *v, de_qty *q);
 bool dec_as_obj(dec *d, json_t *v);
 /* String array -> interned ids (arena); items must be strings. */
 uint32_t *dec_str_list(dec *d, json_t *arr, uint32_t *n);
+/* Array fields, item by item, with the error path kept right
+ * (spec.devices.config[3].opaque): the bookkeeping every item loop shares.
+ *   dec_items it;
+ *   if (dec_items_begin(d, arr, "config", 32, &it)) {
+ *       out->config = DEC_NEW(d, T, it.n);
+ *       for (json_t *c; out->config && (c = dec_items_next_obj(d, &it, known));) ...
+ *       dec_items_end(d, &it);
+ *   }
+ * begin takes the array already fetched (dec_get_arr; NULL = absent) so that
+ * errors keep the order in which the fields are read. It is false, with
+ * nothing to end, when the array is absent or empty, or when it has more
+ * than `max` items (0 = no limit) while validating: "Too many" is recorded
+ * and the items are not decoded, the object being refused anyway. */
+typedef struct dec_items {
+    json_t *arr;
+    size_t n;     /* items: what to allocate */
+    size_t i;     /* index of the next item */
+    size_t mark;  /* path before the field */
+    size_t field; /* path at the field */
+} dec_items;
+bool dec_items_begin(dec *d, json_t *arr, const char *field, size_t max, dec_items *it);
+/* The next item, the path at its index; NULL after the last. */
+json_t *dec_items_next(dec *d, dec_items *it);
+/* The next object item; other items are reported and skipped. Its keys are
+ * checked against `known` unless that is NULL. */
+json_t *dec_items_next_obj(dec *d, dec_items *it, const char *const *known);
+void dec_items_end(dec *d, dec_items *it);
 /* Compact JSON text of v (object order kept), interned. Returns the length. */
 size_t dec_json_text(dec *d, json_t *v, uint32_t *id);
 /* RFC 3339 timestamp -> unix seconds. */

@@ -129,21 +129,12 @@ static void dec_exact(dec *d, json_t *o, dg_exact *x, bool sub, const cattrs *ca
         if (dec_get_bool(d, o, "adminAccess", &b))
             x->admin_access = b;
     }
-    json_t *tol = dec_get_arr(d, o, "tolerations");
-    if (tol && json_array_size(tol)) {
-        size_t n = json_array_size(tol);
-        size_t m = dec_field(d, "tolerations");
-        if (n > 16 && d->validate) {
-            dec_too_many(d, NULL, n, 16);
-        } else {
-            x->tolerations = DEC_NEW(d, dg_toleration, n);
-            for (size_t i = 0; x->tolerations && i < n; i++) {
-                size_t im = dec_index(d, i);
-                dec_toleration(d, json_array_get(tol, i), &x->tolerations[x->ntolerations++]);
-                dec_pop(d, im);
-            }
-        }
-        dec_pop(d, m);
+    dec_items it;
+    if (dec_items_begin(d, dec_get_arr(d, o, "tolerations"), "tolerations", 16, &it)) {
+        x->tolerations = DEC_NEW(d, dg_toleration, it.n);
+        for (json_t *t; x->tolerations && (t = dec_items_next(d, &it));)
+            dec_toleration(d, t, &x->tolerations[x->ntolerations++]);
+        dec_items_end(d, &it);
     }
     json_t *cap = json_object_get(o, "capacity");
     if (cap && !json_is_null(cap)) {
@@ -184,56 +175,43 @@ static void dec_exact(dec *d, json_t *o, dg_exact *x, bool sub, const cattrs *ca
         }
         dec_pop(d, m);
     }
-    json_t *der = dec_get_arr(d, o, "derivedAttributes");
-    if (der && json_array_size(der)) {
-        size_t n = json_array_size(der);
-        size_t m = dec_field(d, "derivedAttributes");
-        if (n > 32 && d->validate) {
-            dec_too_many(d, NULL, n, 32);
-        } else {
-            x->derived = DEC_NEW(d, dg_derived_attr, n);
-            for (size_t i = 0; x->derived && i < n; i++) {
-                json_t *a = json_array_get(der, i);
-                size_t im = dec_index(d, i);
-                if (dec_as_obj(d, a)) {
-                    static const char *const af[] = {"name", "expression", NULL};
-                    dec_known(d, a, af, NULL);
-                    dg_derived_attr *da = &x->derived[x->nderived++];
-                    const char *nm = "", *ex = "";
-                    size_t nml = 0, exl = 0;
-                    dec_get_str(d, a, "name", &nm, &nml);
-                    dec_get_str(d, a, "expression", &ex, &exl);
-                    da->name = dec_intern(d, nm, nml);
-                    da->expr = dec_intern(d, ex, exl);
-                    if (d->validate) {
-                        if (!nml) {
-                            dec_required(d, "name", NULL);
-                        } else {
-                            dec_fq_name(d, "name", nm, nml, &da->domain, &da->id);
-                            if (!cattr_used(ca, nm, reqname, parent))
-                                dec_invalid_str(d, "name", nm, "must be referenced by at least one matchAttribute or distinctAttribute constraint targeting this request");
-                            for (uint32_t j = 0; j + 1 < x->nderived; j++)
-                                if (x->derived[j].name == da->name) {
-                                    dec_duplicate(d, NULL, nm);
-                                    break;
-                                }
+    if (dec_items_begin(d, dec_get_arr(d, o, "derivedAttributes"), "derivedAttributes", 32, &it)) {
+        x->derived = DEC_NEW(d, dg_derived_attr, it.n);
+        static const char *const af[] = {"name", "expression", NULL};
+        for (json_t *a; x->derived && (a = dec_items_next_obj(d, &it, af));) {
+            dg_derived_attr *da = &x->derived[x->nderived++];
+            const char *nm = "", *ex = "";
+            size_t nml = 0, exl = 0;
+            dec_get_str(d, a, "name", &nm, &nml);
+            dec_get_str(d, a, "expression", &ex, &exl);
+            da->name = dec_intern(d, nm, nml);
+            da->expr = dec_intern(d, ex, exl);
+            if (d->validate) {
+                if (!nml) {
+                    dec_required(d, "name", NULL);
+                } else {
+                    dec_fq_name(d, "name", nm, nml, &da->domain, &da->id);
+                    if (!cattr_used(ca, nm, reqname, parent))
+                        dec_invalid_str(d, "name", nm, "must be referenced by at least one matchAttribute or distinctAttribute constraint targeting this request");
+                    for (uint32_t j = 0; j + 1 < x->nderived; j++)
+                        if (x->derived[j].name == da->name) {
+                            dec_duplicate(d, NULL, nm);
+                            break;
                         }
-                        if (!exl)
-                            dec_required(d, "expression", NULL);
-                        else
-                            dec_cel_expression(d, "expression", ex, exl, true);
-                    } else if (nml) {
-                        const char *slash = memchr(nm, '/', nml);
-                        if (slash) {
-                            da->domain = dec_intern(d, nm, (size_t)(slash - nm));
-                            da->id = dec_intern(d, slash + 1, nml - (size_t)(slash - nm) - 1);
-                        }
-                    }
                 }
-                dec_pop(d, im);
+                if (!exl)
+                    dec_required(d, "expression", NULL);
+                else
+                    dec_cel_expression(d, "expression", ex, exl, true);
+            } else if (nml) {
+                const char *slash = memchr(nm, '/', nml);
+                if (slash) {
+                    da->domain = dec_intern(d, nm, (size_t)(slash - nm));
+                    da->id = dec_intern(d, slash + 1, nml - (size_t)(slash - nm) - 1);
+                }
             }
         }
-        dec_pop(d, m);
+        dec_items_end(d, &it);
     }
 }
 
@@ -290,37 +268,26 @@ static void dec_request(dec *d, json_t *r, dg_request *q, const cattrs *ca)
             dec_pop(d, m);
         }
     }
-    if (has_fa && !(beta && q->has_exactly)) {
-        size_t n = json_array_size(fa);
-        size_t m = dec_field(d, "firstAvailable");
-        if (n > 8 && d->validate) {
-            dec_too_many(d, NULL, n, 8);
-        } else {
-            q->subs = DEC_NEW(d, dg_exact, n);
-            for (size_t i = 0; q->subs && i < n; i++) {
-                json_t *s = json_array_get(fa, i);
-                size_t im = dec_index(d, i);
-                if (dec_as_obj(d, s)) {
-                    dec_known(d, s, sub_fields, NULL);
-                    dg_exact *x = &q->subs[q->nsubs++];
-                    const char *sn;
-                    size_t snl;
-                    x->name = dec_label_field(d, s, "name", &sn, &snl);
-                    if (d->validate) {
-                        for (uint32_t j = 0; j + 1 < q->nsubs; j++)
-                            if (q->subs[j].name == x->name) {
-                                dec_duplicate(d, NULL, sn);
-                                break;
-                            }
+    dec_items it;
+    if (!(beta && q->has_exactly) && dec_items_begin(d, fa, "firstAvailable", 8, &it)) {
+        q->subs = DEC_NEW(d, dg_exact, it.n);
+        for (json_t *s; q->subs && (s = dec_items_next_obj(d, &it, sub_fields));) {
+            dg_exact *x = &q->subs[q->nsubs++];
+            const char *sn;
+            size_t snl;
+            x->name = dec_label_field(d, s, "name", &sn, &snl);
+            if (d->validate) {
+                for (uint32_t j = 0; j + 1 < q->nsubs; j++)
+                    if (q->subs[j].name == x->name) {
+                        dec_duplicate(d, NULL, sn);
+                        break;
                     }
-                    char full[200];
-                    snprintf(full, sizeof full, "%s/%s", name, sn);
-                    dec_exact(d, s, x, true, ca, full, name);
-                }
-                dec_pop(d, im);
             }
+            char full[200];
+            snprintf(full, sizeof full, "%s/%s", name, sn);
+            dec_exact(d, s, x, true, ca, full, name);
         }
-        dec_pop(d, m);
+        dec_items_end(d, &it);
     }
 }
 
@@ -376,6 +343,17 @@ static void check_refs(dec *d, const dg_claim_spec *spec, const uint32_t *refs, 
     }
 }
 
+/* The `requests` of a constraint or a config: requests of this claim. */
+static uint32_t *request_refs(dec *d, json_t *obj, const dg_claim_spec *spec, uint32_t *n)
+{
+    json_t *rl = dec_get_arr(d, obj, "requests");
+    size_t rm = dec_field(d, "requests");
+    uint32_t *refs = dec_str_list(d, rl, n);
+    check_refs(d, spec, refs, *n);
+    dec_pop(d, rm);
+    return refs;
+}
+
 void dec_claim_spec(dec *d, json_t *spec, dg_claim_spec *out)
 {
     memset(out, 0, sizeof *out);
@@ -396,100 +374,61 @@ void dec_claim_spec(dec *d, json_t *spec, dg_claim_spec *out)
     json_t *cfg = dec_get_arr(d, dev, "config");
     cattrs *ca = de_xmalloc(sizeof *ca);
     gather_cattrs(cons, ca);
-    if (reqs && json_array_size(reqs)) {
-        size_t n = json_array_size(reqs);
-        size_t m = dec_field(d, "requests");
-        if (n > 32 && d->validate) {
-            dec_too_many(d, NULL, n, 32);
-        } else {
-            out->requests = DEC_NEW(d, dg_request, n);
-            for (size_t i = 0; out->requests && i < n; i++) {
-                size_t im = dec_index(d, i);
-                dg_request *q = &out->requests[out->nrequests++];
-                dec_request(d, json_array_get(reqs, i), q, ca);
-                for (uint32_t j = 0; d->validate && j + 1 < out->nrequests; j++)
-                    if (out->requests[j].name == q->name && q->name) {
-                        dec_duplicate(d, NULL, dec_str(d, q->name));
-                        break;
-                    }
-                dec_pop(d, im);
-            }
+    dec_items it;
+    if (dec_items_begin(d, reqs, "requests", 32, &it)) {
+        out->requests = DEC_NEW(d, dg_request, it.n);
+        for (json_t *r; out->requests && (r = dec_items_next(d, &it));) {
+            dg_request *q = &out->requests[out->nrequests++];
+            dec_request(d, r, q, ca);
+            for (uint32_t j = 0; d->validate && j + 1 < out->nrequests; j++)
+                if (out->requests[j].name == q->name && q->name) {
+                    dec_duplicate(d, NULL, dec_str(d, q->name));
+                    break;
+                }
         }
-        dec_pop(d, m);
+        dec_items_end(d, &it);
     }
     free(ca);
-    if (cons && json_array_size(cons)) {
-        size_t n = json_array_size(cons);
-        size_t m = dec_field(d, "constraints");
-        if (n > 32 && d->validate) {
-            dec_too_many(d, NULL, n, 32);
-        } else {
-            out->constraints = DEC_NEW(d, dg_constraint, n);
-            for (size_t i = 0; out->constraints && i < n; i++) {
-                json_t *c = json_array_get(cons, i);
-                size_t im = dec_index(d, i);
-                if (dec_as_obj(d, c)) {
-                    static const char *const cf[] = {"requests", "matchAttribute", "distinctAttribute", NULL};
-                    dec_known(d, c, cf, NULL);
-                    dg_constraint *k = &out->constraints[out->nconstraints++];
-                    json_t *rl = dec_get_arr(d, c, "requests");
-                    size_t rm = dec_field(d, "requests");
-                    k->requests = dec_str_list(d, rl, &k->nrequests);
-                    check_refs(d, out, k->requests, k->nrequests);
-                    dec_pop(d, rm);
-                    const char *ma, *da;
-                    size_t mal, dal;
-                    bool has_ma = dec_get_str(d, c, "matchAttribute", &ma, &mal);
-                    bool has_da = dec_get_str(d, c, "distinctAttribute", &da, &dal);
-                    if (has_ma) {
-                        k->match_attribute = dec_intern(d, ma, mal);
-                        if (d->validate)
-                            dec_fq_name(d, "matchAttribute", ma, mal, &k->ma_domain, &k->ma_id);
-                        else
-                            dec_fq_name(d, NULL, ma, mal, &k->ma_domain, &k->ma_id);
-                    }
-                    if (has_da) {
-                        k->distinct_attribute = dec_intern(d, da, dal);
-                        if (d->validate)
-                            dec_fq_name(d, "distinctAttribute", da, dal, &k->da_domain, &k->da_id);
-                    }
-                    bool present_ma = json_object_get(c, "matchAttribute") && !json_is_null(json_object_get(c, "matchAttribute"));
-                    bool present_da = json_object_get(c, "distinctAttribute") && !json_is_null(json_object_get(c, "distinctAttribute"));
-                    if (d->validate && !present_ma && !present_da)
-                        dec_required(d, NULL, "exactly one of \"matchAttribute\" or \"distinctAttribute\" is required");
-                    else if (d->validate && present_ma && present_da)
-                        dec_errf(d, NULL, "Invalid value: exactly one of \"matchAttribute\" or \"distinctAttribute\" is required, but multiple fields are set");
-                }
-                dec_pop(d, im);
+    if (dec_items_begin(d, cons, "constraints", 32, &it)) {
+        out->constraints = DEC_NEW(d, dg_constraint, it.n);
+        static const char *const kf[] = {"requests", "matchAttribute", "distinctAttribute", NULL};
+        for (json_t *c; out->constraints && (c = dec_items_next_obj(d, &it, kf));) {
+            dg_constraint *k = &out->constraints[out->nconstraints++];
+            k->requests = request_refs(d, c, out, &k->nrequests);
+            const char *ma, *da;
+            size_t mal, dal;
+            bool has_ma = dec_get_str(d, c, "matchAttribute", &ma, &mal);
+            bool has_da = dec_get_str(d, c, "distinctAttribute", &da, &dal);
+            if (has_ma) {
+                k->match_attribute = dec_intern(d, ma, mal);
+                if (d->validate)
+                    dec_fq_name(d, "matchAttribute", ma, mal, &k->ma_domain, &k->ma_id);
+                else
+                    dec_fq_name(d, NULL, ma, mal, &k->ma_domain, &k->ma_id);
             }
+            if (has_da) {
+                k->distinct_attribute = dec_intern(d, da, dal);
+                if (d->validate)
+                    dec_fq_name(d, "distinctAttribute", da, dal, &k->da_domain, &k->da_id);
+            }
+            bool present_ma = json_object_get(c, "matchAttribute") && !json_is_null(json_object_get(c, "matchAttribute"));
+            bool present_da = json_object_get(c, "distinctAttribute") && !json_is_null(json_object_get(c, "distinctAttribute"));
+            if (d->validate && !present_ma && !present_da)
+                dec_required(d, NULL, "exactly one of \"matchAttribute\" or \"distinctAttribute\" is required");
+            else if (d->validate && present_ma && present_da)
+                dec_errf(d, NULL, "Invalid value: exactly one of \"matchAttribute\" or \"distinctAttribute\" is required, but multiple fields are set");
         }
-        dec_pop(d, m);
+        dec_items_end(d, &it);
     }
-    if (cfg && json_array_size(cfg)) {
-        size_t n = json_array_size(cfg);
-        size_t m = dec_field(d, "config");
-        if (n > 32 && d->validate) {
-            dec_too_many(d, NULL, n, 32);
-        } else {
-            out->config = DEC_NEW(d, dg_claim_config, n);
-            for (size_t i = 0; out->config && i < n; i++) {
-                json_t *c = json_array_get(cfg, i);
-                size_t im = dec_index(d, i);
-                if (dec_as_obj(d, c)) {
-                    static const char *const cf[] = {"requests", "opaque", NULL};
-                    dec_known(d, c, cf, NULL);
-                    dg_claim_config *k = &out->config[out->nconfig++];
-                    json_t *rl = dec_get_arr(d, c, "requests");
-                    size_t rm = dec_field(d, "requests");
-                    k->requests = dec_str_list(d, rl, &k->nrequests);
-                    check_refs(d, out, k->requests, k->nrequests);
-                    dec_pop(d, rm);
-                    dec_opaque(d, c, &k->opaque, &k->has_opaque);
-                }
-                dec_pop(d, im);
-            }
+    if (dec_items_begin(d, cfg, "config", 32, &it)) {
+        out->config = DEC_NEW(d, dg_claim_config, it.n);
+        static const char *const cf[] = {"requests", "opaque", NULL};
+        for (json_t *c; out->config && (c = dec_items_next_obj(d, &it, cf));) {
+            dg_claim_config *k = &out->config[out->nconfig++];
+            k->requests = request_refs(d, c, out, &k->nrequests);
+            dec_opaque(d, c, &k->opaque, &k->has_opaque);
         }
-        dec_pop(d, m);
+        dec_items_end(d, &it);
     }
     if (d->validate && d->derived_cost > CEL_COST_LIMIT)
         dec_forbidden(d, NULL, "too complex, total cost of derived attribute CEL expressions in the claim exceeds cost limit");
@@ -511,24 +450,15 @@ void dec_allocation(dec *d, json_t *v, dg_allocation *out)
         size_t dm = dec_field(d, "devices");
         static const char *const df[] = {"results", "config", NULL};
         dec_known(d, devs, df, NULL);
-        json_t *res = dec_get_arr(d, devs, "results");
-        if (res && json_array_size(res)) {
-            size_t n = json_array_size(res);
-            size_t m = dec_field(d, "results");
-            if (n > 32 && d->validate)
-                dec_too_many(d, NULL, n, 32);
-            out->results = DEC_NEW(d, dg_result, n);
-            for (size_t i = 0; out->results && i < n; i++) {
-                json_t *r = json_array_get(res, i);
-                size_t im = dec_index(d, i);
-                if (!dec_as_obj(d, r)) {
-                    dec_pop(d, im);
-                    continue;
-                }
-                static const char *const rf[] = {"request", "driver", "pool", "device", "adminAccess",
-                                                 "tolerations", "bindingConditions", "bindingFailureConditions",
-                                                 "shareID", "consumedCapacity", "skipNodeOperations", NULL};
-                dec_known(d, r, rf, NULL);
+        dec_items it;
+        if (dec_items_begin(d, dec_get_arr(d, devs, "results"), "results", 0, &it)) {
+            if (it.n > 32 && d->validate)
+                dec_too_many(d, NULL, it.n, 32);
+            out->results = DEC_NEW(d, dg_result, it.n);
+            static const char *const rf[] = {"request", "driver", "pool", "device", "adminAccess",
+                                             "tolerations", "bindingConditions", "bindingFailureConditions",
+                                             "shareID", "consumedCapacity", "skipNodeOperations", NULL};
+            for (json_t *r; out->results && (r = dec_items_next_obj(d, &it, rf));) {
                 dg_result *x = &out->results[out->nresults++];
                 x->admin_access = -1;
                 const char *s;
@@ -564,16 +494,12 @@ void dec_allocation(dec *d, json_t *v, dg_allocation *out)
                     if (d->validate)
                         dec_uuid(d, "shareID", s, sl);
                 }
-                json_t *tol = dec_get_arr(d, r, "tolerations");
-                if (tol && json_array_size(tol)) {
-                    size_t tm = dec_field(d, "tolerations");
-                    x->tolerations = DEC_NEW(d, dg_toleration, json_array_size(tol));
-                    for (size_t k = 0; x->tolerations && k < json_array_size(tol); k++) {
-                        size_t km = dec_index(d, k);
-                        dec_toleration(d, json_array_get(tol, k), &x->tolerations[x->ntolerations++]);
-                        dec_pop(d, km);
-                    }
-                    dec_pop(d, tm);
+                dec_items tt;
+                if (dec_items_begin(d, dec_get_arr(d, r, "tolerations"), "tolerations", 0, &tt)) {
+                    x->tolerations = DEC_NEW(d, dg_toleration, tt.n);
+                    for (json_t *t; x->tolerations && (t = dec_items_next(d, &tt));)
+                        dec_toleration(d, t, &x->tolerations[x->ntolerations++]);
+                    dec_items_end(d, &tt);
                 }
                 size_t lm = dec_field(d, "bindingConditions");
                 x->binding_conditions = dec_str_list(d, dec_get_arr(d, r, "bindingConditions"), &x->nbinding_conditions);
@@ -604,44 +530,34 @@ void dec_allocation(dec *d, json_t *v, dg_allocation *out)
                     }
                     dec_pop(d, cm);
                 }
-                dec_pop(d, im);
             }
-            dec_pop(d, m);
+            dec_items_end(d, &it);
         }
-        json_t *cfg = dec_get_arr(d, devs, "config");
-        if (cfg && json_array_size(cfg)) {
-            size_t n = json_array_size(cfg);
-            size_t m = dec_field(d, "config");
-            if (n > 64 && d->validate)
-                dec_too_many(d, NULL, n, 64);
-            out->config = DEC_NEW(d, dg_alloc_config, n);
-            for (size_t i = 0; out->config && i < n; i++) {
-                json_t *c = json_array_get(cfg, i);
-                size_t im = dec_index(d, i);
-                if (dec_as_obj(d, c)) {
-                    static const char *const cf[] = {"source", "requests", "opaque", NULL};
-                    dec_known(d, c, cf, NULL);
-                    dg_alloc_config *k = &out->config[out->nconfig++];
-                    const char *src = "";
-                    size_t srl = 0;
-                    dec_get_str(d, c, "source", &src, &srl);
-                    if (!strcmp(src, "FromClaim"))
-                        k->source = DG_CFG_FROM_CLAIM;
-                    else if (!strcmp(src, "FromClass"))
-                        k->source = DG_CFG_FROM_CLASS;
-                    else if (d->validate && !srl)
-                        dec_required(d, "source", NULL);
-                    else if (d->validate)
-                        dec_unsupported(d, "source", src, "\"FromClaim\", \"FromClass\"");
-                    size_t rm = dec_field(d, "requests");
-                    k->requests = dec_str_list(d, dec_get_arr(d, c, "requests"), &k->nrequests);
-                    dec_pop(d, rm);
-                    bool has;
-                    dec_opaque(d, c, &k->opaque, &has);
-                }
-                dec_pop(d, im);
+        if (dec_items_begin(d, dec_get_arr(d, devs, "config"), "config", 0, &it)) {
+            if (it.n > 64 && d->validate)
+                dec_too_many(d, NULL, it.n, 64);
+            out->config = DEC_NEW(d, dg_alloc_config, it.n);
+            static const char *const cf[] = {"source", "requests", "opaque", NULL};
+            for (json_t *c; out->config && (c = dec_items_next_obj(d, &it, cf));) {
+                dg_alloc_config *k = &out->config[out->nconfig++];
+                const char *src = "";
+                size_t srl = 0;
+                dec_get_str(d, c, "source", &src, &srl);
+                if (!strcmp(src, "FromClaim"))
+                    k->source = DG_CFG_FROM_CLAIM;
+                else if (!strcmp(src, "FromClass"))
+                    k->source = DG_CFG_FROM_CLASS;
+                else if (d->validate && !srl)
+                    dec_required(d, "source", NULL);
+                else if (d->validate)
+                    dec_unsupported(d, "source", src, "\"FromClaim\", \"FromClass\"");
+                size_t rm = dec_field(d, "requests");
+                k->requests = dec_str_list(d, dec_get_arr(d, c, "requests"), &k->nrequests);
+                dec_pop(d, rm);
+                bool has;
+                dec_opaque(d, c, &k->opaque, &has);
             }
-            dec_pop(d, m);
+            dec_items_end(d, &it);
         }
         dec_pop(d, dm);
     }
@@ -666,95 +582,78 @@ void dec_claim_status(dec *d, json_t *st, dg_claim *c)
         dec_allocation(d, al, &c->allocation);
         dec_pop(d, m);
     }
-    json_t *rf = dec_get_arr(d, st, "reservedFor");
-    if (rf && json_array_size(rf)) {
-        size_t n = json_array_size(rf);
-        size_t m = dec_field(d, "reservedFor");
-        if (n > 256 && d->validate)
-            dec_too_many(d, NULL, n, 256);
+    dec_items it;
+    if (dec_items_begin(d, dec_get_arr(d, st, "reservedFor"), "reservedFor", 0, &it)) {
+        if (it.n > 256 && d->validate)
+            dec_too_many(d, NULL, it.n, 256);
         if (!c->allocated && d->validate)
             dec_forbidden(d, NULL, "may not be specified when `allocated` is not set");
-        c->reserved_for = DEC_NEW(d, dg_consumer, n);
-        for (size_t i = 0; c->reserved_for && i < n; i++) {
-            json_t *r = json_array_get(rf, i);
-            size_t im = dec_index(d, i);
-            if (dec_as_obj(d, r)) {
-                static const char *const rff[] = {"apiGroup", "resource", "name", "uid", NULL};
-                dec_known(d, r, rff, NULL);
-                dg_consumer *x = &c->reserved_for[c->nreserved_for++];
-                dec_get_id(d, r, "apiGroup", &x->api_group);
-                dec_get_id(d, r, "resource", &x->resource);
-                dec_get_id(d, r, "name", &x->name);
-                dec_get_id(d, r, "uid", &x->uid);
-                /* status is written by the system (the API server ignores it
-                 * on create); only a duplicate uid would corrupt our state */
-                if (d->validate) {
-                    for (uint32_t j = 0; x->uid && j + 1 < c->nreserved_for; j++)
-                        if (c->reserved_for[j].uid == x->uid) {
-                            dec_duplicate(d, NULL, dec_str(d, x->uid));
-                            break;
-                        }
-                }
-            }
-            dec_pop(d, im);
-        }
-        dec_pop(d, m);
-    }
-    json_t *devs = dec_get_arr(d, st, "devices");
-    if (devs && json_array_size(devs)) {
-        size_t n = json_array_size(devs);
-        size_t m = dec_field(d, "devices");
-        c->devices = DEC_NEW(d, dg_device_status, n);
-        for (size_t i = 0; c->devices && i < n; i++) {
-            json_t *r = json_array_get(devs, i);
-            size_t im = dec_index(d, i);
-            if (dec_as_obj(d, r)) {
-                static const char *const df[] = {"driver", "pool", "device", "shareID", "conditions",
-                                                 "data", "networkData", NULL};
-                dec_known(d, r, df, NULL);
-                dg_device_status *x = &c->devices[c->ndevices++];
-                dec_get_id(d, r, "driver", &x->driver);
-                dec_get_id(d, r, "pool", &x->pool);
-                dec_get_id(d, r, "device", &x->device);
-                dec_get_id(d, r, "shareID", &x->share_id);
-                json_t *data = json_object_get(r, "data");
-                if (data && !json_is_null(data))
-                    dec_json_text(d, data, &x->data);
-                json_t *conds = dec_get_arr(d, r, "conditions");
-                if (conds && json_array_size(conds)) {
-                    size_t cn = json_array_size(conds);
-                    size_t cm = dec_field(d, "conditions");
-                    if (cn > 8 && d->validate)
-                        dec_too_many(d, NULL, cn, 8);
-                    x->conditions = DEC_NEW(d, dg_condition, cn);
-                    for (size_t k = 0; x->conditions && k < cn; k++) {
-                        json_t *co = json_array_get(conds, k);
-                        if (!json_is_object(co))
-                            continue;
-                        dg_condition *y = &x->conditions[x->nconditions++];
-                        size_t km = dec_index(d, k);
-                        dec_get_id(d, co, "type", &y->type);
-                        dec_get_id(d, co, "status", &y->status);
-                        dec_get_id(d, co, "reason", &y->reason);
-                        dec_get_id(d, co, "message", &y->message);
-                        dec_pop(d, km);
+        c->reserved_for = DEC_NEW(d, dg_consumer, it.n);
+        static const char *const rff[] = {"apiGroup", "resource", "name", "uid", NULL};
+        for (json_t *r; c->reserved_for && (r = dec_items_next_obj(d, &it, rff));) {
+            dg_consumer *x = &c->reserved_for[c->nreserved_for++];
+            dec_get_id(d, r, "apiGroup", &x->api_group);
+            dec_get_id(d, r, "resource", &x->resource);
+            dec_get_id(d, r, "name", &x->name);
+            dec_get_id(d, r, "uid", &x->uid);
+            /* status is written by the system (the API server ignores it
+             * on create); only a duplicate uid would corrupt our state */
+            if (d->validate) {
+                for (uint32_t j = 0; x->uid && j + 1 < c->nreserved_for; j++)
+                    if (c->reserved_for[j].uid == x->uid) {
+                        dec_duplicate(d, NULL, dec_str(d, x->uid));
+                        break;
                     }
-                    dec_pop(d, cm);
-                }
-                bool found = false;
-                for (uint32_t k = 0; c->allocated && k < c->allocation.nresults; k++) {
-                    const dg_result *res = &c->allocation.results[k];
-                    if (res->driver == x->driver && res->pool == x->pool && res->device == x->device &&
-                        res->share_id == x->share_id)
-                        found = true;
-                }
-                if (!found && d->validate)
-                    dec_errf(d, NULL, "Invalid value: \"%s/%s/%s\": must be an allocated device in the claim",
-                             dec_str(d, x->driver), dec_str(d, x->pool), dec_str(d, x->device));
             }
-            dec_pop(d, im);
         }
-        dec_pop(d, m);
+        dec_items_end(d, &it);
+    }
+    if (dec_items_begin(d, dec_get_arr(d, st, "devices"), "devices", 0, &it)) {
+        c->devices = DEC_NEW(d, dg_device_status, it.n);
+        static const char *const df[] = {"driver", "pool", "device", "shareID", "conditions",
+                                         "data", "networkData", NULL};
+        for (json_t *r; c->devices && (r = dec_items_next_obj(d, &it, df));) {
+            dg_device_status *x = &c->devices[c->ndevices++];
+            dec_get_id(d, r, "driver", &x->driver);
+            dec_get_id(d, r, "pool", &x->pool);
+            dec_get_id(d, r, "device", &x->device);
+            dec_get_id(d, r, "shareID", &x->share_id);
+            json_t *data = json_object_get(r, "data");
+            if (data && !json_is_null(data))
+                dec_json_text(d, data, &x->data);
+            json_t *conds = dec_get_arr(d, r, "conditions");
+            if (conds && json_array_size(conds)) {
+                size_t cn = json_array_size(conds);
+                size_t cm = dec_field(d, "conditions");
+                if (cn > 8 && d->validate)
+                    dec_too_many(d, NULL, cn, 8);
+                x->conditions = DEC_NEW(d, dg_condition, cn);
+                for (size_t k = 0; x->conditions && k < cn; k++) {
+                    json_t *co = json_array_get(conds, k);
+                    if (!json_is_object(co))
+                        continue;
+                    dg_condition *y = &x->conditions[x->nconditions++];
+                    size_t km = dec_index(d, k);
+                    dec_get_id(d, co, "type", &y->type);
+                    dec_get_id(d, co, "status", &y->status);
+                    dec_get_id(d, co, "reason", &y->reason);
+                    dec_get_id(d, co, "message", &y->message);
+                    dec_pop(d, km);
+                }
+                dec_pop(d, cm);
+            }
+            bool found = false;
+            for (uint32_t k = 0; c->allocated && k < c->allocation.nresults; k++) {
+                const dg_result *res = &c->allocation.results[k];
+                if (res->driver == x->driver && res->pool == x->pool && res->device == x->device &&
+                    res->share_id == x->share_id)
+                    found = true;
+            }
+            if (!found && d->validate)
+                dec_errf(d, NULL, "Invalid value: \"%s/%s/%s\": must be an allocated device in the claim",
+                         dec_str(d, x->driver), dec_str(d, x->pool), dec_str(d, x->device));
+        }
+        dec_items_end(d, &it);
     }
     /* result request references must name requests of this claim */
     if (c->allocated && d->validate) {
@@ -794,27 +693,15 @@ dg_class *dec_class(dec *d, json_t *obj)
     static const char *const sf[] = {"selectors", "config", "extendedResourceName", NULL};
     dec_known(d, spec, sf, NULL);
     dec_selectors(d, spec, "selectors", &c->selectors, &c->nselectors);
-    json_t *cfg = dec_get_arr(d, spec, "config");
-    if (cfg && json_array_size(cfg)) {
-        size_t n = json_array_size(cfg);
-        size_t m = dec_field(d, "config");
-        if (n > 32 && d->validate) {
-            dec_too_many(d, NULL, n, 32);
-        } else {
-            c->config = DEC_NEW(d, dg_class_config, n);
-            for (size_t i = 0; c->config && i < n; i++) {
-                json_t *x = json_array_get(cfg, i);
-                size_t im = dec_index(d, i);
-                if (dec_as_obj(d, x)) {
-                    static const char *const cf[] = {"opaque", NULL};
-                    dec_known(d, x, cf, NULL);
-                    dg_class_config *k = &c->config[c->nconfig++];
-                    dec_opaque(d, x, &k->opaque, &k->has_opaque);
-                }
-                dec_pop(d, im);
-            }
+    dec_items it;
+    if (dec_items_begin(d, dec_get_arr(d, spec, "config"), "config", 32, &it)) {
+        c->config = DEC_NEW(d, dg_class_config, it.n);
+        static const char *const cf[] = {"opaque", NULL};
+        for (json_t *x; c->config && (x = dec_items_next_obj(d, &it, cf));) {
+            dg_class_config *k = &c->config[c->nconfig++];
+            dec_opaque(d, x, &k->opaque, &k->has_opaque);
         }
-        dec_pop(d, m);
+        dec_items_end(d, &it);
     }
     const char *ern;
     size_t el;
