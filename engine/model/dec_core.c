@@ -174,22 +174,16 @@ dg_node *dec_node(dec *d, json_t *obj)
         bool b;
         if (dec_get_bool(d, spec, "unschedulable", &b))
             n->unschedulable = b;
-        json_t *taints = dec_get_arr(d, spec, "taints");
-        if (taints && json_array_size(taints)) {
-            size_t tm = dec_field(d, "taints");
-            n->taints = DEC_NEW(d, dg_node_taint, json_array_size(taints));
-            for (size_t i = 0; n->taints && i < json_array_size(taints); i++) {
-                json_t *t = json_array_get(taints, i);
-                size_t im = dec_index(d, i);
-                if (dec_as_obj(d, t)) {
-                    dg_node_taint *x = &n->taints[n->ntaints++];
-                    dec_get_id(d, t, "key", &x->key);
-                    dec_get_id(d, t, "value", &x->value);
-                    dec_get_id(d, t, "effect", &x->effect);
-                }
-                dec_pop(d, im);
+        dec_items it;
+        if (dec_items_begin(d, dec_get_arr(d, spec, "taints"), "taints", 0, &it)) {
+            n->taints = DEC_NEW(d, dg_node_taint, it.n);
+            for (json_t *t; n->taints && (t = dec_items_next_obj(d, &it, NULL));) {
+                dg_node_taint *x = &n->taints[n->ntaints++];
+                dec_get_id(d, t, "key", &x->key);
+                dec_get_id(d, t, "value", &x->value);
+                dec_get_id(d, t, "effect", &x->effect);
             }
-            dec_pop(d, tm);
+            dec_items_end(d, &it);
         }
         dec_pop(d, sm);
     }
@@ -255,25 +249,18 @@ static void dec_container(dec *d, json_t *c, dg_container *out, bool init)
     m = dec_field(d, "requests");
     out->requests = dec_amounts(d, req, &out->nrequests);
     dec_pop(d, m);
-    json_t *claims = dec_get_arr(d, res, "claims");
-    if (claims && json_array_size(claims)) {
-        m = dec_field(d, "claims");
-        out->claims = DEC_NEW(d, dg_container_claim, json_array_size(claims));
-        for (size_t i = 0; out->claims && i < json_array_size(claims); i++) {
-            json_t *x = json_array_get(claims, i);
-            size_t im = dec_index(d, i);
-            if (dec_as_obj(d, x)) {
-                static const char *const cf[] = {"name", "request", NULL};
-                dec_known(d, x, cf, NULL);
-                dg_container_claim *k = &out->claims[out->nclaims++];
-                dec_get_id(d, x, "name", &k->name);
-                dec_get_id(d, x, "request", &k->request);
-                if (d->validate && !k->name)
-                    dec_required(d, "name", NULL);
-            }
-            dec_pop(d, im);
+    dec_items it;
+    if (dec_items_begin(d, dec_get_arr(d, res, "claims"), "claims", 0, &it)) {
+        out->claims = DEC_NEW(d, dg_container_claim, it.n);
+        static const char *const cf[] = {"name", "request", NULL};
+        for (json_t *x; out->claims && (x = dec_items_next_obj(d, &it, cf));) {
+            dg_container_claim *k = &out->claims[out->nclaims++];
+            dec_get_id(d, x, "name", &k->name);
+            dec_get_id(d, x, "request", &k->request);
+            if (d->validate && !k->name)
+                dec_required(d, "name", NULL);
         }
-        dec_pop(d, m);
+        dec_items_end(d, &it);
     }
     dec_pop(d, rm);
 }
@@ -368,63 +355,48 @@ dg_pod *dec_pod(dec *d, json_t *obj)
         }
         dec_pop(d, am);
     }
-    json_t *tol = dec_get_arr(d, spec, "tolerations");
-    if (tol && json_array_size(tol)) {
-        size_t m = dec_field(d, "tolerations");
-        p->tolerations = DEC_NEW(d, dg_pod_toleration, json_array_size(tol));
-        for (size_t i = 0; p->tolerations && i < json_array_size(tol); i++) {
-            json_t *t = json_array_get(tol, i);
-            size_t im = dec_index(d, i);
-            if (dec_as_obj(d, t)) {
-                static const char *const tf[] = {"key", "operator", "value", "effect", "tolerationSeconds", NULL};
-                dec_known(d, t, tf, NULL);
-                dg_pod_toleration *x = &p->tolerations[p->ntolerations++];
-                dec_get_id(d, t, "key", &x->key);
-                dec_get_id(d, t, "operator", &x->op);
-                dec_get_id(d, t, "value", &x->value);
-                dec_get_id(d, t, "effect", &x->effect);
-                x->has_seconds = dec_get_int(d, t, "tolerationSeconds", &x->seconds);
-            }
-            dec_pop(d, im);
+    dec_items it;
+    if (dec_items_begin(d, dec_get_arr(d, spec, "tolerations"), "tolerations", 0, &it)) {
+        p->tolerations = DEC_NEW(d, dg_pod_toleration, it.n);
+        static const char *const tf[] = {"key", "operator", "value", "effect", "tolerationSeconds", NULL};
+        for (json_t *t; p->tolerations && (t = dec_items_next_obj(d, &it, tf));) {
+            dg_pod_toleration *x = &p->tolerations[p->ntolerations++];
+            dec_get_id(d, t, "key", &x->key);
+            dec_get_id(d, t, "operator", &x->op);
+            dec_get_id(d, t, "value", &x->value);
+            dec_get_id(d, t, "effect", &x->effect);
+            x->has_seconds = dec_get_int(d, t, "tolerationSeconds", &x->seconds);
         }
-        dec_pop(d, m);
+        dec_items_end(d, &it);
     }
-    json_t *rc = dec_get_arr(d, spec, "resourceClaims");
-    if (rc && json_array_size(rc)) {
-        size_t m = dec_field(d, "resourceClaims");
-        p->claims = DEC_NEW(d, dg_pod_claim_ref, json_array_size(rc));
-        for (size_t i = 0; p->claims && i < json_array_size(rc); i++) {
-            json_t *x = json_array_get(rc, i);
-            size_t im = dec_index(d, i);
-            if (dec_as_obj(d, x)) {
-                static const char *const cf[] = {"name", "resourceClaimName", "resourceClaimTemplateName", NULL};
-                dec_known(d, x, cf, NULL);
-                dg_pod_claim_ref *k = &p->claims[p->nclaims++];
-                const char *s = "";
-                size_t sl = 0;
-                dec_get_str(d, x, "name", &s, &sl);
-                k->name = dec_intern(d, s, sl);
-                dec_get_id(d, x, "resourceClaimName", &k->claim_name);
-                dec_get_id(d, x, "resourceClaimTemplateName", &k->template_name);
-                if (d->validate) {
-                    if (!sl)
-                        dec_required(d, "name", NULL);
-                    else
-                        dec_dns_label(d, "name", s, sl);
-                    for (uint32_t j = 0; j + 1 < p->nclaims; j++)
-                        if (p->claims[j].name == k->name) {
-                            dec_duplicate(d, NULL, s);
-                            break;
-                        }
-                    if (!k->claim_name && !k->template_name)
-                        dec_required(d, NULL, "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`");
-                    else if (k->claim_name && k->template_name)
-                        dec_errf(d, NULL, "Invalid value: at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified");
-                }
+    if (dec_items_begin(d, dec_get_arr(d, spec, "resourceClaims"), "resourceClaims", 0, &it)) {
+        p->claims = DEC_NEW(d, dg_pod_claim_ref, it.n);
+        static const char *const cf[] = {"name", "resourceClaimName", "resourceClaimTemplateName", NULL};
+        for (json_t *x; p->claims && (x = dec_items_next_obj(d, &it, cf));) {
+            dg_pod_claim_ref *k = &p->claims[p->nclaims++];
+            const char *s = "";
+            size_t sl = 0;
+            dec_get_str(d, x, "name", &s, &sl);
+            k->name = dec_intern(d, s, sl);
+            dec_get_id(d, x, "resourceClaimName", &k->claim_name);
+            dec_get_id(d, x, "resourceClaimTemplateName", &k->template_name);
+            if (d->validate) {
+                if (!sl)
+                    dec_required(d, "name", NULL);
+                else
+                    dec_dns_label(d, "name", s, sl);
+                for (uint32_t j = 0; j + 1 < p->nclaims; j++)
+                    if (p->claims[j].name == k->name) {
+                        dec_duplicate(d, NULL, s);
+                        break;
+                    }
+                if (!k->claim_name && !k->template_name)
+                    dec_required(d, NULL, "must specify one of: `resourceClaimName`, `resourceClaimTemplateName`");
+                else if (k->claim_name && k->template_name)
+                    dec_errf(d, NULL, "Invalid value: at most one of `resourceClaimName` or `resourceClaimTemplateName` may be specified");
             }
-            dec_pop(d, im);
         }
-        dec_pop(d, m);
+        dec_items_end(d, &it);
     }
     json_t *ic = dec_get_arr(d, spec, "initContainers"), *cc = dec_get_arr(d, spec, "containers");
     size_t nic = ic ? json_array_size(ic) : 0, ncc = cc ? json_array_size(cc) : 0;
@@ -458,21 +430,14 @@ dg_pod *dec_pod(dec *d, json_t *obj)
     if (st) {
         size_t m = dec_field(d, "status");
         dec_get_id(d, st, "phase", &p->phase);
-        json_t *rcs = dec_get_arr(d, st, "resourceClaimStatuses");
-        if (rcs && json_array_size(rcs)) {
-            size_t rm = dec_field(d, "resourceClaimStatuses");
-            p->claim_statuses = DEC_NEW(d, dg_pod_claim_status, json_array_size(rcs));
-            for (size_t i = 0; p->claim_statuses && i < json_array_size(rcs); i++) {
-                json_t *x = json_array_get(rcs, i);
-                size_t im = dec_index(d, i);
-                if (dec_as_obj(d, x)) {
-                    dg_pod_claim_status *k = &p->claim_statuses[p->nclaim_statuses++];
-                    dec_get_id(d, x, "name", &k->name);
-                    dec_get_id(d, x, "resourceClaimName", &k->claim_name);
-                }
-                dec_pop(d, im);
+        if (dec_items_begin(d, dec_get_arr(d, st, "resourceClaimStatuses"), "resourceClaimStatuses", 0, &it)) {
+            p->claim_statuses = DEC_NEW(d, dg_pod_claim_status, it.n);
+            for (json_t *x; p->claim_statuses && (x = dec_items_next_obj(d, &it, NULL));) {
+                dg_pod_claim_status *k = &p->claim_statuses[p->nclaim_statuses++];
+                dec_get_id(d, x, "name", &k->name);
+                dec_get_id(d, x, "resourceClaimName", &k->claim_name);
             }
-            dec_pop(d, rm);
+            dec_items_end(d, &it);
         }
         dec_pop(d, m);
     }

@@ -673,75 +673,57 @@ void dec_device(dec *d, json_t *dv, dg_device *dev, uint32_t driver, bool per_de
 
     /* consumesCounters */
     json_t *cc = dec_get_arr(d, body, "consumesCounters");
-    if (cc && json_array_size(cc)) {
+    if (cc && json_array_size(cc))
         st->consumes = true;
-        size_t n = json_array_size(cc);
-        size_t m = dec_field(d, "consumesCounters");
-        if (n > 2 && d->validate) {
-            dec_too_many(d, NULL, n, 2);
-        } else {
-            dev->consumes = DEC_NEW(d, dg_consumption, n);
-            for (size_t i = 0; dev->consumes && i < n; i++) {
-                json_t *c = json_array_get(cc, i);
-                size_t im = dec_index(d, i);
-                if (dec_as_obj(d, c)) {
-                    static const char *const cf[] = {"counterSet", "counters", "compatibilityGroups", NULL};
-                    dec_known(d, c, cf, NULL);
-                    dg_consumption *k = &dev->consumes[dev->nconsumes++];
-                    const char *cs;
-                    size_t csl;
-                    k->counterset = dec_label_field(d, c, "counterSet", &cs, &csl);
+    dec_items it;
+    if (dec_items_begin(d, cc, "consumesCounters", 2, &it)) {
+        dev->consumes = DEC_NEW(d, dg_consumption, it.n);
+        static const char *const cf[] = {"counterSet", "counters", "compatibilityGroups", NULL};
+        for (json_t *c; dev->consumes && (c = dec_items_next_obj(d, &it, cf));) {
+            dg_consumption *k = &dev->consumes[dev->nconsumes++];
+            const char *cs;
+            size_t csl;
+            k->counterset = dec_label_field(d, c, "counterSet", &cs, &csl);
+            if (d->validate) {
+                for (uint32_t j = 0; j + 1 < dev->nconsumes; j++)
+                    if (dev->consumes[j].counterset == k->counterset)
+                        dec_duplicate(d, NULL, cs);
+            }
+            k->counters = dec_counters(d, c, &k->ncounters);
+            json_t *groups = dec_get_arr(d, c, "compatibilityGroups");
+            if (groups) {
+                size_t gm = dec_field(d, "compatibilityGroups");
+                uint32_t ng;
+                uint32_t *g = dec_str_list(d, groups, &ng);
+                if (ng > 2 && d->validate)
+                    dec_too_many(d, NULL, ng, 2);
+                for (uint32_t j = 0; j < ng && j < 2; j++) {
+                    k->groups[j] = g[j];
+                    size_t jm = dec_index(d, j);
                     if (d->validate) {
-                        for (uint32_t j = 0; j + 1 < dev->nconsumes; j++)
-                            if (dev->consumes[j].counterset == k->counterset)
-                                dec_duplicate(d, NULL, cs);
+                        const char *gs = dec_str(d, g[j]);
+                        dec_dns_label(d, NULL, gs, strlen(gs));
+                        if (j == 1 && g[0] == g[1])
+                            dec_duplicate(d, NULL, gs);
                     }
-                    k->counters = dec_counters(d, c, &k->ncounters);
-                    json_t *groups = dec_get_arr(d, c, "compatibilityGroups");
-                    if (groups) {
-                        size_t gm = dec_field(d, "compatibilityGroups");
-                        uint32_t ng;
-                        uint32_t *g = dec_str_list(d, groups, &ng);
-                        if (ng > 2 && d->validate)
-                            dec_too_many(d, NULL, ng, 2);
-                        for (uint32_t j = 0; j < ng && j < 2; j++) {
-                            k->groups[j] = g[j];
-                            size_t jm = dec_index(d, j);
-                            if (d->validate) {
-                                const char *gs = dec_str(d, g[j]);
-                                dec_dns_label(d, NULL, gs, strlen(gs));
-                                if (j == 1 && g[0] == g[1])
-                                    dec_duplicate(d, NULL, gs);
-                            }
-                            dec_pop(d, jm);
-                        }
-                        k->ngroups = (uint8_t)(ng < 2 ? ng : 2);
-                        dec_pop(d, gm);
-                    }
+                    dec_pop(d, jm);
                 }
-                dec_pop(d, im);
+                k->ngroups = (uint8_t)(ng < 2 ? ng : 2);
+                dec_pop(d, gm);
             }
         }
-        dec_pop(d, m);
+        dec_items_end(d, &it);
     }
 
     /* taints */
     json_t *taints = dec_get_arr(d, body, "taints");
-    if (taints && json_array_size(taints)) {
+    if (taints && json_array_size(taints))
         st->taints = true;
-        size_t n = json_array_size(taints);
-        size_t m = dec_field(d, "taints");
-        if (n > 16 && d->validate) {
-            dec_too_many(d, NULL, n, 16);
-        } else {
-            dev->taints = DEC_NEW(d, dg_taint, n);
-            for (size_t i = 0; dev->taints && i < n; i++) {
-                size_t im = dec_index(d, i);
-                dec_taint(d, json_array_get(taints, i), &dev->taints[dev->ntaints++]);
-                dec_pop(d, im);
-            }
-        }
-        dec_pop(d, m);
+    if (dec_items_begin(d, taints, "taints", 16, &it)) {
+        dev->taints = DEC_NEW(d, dg_taint, it.n);
+        for (json_t *t; dev->taints && (t = dec_items_next(d, &it));)
+            dec_taint(d, t, &dev->taints[dev->ntaints++]);
+        dec_items_end(d, &it);
     }
 
     dec_binding(d, body, dev);

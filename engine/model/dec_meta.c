@@ -206,27 +206,20 @@ void dec_meta(dec *d, json_t *obj, dg_meta *m, unsigned flags)
         m->finalizers = dec_str_list(d, fin, &m->nfinalizers);
         dec_pop(d, km);
     }
-    json_t *owners = dec_get_arr(d, md, "ownerReferences");
-    if (owners && json_array_size(owners)) {
-        km = dec_field(d, "ownerReferences");
-        m->owners = DEC_NEW(d, dg_ownerref, json_array_size(owners));
-        for (size_t i = 0; m->owners && i < json_array_size(owners); i++) {
-            json_t *o = json_array_get(owners, i);
-            size_t im = dec_index(d, i);
-            if (dec_as_obj(d, o)) {
-                static const char *const of[] = {"apiVersion", "kind", "name", "uid", "controller",
-                                                 "blockOwnerDeletion", NULL};
-                dec_known(d, o, of, NULL);
-                dg_ownerref *r = &m->owners[m->nowners++];
-                dec_get_id(d, o, "apiVersion", &r->api_version);
-                dec_get_id(d, o, "kind", &r->kind);
-                dec_get_id(d, o, "name", &r->name);
-                dec_get_id(d, o, "uid", &r->uid);
-                dec_get_bool(d, o, "controller", &r->controller);
-            }
-            dec_pop(d, im);
+    dec_items it;
+    if (dec_items_begin(d, dec_get_arr(d, md, "ownerReferences"), "ownerReferences", 0, &it)) {
+        m->owners = DEC_NEW(d, dg_ownerref, it.n);
+        static const char *const of[] = {"apiVersion", "kind", "name", "uid", "controller",
+                                         "blockOwnerDeletion", NULL};
+        for (json_t *o; m->owners && (o = dec_items_next_obj(d, &it, of));) {
+            dg_ownerref *r = &m->owners[m->nowners++];
+            dec_get_id(d, o, "apiVersion", &r->api_version);
+            dec_get_id(d, o, "kind", &r->kind);
+            dec_get_id(d, o, "name", &r->name);
+            dec_get_id(d, o, "uid", &r->uid);
+            dec_get_bool(d, o, "controller", &r->controller);
         }
-        dec_pop(d, km);
+        dec_items_end(d, &it);
     }
     if (d->validate && !m->name && !m->generate_name)
         dec_required(d, "name", "name or generateName is required");

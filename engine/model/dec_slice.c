@@ -174,21 +174,15 @@ dg_slice *dec_slice(dec *d, json_t *obj)
         dec_invalid_str(d, NULL, "", "only one of `sharedCounters` or `devices` is allowed");
 
     dec_dev_stats st = {false, false, false};
-    devs = dec_get_arr(d, spec, "devices");
-    if (devs && json_array_size(devs)) {
-        size_t n = json_array_size(devs);
-        size_t m = dec_field(d, "devices");
-        s->devices = DEC_NEW(d, dg_device, n);
-        for (size_t i = 0; s->devices && i < n; i++) {
-            size_t im = dec_index(d, i);
-            dec_device(d, json_array_get(devs, i), &s->devices[s->ndevices], s->driver, per_device, &st);
-            s->ndevices++;
-            dec_pop(d, im);
-        }
+    dec_items it;
+    if (dec_items_begin(d, dec_get_arr(d, spec, "devices"), "devices", 0, &it)) {
+        s->devices = DEC_NEW(d, dg_device, it.n);
+        for (json_t *dv; s->devices && (dv = dec_items_next(d, &it));)
+            dec_device(d, dv, &s->devices[s->ndevices++], s->driver, per_device, &st);
         if (d->validate) {
             size_t max = (st.taints || st.consumes || st.lists) ? MAX_DEVICES_ADVANCED : MAX_DEVICES;
-            if (n > max)
-                dec_too_many(d, NULL, n, max);
+            if (it.n > max)
+                dec_too_many(d, NULL, it.n, max);
             for (uint32_t i = 0; i < s->ndevices; i++)
                 for (uint32_t j = 0; j < i; j++)
                     if (s->devices[i].name == s->devices[j].name && s->devices[i].name) {
@@ -198,38 +192,25 @@ dg_slice *dec_slice(dec *d, json_t *obj)
                         break;
                     }
         }
-        dec_pop(d, m);
+        dec_items_end(d, &it);
     }
 
-    ctrs = dec_get_arr(d, spec, "sharedCounters");
-    if (ctrs && json_array_size(ctrs)) {
-        size_t n = json_array_size(ctrs);
-        size_t m = dec_field(d, "sharedCounters");
-        if (n > 8 && d->validate) {
-            dec_too_many(d, NULL, n, 8);
-        } else {
-            s->countersets = DEC_NEW(d, dg_counterset, n);
-            for (size_t i = 0; s->countersets && i < n; i++) {
-                json_t *c = json_array_get(ctrs, i);
-                size_t im = dec_index(d, i);
-                if (dec_as_obj(d, c)) {
-                    static const char *const cf[] = {"name", "counters", NULL};
-                    dec_known(d, c, cf, NULL);
-                    dg_counterset *cs = &s->countersets[s->ncountersets++];
-                    const char *cn;
-                    size_t cnl;
-                    cs->name = dec_label_field(d, c, "name", &cn, &cnl);
-                    if (d->validate) {
-                        for (uint32_t j = 0; j + 1 < s->ncountersets; j++)
-                            if (s->countersets[j].name == cs->name)
-                                dec_duplicate(d, NULL, cn);
-                    }
-                    cs->counters = dec_counters(d, c, &cs->ncounters);
-                }
-                dec_pop(d, im);
+    if (dec_items_begin(d, dec_get_arr(d, spec, "sharedCounters"), "sharedCounters", 8, &it)) {
+        s->countersets = DEC_NEW(d, dg_counterset, it.n);
+        static const char *const cf[] = {"name", "counters", NULL};
+        for (json_t *c; s->countersets && (c = dec_items_next_obj(d, &it, cf));) {
+            dg_counterset *cs = &s->countersets[s->ncountersets++];
+            const char *cn;
+            size_t cnl;
+            cs->name = dec_label_field(d, c, "name", &cn, &cnl);
+            if (d->validate) {
+                for (uint32_t j = 0; j + 1 < s->ncountersets; j++)
+                    if (s->countersets[j].name == cs->name)
+                        dec_duplicate(d, NULL, cn);
             }
+            cs->counters = dec_counters(d, c, &cs->ncounters);
         }
-        dec_pop(d, m);
+        dec_items_end(d, &it);
     }
 
     const char *pta;
