@@ -42,6 +42,8 @@ typedef struct fx {
     keycache ak[40], ck[40];
 } fx;
 
+/* Give up: the caller decodes the item with the full decoder.  Also the
+ * `false` of the bool helpers. */
 #define BAIL(f)            \
     do {                   \
         (f)->bail = true;  \
@@ -78,10 +80,8 @@ static bool eat(fx *f, char c)
 static bool str(fx *f, const char **s, size_t *n)
 {
     ws(f);
-    if (f->p >= f->end || *f->p != '"') {
-        f->bail = true;
-        return false;
-    }
+    if (f->p >= f->end || *f->p != '"')
+        BAIL(f);
     const char *b = ++f->p;
     while (f->p < f->end) {
         unsigned char c = (unsigned char)*f->p;
@@ -91,14 +91,11 @@ static bool str(fx *f, const char **s, size_t *n)
             f->p++;
             return true;
         }
-        if (c == '\\' || c < 0x20 || c >= 0x80) {
-            f->bail = true;
-            return false;
-        }
+        if (c == '\\' || c < 0x20 || c >= 0x80)
+            BAIL(f);
         f->p++;
     }
-    f->bail = true;
-    return false;
+    BAIL(f);
 }
 
 static uint64_t hstr(const char *s, size_t n) { return de_hash_bytes(s, n) ^ 3; }
@@ -112,27 +109,19 @@ static bool integer(fx *f, int64_t *v, uint64_t *h)
         neg = true;
         f->p++;
     }
-    if (f->p >= f->end || *f->p < '0' || *f->p > '9' || (*f->p == '0' && f->p + 1 < f->end && f->p[1] >= '0' && f->p[1] <= '9')) {
-        f->bail = true;
-        return false;
-    }
+    if (f->p >= f->end || *f->p < '0' || *f->p > '9' || (*f->p == '0' && f->p + 1 < f->end && f->p[1] >= '0' && f->p[1] <= '9'))
+        BAIL(f);
     uint64_t x = 0;
     while (f->p < f->end && *f->p >= '0' && *f->p <= '9') {
-        if (x > (UINT64_MAX - 9) / 10) {
-            f->bail = true;
-            return false;
-        }
+        if (x > (UINT64_MAX - 9) / 10)
+            BAIL(f);
         x = x * 10 + (uint64_t)(*f->p - '0');
         f->p++;
     }
-    if (f->p < f->end && (*f->p == '.' || *f->p == 'e' || *f->p == 'E')) {
-        f->bail = true;
-        return false;
-    }
-    if ((!neg && x > INT64_MAX) || (neg && x > (uint64_t)INT64_MAX + 1) || f->p - b > 20) {
-        f->bail = true;
-        return false;
-    }
+    if (f->p < f->end && (*f->p == '.' || *f->p == 'e' || *f->p == 'E'))
+        BAIL(f);
+    if ((!neg && x > INT64_MAX) || (neg && x > (uint64_t)INT64_MAX + 1) || f->p - b > 20)
+        BAIL(f);
     *v = neg ? (int64_t)(0 - x) : (int64_t)x;
     *h = de_hash_u64((uint64_t)*v ^ 4);
     return true;
@@ -153,8 +142,7 @@ static bool boolean(fx *f, bool *v, uint64_t *h)
         *h = 7;
         return true;
     }
-    f->bail = true;
-    return false;
+    BAIL(f);
 }
 
 /* Object iteration: begin with '{', then next_key until it returns false.
@@ -172,10 +160,8 @@ static bool obj_begin(fx *f, objit *it)
     it->h = 0x9e3779b97f4a7c15ULL;
     it->first = true;
     it->nkeys = 0;
-    if (!eat(f, '{')) {
-        f->bail = true;
-        return false;
-    }
+    if (!eat(f, '{'))
+        BAIL(f);
     return true;
 }
 
@@ -185,24 +171,16 @@ static bool next_key(fx *f, objit *it, const char **k, size_t *kn)
         return false;
     if (eat(f, '}'))
         return false;
-    if (!it->first && !eat(f, ',')) {
-        f->bail = true;
-        return false;
-    }
+    if (!it->first && !eat(f, ','))
+        BAIL(f);
     it->first = false;
-    if (!str(f, k, kn) || !eat(f, ':')) {
-        f->bail = true;
-        return false;
-    }
+    if (!str(f, k, kn) || !eat(f, ':'))
+        BAIL(f);
     for (int i = 0; i < it->nkeys; i++)
-        if (it->klen[i] == *kn && !memcmp(it->keys[i], *k, *kn)) {
-            f->bail = true; /* duplicate key: leave it to jansson's rules */
-            return false;
-        }
-    if (it->nkeys == 40) {
-        f->bail = true;
-        return false;
-    }
+        if (it->klen[i] == *kn && !memcmp(it->keys[i], *k, *kn))
+            BAIL(f); /* duplicate key: leave it to jansson's rules */
+    if (it->nkeys == 40)
+        BAIL(f);
     it->keys[it->nkeys] = *k;
     it->klen[it->nkeys++] = *kn;
     return true;
@@ -214,6 +192,41 @@ static void member(objit *it, const char *k, size_t kn, uint64_t vh)
 }
 
 static uint64_t obj_hash(const objit *it) { return de_hash_u64(it->h ^ 1); }
+
+/* Array iteration: arr_begin with '[', then arr_next before each element
+ * until it returns false (past the ']'); elem folds in an element's hash. */
+typedef struct arrit {
+    uint64_t h;
+    bool first;
+} arrit;
+
+static bool arr_begin(fx *f, arrit *it)
+{
+    it->h = 0x51ed270b27f1a3c5ULL;
+    it->first = true;
+    if (!eat(f, '['))
+        BAIL(f);
+    return true;
+}
+
+static bool arr_next(fx *f, arrit *it)
+{
+    if (f->bail)
+        return false;
+    if (it->first) {
+        it->first = false;
+        return !eat(f, ']');
+    }
+    if (eat(f, ','))
+        return true;
+    if (!eat(f, ']'))
+        BAIL(f);
+    return false;
+}
+
+static void elem(arrit *it, uint64_t eh) { it->h = de_hash_u64(it->h ^ eh); }
+
+static uint64_t arr_hash(const arrit *it) { return de_hash_u64(it->h ^ 2); }
 
 #define KEY(lit) (kn == sizeof(lit) - 1 && !memcmp(k, lit, sizeof(lit) - 1))
 
@@ -292,52 +305,50 @@ static uint64_t kv_map(fx *f, dg_kv **out, uint32_t *n, bool labels)
 
 static uint64_t owners(fx *f, dg_meta *m)
 {
-    if (!eat(f, '['))
-        BAIL(f);
-    uint64_t h = 0x51ed270b27f1a3c5ULL;
+    arrit ai;
+    if (!arr_begin(f, &ai))
+        return 0;
     dg_ownerref tmp[8];
     uint32_t n = 0;
-    if (!eat(f, ']')) {
-        do {
-            if (n == 8)
-                BAIL(f);
-            dg_ownerref *r = &tmp[n];
-            memset(r, 0, sizeof *r);
-            objit it;
-            if (!obj_begin(f, &it))
-                return 0;
-            const char *k, *s;
-            size_t kn, sn;
-            uint64_t vh;
-            while (next_key(f, &it, &k, &kn)) {
-                if (KEY("apiVersion") || KEY("kind") || KEY("name") || KEY("uid")) {
-                    uint32_t *dst = KEY("apiVersion") ? &r->api_version : KEY("kind") ? &r->kind
-                                    : KEY("name") ? &r->name : &r->uid;
-                    if (!str_id(f, dst, &vh, &s, &sn))
-                        return 0;
-                } else if (KEY("controller") || KEY("blockOwnerDeletion")) {
-                    bool b;
-                    if (!boolean(f, &b, &vh))
-                        return 0;
-                    if (KEY("controller"))
-                        r->controller = b;
-                } else {
-                    BAIL(f);
-                }
-                member(&it, k, kn, vh);
-            }
-            if (f->bail)
-                return 0;
-            h = de_hash_u64(h ^ obj_hash(&it));
-            n++;
-        } while (eat(f, ','));
-        if (!eat(f, ']'))
+    while (arr_next(f, &ai)) {
+        if (n == 8)
             BAIL(f);
+        dg_ownerref *r = &tmp[n];
+        memset(r, 0, sizeof *r);
+        objit it;
+        if (!obj_begin(f, &it))
+            return 0;
+        const char *k, *s;
+        size_t kn, sn;
+        uint64_t vh;
+        while (next_key(f, &it, &k, &kn)) {
+            if (KEY("apiVersion") || KEY("kind") || KEY("name") || KEY("uid")) {
+                uint32_t *dst = KEY("apiVersion") ? &r->api_version : KEY("kind") ? &r->kind
+                                : KEY("name") ? &r->name : &r->uid;
+                if (!str_id(f, dst, &vh, &s, &sn))
+                    return 0;
+            } else if (KEY("controller") || KEY("blockOwnerDeletion")) {
+                bool b;
+                if (!boolean(f, &b, &vh))
+                    return 0;
+                if (KEY("controller"))
+                    r->controller = b;
+            } else {
+                BAIL(f);
+            }
+            member(&it, k, kn, vh);
+        }
+        if (f->bail)
+            return 0;
+        elem(&ai, obj_hash(&it));
+        n++;
     }
+    if (f->bail)
+        return 0;
     if (n && !(m->owners = keep(f, tmp, n, sizeof *tmp)))
         BAIL(f);
     m->nowners = n;
-    return de_hash_u64(h ^ 2);
+    return arr_hash(&ai);
 }
 
 static uint64_t meta(fx *f, dg_meta *m)
@@ -421,16 +432,14 @@ static uint64_t pool(fx *f, dg_slice *s)
  * checked by the caller). */
 static uint64_t attr_list(fx *f, de_attrval *v, int kind)
 {
-    if (!eat(f, '['))
-        BAIL(f);
-    uint64_t h = 0x51ed270b27f1a3c5ULL;
+    arrit ai;
+    if (!arr_begin(f, &ai))
+        return 0;
     int64_t ints[48];
     bool bools[48];
     uint32_t strs[48];
     uint32_t n = 0;
-    if (eat(f, ']'))
-        BAIL(f); /* empty lists are invalid: the full decoder says so */
-    do {
+    while (arr_next(f, &ai)) {
         if (n == 48)
             BAIL(f);
         uint64_t eh;
@@ -450,11 +459,11 @@ static uint64_t attr_list(fx *f, de_attrval *v, int kind)
             strs[n] = dec_intern(f->d, s, sn);
             eh = hstr(s, sn);
         }
-        h = de_hash_u64(h ^ eh);
+        elem(&ai, eh);
         n++;
-    } while (eat(f, ','));
-    if (!eat(f, ']'))
-        BAIL(f);
+    }
+    if (f->bail || !n)
+        BAIL(f); /* empty lists are invalid: the full decoder says so */
     v->kind = (uint8_t)kind;
     v->n = n;
     size_t eb = kind == DE_V_INTS ? sizeof(int64_t) : kind == DE_V_BOOLS ? sizeof(bool) : sizeof(uint32_t);
@@ -463,7 +472,7 @@ static uint64_t attr_list(fx *f, de_attrval *v, int kind)
         BAIL(f);
     memcpy(arr, kind == DE_V_INTS ? (void *)ints : kind == DE_V_BOOLS ? (void *)bools : (void *)strs, eb * n);
     v->u.ints = arr;
-    return de_hash_u64(h ^ 2);
+    return arr_hash(&ai);
 }
 
 /* {"int": 1} and friends: exactly one member. */
@@ -514,33 +523,25 @@ static uint64_t attr_value(fx *f, de_attrval *v)
     return obj_hash(&it);
 }
 
-static void split(fx *f, const char *k, size_t kn, uint32_t driver, uint32_t *domain, uint32_t *name, uint8_t *bare);
-
-static void split_cached(fx *f, keycache *c, const char *k, size_t kn, uint32_t driver, uint32_t *domain,
-                         uint32_t *name, uint8_t *bare)
+/* An attribute or capacity name: checked and split into (domain, ID), or
+ * taken from the cache of its position; false (bail) when it is invalid. */
+static bool split_key(fx *f, keycache *c, const char *k, size_t kn, uint32_t driver, uint32_t *domain,
+                      uint32_t *name, uint8_t *bare)
 {
-    if (c->k && c->kn == kn && !memcmp(c->k, k, kn)) {
-        *domain = c->domain;
-        *name = c->name;
-        *bare = c->bare;
-        return;
+    if (!(c->k && c->kn == kn && !memcmp(c->k, k, kn))) {
+        if (!qname_ok(k, kn))
+            BAIL(f);
+        const char *slash = memchr(k, '/', kn);
+        if (slash)
+            *c = (keycache){k, kn, dec_intern(f->d, k, (size_t)(slash - k)),
+                            dec_intern(f->d, slash + 1, kn - (size_t)(slash - k) - 1), 0};
+        else
+            *c = (keycache){k, kn, driver, dec_intern(f->d, k, kn), 1};
     }
-    split(f, k, kn, driver, domain, name, bare);
-    *c = (keycache){k, kn, *domain, *name, *bare};
-}
-
-static void split(fx *f, const char *k, size_t kn, uint32_t driver, uint32_t *domain, uint32_t *name, uint8_t *bare)
-{
-    const char *slash = memchr(k, '/', kn);
-    if (slash) {
-        *domain = dec_intern(f->d, k, (size_t)(slash - k));
-        *name = dec_intern(f->d, slash + 1, kn - (size_t)(slash - k) - 1);
-        *bare = 0;
-    } else {
-        *domain = driver;
-        *name = dec_intern(f->d, k, kn);
-        *bare = 1;
-    }
+    *domain = c->domain;
+    *name = c->name;
+    *bare = c->bare;
+    return true;
 }
 
 static uint64_t attributes(fx *f, dg_device *dev, uint32_t driver)
@@ -552,12 +553,10 @@ static uint64_t attributes(fx *f, dg_device *dev, uint32_t driver)
     const char *k;
     size_t kn;
     while (next_key(f, &it, &k, &kn)) {
-        keycache *kc = &f->ak[it.nkeys - 1];
-        if (!(kc->k && kc->kn == kn && !memcmp(kc->k, k, kn)) && !qname_ok(k, kn))
-            BAIL(f);
         de_attr *a = &tmp[it.nkeys - 1];
         memset(a, 0, sizeof *a);
-        split_cached(f, &f->ak[it.nkeys - 1], k, kn, driver, &a->domain, &a->name, &a->bare);
+        if (!split_key(f, &f->ak[it.nkeys - 1], k, kn, driver, &a->domain, &a->name, &a->bare))
+            return 0;
         uint64_t h = attr_value(f, &a->v);
         if (f->bail)
             return 0;
@@ -580,12 +579,10 @@ static uint64_t capacity(fx *f, dg_device *dev, uint32_t driver)
     const char *k;
     size_t kn;
     while (next_key(f, &it, &k, &kn)) {
-        keycache *kc = &f->ck[it.nkeys - 1];
-        if (!(kc->k && kc->kn == kn && !memcmp(kc->k, k, kn)) && !qname_ok(k, kn))
-            BAIL(f);
         de_cap *c = &tmp[it.nkeys - 1];
         memset(c, 0, sizeof *c);
-        split_cached(f, &f->ck[it.nkeys - 1], k, kn, driver, &c->domain, &c->name, &c->bare);
+        if (!split_key(f, &f->ck[it.nkeys - 1], k, kn, driver, &c->domain, &c->name, &c->bare))
+            return 0;
         objit vi;
         if (!obj_begin(f, &vi))
             return 0;
@@ -663,35 +660,32 @@ static uint64_t device(fx *f, dg_device *dev, uint32_t driver, bool *lists)
  * in YAML but not in JSON): bare names get their domain in spec(). */
 static uint64_t devices(fx *f, dg_slice *s, uint32_t driver)
 {
-    ws(f);
-    if (!eat(f, '['))
-        BAIL(f);
-    uint64_t h = 0x51ed270b27f1a3c5ULL;
+    arrit ai;
+    if (!arr_begin(f, &ai))
+        return 0;
     dg_device tmp[128];
     uint32_t n = 0;
     bool lists = false;
-    if (!eat(f, ']')) {
-        do {
-            if (n == 128)
-                BAIL(f);
-            uint64_t dh = device(f, &tmp[n], driver, &lists);
-            if (f->bail)
-                return 0;
-            for (uint32_t j = 0; j < n; j++)
-                if (tmp[j].name == tmp[n].name)
-                    BAIL(f);
-            h = de_hash_u64(h ^ dh);
-            n++;
-        } while (eat(f, ','));
-        if (!eat(f, ']'))
+    while (arr_next(f, &ai)) {
+        if (n == 128)
             BAIL(f);
+        uint64_t dh = device(f, &tmp[n], driver, &lists);
+        if (f->bail)
+            return 0;
+        for (uint32_t j = 0; j < n; j++)
+            if (tmp[j].name == tmp[n].name)
+                BAIL(f);
+        elem(&ai, dh);
+        n++;
     }
+    if (f->bail)
+        return 0;
     if (lists && n > 64)
         BAIL(f); /* list attributes lower the cap to 64 devices */
     if (n && !(s->devices = keep(f, tmp, n, sizeof *tmp)))
         BAIL(f);
     s->ndevices = n;
-    return de_hash_u64(h ^ 2);
+    return arr_hash(&ai);
 }
 
 static uint64_t spec(fx *f, dg_slice *s)
