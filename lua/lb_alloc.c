@@ -26,8 +26,7 @@
  * Each call builds its own graph from the manifests, so specs stay
  * independent of one another.
  */
-#include "../engine/alloc/al.h"
-#include "lb.h"
+#include "lb_alloc_int.h"
 #include "lb_json.h"
 
 #include <stdlib.h>
@@ -184,6 +183,49 @@ static void push_claim(lua_State *L, dg_graph *g, uint32_t clid, const dg_alloca
     }
 }
 
+void lb_set_alloc_outcome(lua_State *L, dg_graph *g, const uint32_t *ids, de_rc rc, const al_outcome *o,
+                          const de_err *e)
+{
+    lua_pushinteger(L, (lua_Integer)o->steps);
+    lua_setfield(L, -2, "steps");
+    if (rc == DE_OK) {
+        set_str(L, "status", "allocated");
+        lua_pushinteger(L, o->k8s_score);
+        lua_setfield(L, -2, "score");
+        lua_createtable(L, (int)o->nclaims, 0);
+        for (uint32_t i = 0; i < o->nclaims; i++) {
+            push_claim(L, g, ids[i], &o->claims[i].alloc, o->claims[i].chosen_sub, o->claims[i].nrequests);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        lua_setfield(L, -2, "claims");
+    } else if (rc == DE_EUNSAT) {
+        set_str(L, "status", "unsatisfiable");
+        set_str(L, "reason", o->why.summary);
+        set_str(L, "detail", o->why.detail);
+    } else {
+        set_str(L, "status", "error");
+        set_str(L, "error", e->msg);
+        set_str(L, "code", de_rc_str(rc));
+    }
+}
+
+void lb_set_pod_claims(lua_State *L, dg_graph *g, const al_pod_outcome *po, bool chosen)
+{
+    lua_newtable(L);
+    for (uint32_t c = 0; c < po->nclaims; c++) {
+        if (po->claims[c] == DG_NONE)
+            continue;
+        const dg_claim *cl = dg_claim_get(g, po->claims[c]);
+        bool now = po->allocated_now[c];
+        push_claim(L, g, po->claims[c], cl && cl->allocated ? &cl->allocation : NULL,
+                   chosen && now ? po->allocs[c].chosen_sub : NULL, chosen && now ? po->allocs[c].nrequests : 0);
+        lua_pushboolean(L, now);
+        lua_setfield(L, -2, "allocated_now");
+        lua_rawseti(L, -2, (lua_Integer)c + 1);
+    }
+    lua_setfield(L, -2, "claims");
+}
+
 static int l_allocate(lua_State *L)
 {
     lin x;
@@ -206,27 +248,7 @@ static int l_allocate(lua_State *L)
     de_rc rc = al_allocate(a, de_intern_cstr(dg_intern(x.g), x.node), ids, n, ar, &o, &e);
     lua_newtable(L);
     push_warnings(L, &x);
-    lua_pushinteger(L, (lua_Integer)o.steps);
-    lua_setfield(L, -2, "steps");
-    if (rc == DE_OK) {
-        set_str(L, "status", "allocated");
-        lua_pushinteger(L, o.k8s_score);
-        lua_setfield(L, -2, "score");
-        lua_createtable(L, (int)n, 0);
-        for (uint32_t i = 0; i < o.nclaims; i++) {
-            push_claim(L, x.g, ids[i], &o.claims[i].alloc, o.claims[i].chosen_sub, o.claims[i].nrequests);
-            lua_rawseti(L, -2, (lua_Integer)i + 1);
-        }
-        lua_setfield(L, -2, "claims");
-    } else if (rc == DE_EUNSAT) {
-        set_str(L, "status", "unsatisfiable");
-        set_str(L, "reason", o.why.summary);
-        set_str(L, "detail", o.why.detail);
-    } else {
-        set_str(L, "status", "error");
-        set_str(L, "error", e.msg);
-        set_str(L, "code", de_rc_str(rc));
-    }
+    lb_set_alloc_outcome(L, x.g, ids, rc, &o, &e);
     de_arena_free(ar);
     free(ids);
     al_free(a);
@@ -283,19 +305,7 @@ static int l_schedule(lua_State *L)
             set_str(L, "node", po.node_name ? de_intern_str(in, po.node_name) : NULL);
             lua_pushinteger(L, po.k8s_score);
             lua_setfield(L, -2, "score");
-            lua_newtable(L);
-            for (uint32_t c = 0; c < po.nclaims; c++) {
-                if (po.claims[c] == DG_NONE)
-                    continue;
-                const dg_claim *cl = dg_claim_get(x.g, po.claims[c]);
-                push_claim(L, x.g, po.claims[c], cl && cl->allocated ? &cl->allocation : NULL,
-                           po.allocated_now[c] ? po.allocs[c].chosen_sub : NULL,
-                           po.allocated_now[c] ? po.allocs[c].nrequests : 0);
-                lua_pushboolean(L, po.allocated_now[c]);
-                lua_setfield(L, -2, "allocated_now");
-                lua_rawseti(L, -2, (lua_Integer)c + 1);
-            }
-            lua_setfield(L, -2, "claims");
+            lb_set_pod_claims(L, x.g, &po, true);
         } else if (rc == DE_EUNSAT) {
             set_str(L, "status", "unschedulable");
             set_str(L, "reason", po.why);
@@ -313,10 +323,6 @@ static int l_schedule(lua_State *L)
     lin_free(&x);
     return 1;
 }
-
-/* lb_allocator.c */
-int lb_allocator_new(lua_State *L);
-void lb_allocator_register(lua_State *L);
 
 void lb_open_alloc(lua_State *L)
 {

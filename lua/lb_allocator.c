@@ -32,8 +32,8 @@
  * is closed first, the graph frees the allocator (lgcloser) and later calls
  * raise "allocator's graph is closed".
  */
-#include "../engine/alloc/al.h"
 #include "../engine/policy/polgraph.h"
+#include "lb_alloc_int.h"
 #include "lb_graph_int.h"
 #include "lb_policy.h"
 
@@ -145,22 +145,6 @@ static int l_gc(lua_State *L)
     return 0;
 }
 
-static void push_claim(lua_State *L, dg_graph *g, uint32_t clid, const dg_allocation *al)
-{
-    const dg_claim *cl = dg_claim_get(g, clid);
-    lua_newtable(L);
-    if (cl) {
-        set_str(L, "namespace", S(g, cl->meta.ns));
-        set_str(L, "name", S(g, cl->meta.name));
-    }
-    if (al) {
-        json_t *j = dg_encode_allocation(g, al);
-        lb_push_json(L, j);
-        json_decref(j);
-        lua_setfield(L, -2, "allocation");
-    }
-}
-
 static void opt_str(lua_State *L, const char *k, const char *v)
 {
     if (v)
@@ -194,31 +178,7 @@ static int l_allocate(lua_State *L)
     al_outcome o;
     de_rc rc = al_allocate(u->a, id_of(g, node), ids, (uint32_t)n, ar, &o, &e);
     lua_newtable(L);
-    set_int(L, "steps", (lua_Integer)o.steps);
-    if (rc == DE_OK) {
-        set_str(L, "status", "allocated");
-        set_int(L, "score", o.k8s_score);
-        lua_createtable(L, (int)o.nclaims, 0);
-        for (uint32_t i = 0; i < o.nclaims; i++) {
-            push_claim(L, g, ids[i], &o.claims[i].alloc);
-            lua_createtable(L, (int)o.claims[i].nrequests, 0);
-            for (uint32_t k = 0; k < o.claims[i].nrequests; k++) {
-                lua_pushinteger(L, o.claims[i].chosen_sub[k]);
-                lua_rawseti(L, -2, (lua_Integer)k + 1);
-            }
-            lua_setfield(L, -2, "chosen");
-            lua_rawseti(L, -2, (lua_Integer)i + 1);
-        }
-        lua_setfield(L, -2, "claims");
-    } else if (rc == DE_EUNSAT) {
-        set_str(L, "status", "unsatisfiable");
-        opt_str(L, "reason", o.why.summary);
-        opt_str(L, "detail", o.why.detail);
-    } else {
-        set_str(L, "status", "error");
-        set_str(L, "error", e.msg);
-        set_str(L, "code", de_rc_str(rc));
-    }
+    lb_set_alloc_outcome(L, g, ids, rc, &o, &e);
     de_arena_free(ar);
     free(ids);
     return 1;
@@ -246,16 +206,7 @@ static int l_schedule(lua_State *L)
         lua_pushnumber(L, po.policy_score);
         lua_setfield(L, -2, "policy_score");
         set_int(L, "nodes_feasible", po.nodes_feasible);
-        lua_newtable(L);
-        for (uint32_t c = 0; c < po.nclaims; c++) {
-            if (po.claims[c] == DG_NONE)
-                continue;
-            const dg_claim *cl = dg_claim_get(g, po.claims[c]);
-            push_claim(L, g, po.claims[c], cl && cl->allocated ? &cl->allocation : NULL);
-            set_bool(L, "allocated_now", po.allocated_now[c]);
-            lua_rawseti(L, -2, (lua_Integer)c + 1);
-        }
-        lua_setfield(L, -2, "claims");
+        lb_set_pod_claims(L, g, &po, false);
     } else if (rc == DE_EUNSAT) {
         set_str(L, "status", "unschedulable");
         opt_str(L, "reason", po.why);
