@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 typedef int (*bench_fn)(FILE *out, int argc, char **argv);
 
@@ -23,6 +24,14 @@ int bench_reload_100k(FILE *out, int argc, char **argv);
 int bench_policy_overhead(FILE *out, int argc, char **argv);
 
 /* Shared helpers. */
+/* This thread's CPU time: other processes sharing the machine do not
+ * distort a one-core figure. */
+static inline uint64_t bench_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 void bench_print(FILE *out, const char *figure, double value, const char *unit);
 /* Peak resident set size of this process, MiB (VmHWM). */
 double bench_peak_rss_mib(void);

@@ -19,6 +19,7 @@
  * is printed as well (<scenario>-wall-pods-per-s).
  */
 #include "bench.h"
+#include "bench_gen.h"
 #include "../engine/alloc/al.h"
 #include "../engine/base/doc.h"
 
@@ -26,71 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static uint64_t cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static de_rc put(dg_graph *g, json_t *obj, de_err *e)
-{
-    de_origin o = {"<bench>", 1, -1};
-    dg_kind k;
-    de_rc rc = dg_apply(g, obj, &o, &k, e);
-    json_decref(obj);
-    return rc;
-}
-
-static json_t *node_obj(const char *name, const char *lk, const char *lv)
-{
-    json_t *labels = json_object();
-    if (lk)
-        json_object_set_new(labels, lk, json_string(lv));
-    return json_pack("{s:s, s:s, s:{s:s, s:o}}", "apiVersion", "v1", "kind", "Node", "metadata", "name",
-                     name, "labels", labels);
-}
-
-static json_t *class_obj(const char *name, const char *expr)
-{
-    return json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:{s:s}}]}}", "apiVersion", "resource.k8s.io/v1", "kind",
-                     "DeviceClass", "metadata", "name", name, "spec", "selectors", "cel", "expression", expr);
-}
-
-static json_t *slice_obj(const char *name, const char *driver, const char *pool, const char *node,
-                         json_t *devices)
-{
-    return json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:{s:s, s:i, s:i}, s:s, s:o}}", "apiVersion",
-                     "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata", "name", name, "spec", "driver",
-                     driver, "pool", "name", pool, "generation", 1, "resourceSliceCount", 1, "nodeName", node,
-                     "devices", devices);
-}
-
-static json_t *claim_obj(const char *name, json_t *requests, json_t *constraints)
-{
-    json_t *devices = json_pack("{s:o}", "requests", requests);
-    if (constraints)
-        json_object_set_new(devices, "constraints", constraints);
-    return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:o}}", "apiVersion", "resource.k8s.io/v1", "kind",
-                     "ResourceClaim", "metadata", "name", name, "namespace", "default", "spec", "devices",
-                     devices);
-}
-
-static json_t *pod_obj(const char *name, const char *claim, uint32_t i)
-{
-    char uid[64];
-    snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012u", i);
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:[{s:s, s:s}], s:[{s:s, s:s}]}}", "apiVersion", "v1",
-                     "kind", "Pod", "metadata", "name", name, "namespace", "default", "uid", uid, "spec",
-                     "containers", "name", "c", "image", "registry.k8s.io/pause", "resourceClaims", "name",
-                     "dev", "resourceClaimName", claim);
-}
-
-static json_t *exact(const char *name, const char *cls)
-{
-    return json_pack("{s:s, s:{s:s, s:i}}", "name", name, "exactly", "deviceClassName", cls, "count", 1);
-}
 
 typedef struct run {
     double *us;
@@ -113,9 +49,9 @@ static int schedule_all(dg_graph *g, al_allocator *a, uint32_t npods, run *r)
         al_pod_outcome o;
         de_err e;
         de_err_clear(&e);
-        uint64_t w0 = de_now_ns(), t0 = cpu_ns();
+        uint64_t w0 = de_now_ns(), t0 = bench_cpu_ns();
         de_rc rc = al_schedule_pod(a, pid, ar, &o, &e);
-        uint64_t dt = cpu_ns() - t0;
+        uint64_t dt = bench_cpu_ns() - t0;
         w_all += de_now_ns() - w0;
         t_all += dt;
         r->us[r->n++] = (double)dt / 1e3;
@@ -160,12 +96,12 @@ int bench_upstream_500x10(FILE *out, int argc, char **argv)
     dg_graph *g = dg_new(NULL, &go);
     de_err e;
     de_err_clear(&e);
-    de_rc rc = put(g, class_obj("test-class", "device.driver == \"test-driver.cdi.k8s.io\""), &e);
+    de_rc rc = bench_put(g, bench_class("test-class", "device.driver == \"test-driver.cdi.k8s.io\""), &e);
     for (uint32_t n = 0; n < nodes && rc == DE_OK; n++) {
         char node[64], slice[96];
         snprintf(node, sizeof node, "node-%04u", n);
         snprintf(slice, sizeof slice, "%s-slice", node);
-        rc = put(g, node_obj(node, NULL, NULL), &e);
+        rc = bench_put(g, bench_node(node, NULL, NULL), &e);
         json_t *devs = json_array();
         for (uint32_t d = 0; d < per; d++) {
             char dn[32];
@@ -173,18 +109,12 @@ int bench_upstream_500x10(FILE *out, int argc, char **argv)
             json_array_append_new(devs, json_pack("{s:s}", "name", dn));
         }
         if (rc == DE_OK)
-            rc = put(g, slice_obj(slice, "test-driver.cdi.k8s.io", node, node, devs), &e);
+            rc = bench_put(g, bench_slice(slice, "test-driver.cdi.k8s.io", node, node, devs), &e);
         else
             json_decref(devs);
     }
-    for (uint32_t i = 0; i < npods + 1 && rc == DE_OK; i++) {
-        char claim[64], pod[64];
-        snprintf(claim, sizeof claim, "claim-%u", i);
-        snprintf(pod, sizeof pod, "pod-%u", i);
-        rc = put(g, claim_obj(claim, json_pack("[o]", exact("dev", "test-class")), NULL), &e);
-        if (rc == DE_OK)
-            rc = put(g, pod_obj(pod, claim, i), &e);
-    }
+    for (uint32_t i = 0; i < npods + 1 && rc == DE_OK; i++)
+        rc = bench_claim_pod(g, i, json_pack("[o]", bench_exact("dev", "test-class")), NULL, &e);
     if (rc != DE_OK) {
         fprintf(stderr, "bench upstream-500x10: building the cluster: %s\n", e.msg);
         dg_free(g);
@@ -215,68 +145,17 @@ int bench_upstream_500x10(FILE *out, int argc, char **argv)
 
 /* ---- gpu-nic-5000 --------------------------------------------------------------------------- */
 
-static json_t *pci_dev(const char *name, const char *root)
-{
-    return json_pack("{s:s, s:{s:{s:s}}}", "name", name, "attributes", "resource.kubernetes.io/pcieRoot",
-                     "string", root);
-}
-
 int bench_gpu_nic_5000(FILE *out, int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    const uint32_t nodes = 5000, per = 8, npods = nodes * per;
+    const uint32_t nodes = 5000, npods = nodes * 8;
     dg_opts go = {0};
     go.skip_validation = true;
     dg_graph *g = dg_new(NULL, &go);
     de_err e;
     de_err_clear(&e);
-    de_rc rc = put(g, class_obj("gpu.example.com", "device.driver == \"gpu.example.com\""), &e);
-    if (rc == DE_OK)
-        rc = put(g, class_obj("nic.example.com",
-                              "device.driver == \"nic.example.com\" && device.attributes[\"nic.example.com\"].rdma"),
-                 &e);
-    for (uint32_t n = 0; n < nodes && rc == DE_OK; n++) {
-        char node[64], s1[80], s2[80];
-        snprintf(node, sizeof node, "gpu-node-%04u", n);
-        snprintf(s1, sizeof s1, "%s-gpus", node);
-        snprintf(s2, sizeof s2, "%s-nics", node);
-        rc = put(g, node_obj(node, "nvidia.com/gpu.present", "true"), &e);
-        json_t *gpus = json_array(), *nics = json_array();
-        for (uint32_t d = 0; d < per; d++) {
-            char dn[32], root[32];
-            snprintf(dn, sizeof dn, "gpu-%u", d);
-            snprintf(root, sizeof root, "pci0000:%02x", 0x10 * (d / 2 + 1));
-            json_array_append_new(gpus, pci_dev(dn, root));
-            /* NICs listed in the opposite root order, so the first free NIC
-             * rarely matches the GPU and the constraint has work to do */
-            uint32_t nd = per - 1 - d;
-            snprintf(dn, sizeof dn, "nic-%u", nd);
-            snprintf(root, sizeof root, "pci0000:%02x", 0x10 * (nd / 2 + 1));
-            json_t *nic = pci_dev(dn, root);
-            json_object_set_new(json_object_get(nic, "attributes"), "rdma", json_pack("{s:b}", "bool", 1));
-            json_array_append_new(nics, nic);
-        }
-        if (rc == DE_OK)
-            rc = put(g, slice_obj(s1, "gpu.example.com", node, node, gpus), &e);
-        else
-            json_decref(gpus);
-        if (rc == DE_OK)
-            rc = put(g, slice_obj(s2, "nic.example.com", node, node, nics), &e);
-        else
-            json_decref(nics);
-    }
-    for (uint32_t i = 0; i < npods && rc == DE_OK; i++) {
-        char claim[64], pod[64];
-        snprintf(claim, sizeof claim, "claim-%u", i);
-        snprintf(pod, sizeof pod, "pod-%u", i);
-        json_t *reqs = json_pack("[o, o]", exact("gpu", "gpu.example.com"), exact("nic", "nic.example.com"));
-        json_t *cons = json_pack("[{s:[s, s], s:s}]", "requests", "gpu", "nic", "matchAttribute",
-                                 "resource.kubernetes.io/pcieRoot");
-        rc = put(g, claim_obj(claim, reqs, cons), &e);
-        if (rc == DE_OK)
-            rc = put(g, pod_obj(pod, claim, i), &e);
-    }
+    de_rc rc = bench_gpu_nic(g, nodes, npods, &e);
     if (rc != DE_OK) {
         fprintf(stderr, "bench gpu-nic-5000: building the cluster: %s\n", e.msg);
         dg_free(g);
@@ -402,7 +281,7 @@ static double corpus_trap(FILE *out, const char *dir, const char *name, const ch
     de_err e;
     de_err_clear(&e);
     tctx t = {g};
-    de_rc rc = put(g, node_obj("scheduler-perf-dra-0", "node-with-dra", "true"), &e);
+    de_rc rc = bench_put(g, bench_node("scheduler-perf-dra-0", "node-with-dra", "true"), &e);
     for (int i = 0; files[i] && rc == DE_OK; i++) {
         char p[512];
         snprintf(p, sizeof p, "%s/%s", dir, files[i]);
@@ -446,11 +325,11 @@ static double synthetic_trap(FILE *out)
     dg_graph *g = dg_new(NULL, &go);
     de_err e;
     de_err_clear(&e);
-    de_rc rc = put(g, node_obj("trap-node", NULL, NULL), &e);
+    de_rc rc = bench_put(g, bench_node("trap-node", NULL, NULL), &e);
     if (rc == DE_OK)
-        rc = put(g, class_obj("a", "device.attributes[\"d.example.com\"].kind == \"a\""), &e);
+        rc = bench_put(g, bench_class("a", "device.attributes[\"d.example.com\"].kind == \"a\""), &e);
     if (rc == DE_OK)
-        rc = put(g, class_obj("b", "device.attributes[\"d.example.com\"].kind == \"b\""), &e);
+        rc = bench_put(g, bench_class("b", "device.attributes[\"d.example.com\"].kind == \"b\""), &e);
     json_t *devs = json_array();
     for (uint32_t i = 0; i < 72; i++) {
         char dn[32];
@@ -459,7 +338,7 @@ static double synthetic_trap(FILE *out)
                                               "string", i < 64 ? "a" : "b", "numa", "int", i < 64 ? 0 : 1));
     }
     if (rc == DE_OK)
-        rc = put(g, slice_obj("trap-slice", "d.example.com", "trap-pool", "trap-node", devs), &e);
+        rc = bench_put(g, bench_slice("trap-slice", "d.example.com", "trap-pool", "trap-node", devs), &e);
     else
         json_decref(devs);
     json_t *reqs = json_pack("[{s:s, s:{s:s, s:i}}, {s:s, s:{s:s, s:i}}]", "name", "a", "exactly",
@@ -467,7 +346,7 @@ static double synthetic_trap(FILE *out)
                              "count", 1);
     json_t *cons = json_pack("[{s:s}]", "matchAttribute", "d.example.com/numa");
     if (rc == DE_OK)
-        rc = put(g, claim_obj("trap-claim", reqs, cons), &e);
+        rc = bench_put(g, bench_claim("trap-claim", reqs, cons), &e);
     else {
         json_decref(reqs);
         json_decref(cons);

@@ -55,13 +55,6 @@ typedef struct world {
     de_cap *caps;
 } world;
 
-static uint64_t cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 static uint32_t rnd(void)
 {
@@ -171,20 +164,20 @@ int bench_cel(FILE *out, int argc, char **argv)
     cel_prog *progs[DE_ARRAY_LEN(selectors)];
     de_err e;
     de_err_clear(&e);
-    uint64_t t0 = cpu_ns();
+    uint64_t t0 = bench_cpu_ns();
     for (size_t s = 0; s < nsel; s++) {
         if (cel_compile(env, selectors[s], strlen(selectors[s]), &progs[s], &e) != DE_OK) {
             fprintf(stderr, "bench cel: selector %zu: %s\n", s, e.msg);
             return 3;
         }
     }
-    uint64_t tcompile = cpu_ns() - t0;
+    uint64_t tcompile = bench_cpu_ns() - t0;
     bench_print(out, "cel-compile-us", (double)tcompile / 1e3 / (double)nsel, "us");
 
     /* uncached: full evaluations */
     uint64_t total = 0, matches = 0;
     for (size_t s = 0; s < nsel; s++) {
-        uint64_t ts = cpu_ns();
+        uint64_t ts = bench_cpu_ns();
         for (uint32_t i = 0; i < NDEV; i++) {
             bool r;
             if (cel_eval_selector(env, progs[s], &w.dev[i], scratch, &r, NULL, &e) != DE_OK) {
@@ -194,7 +187,7 @@ int bench_cel(FILE *out, int argc, char **argv)
             matches += r;
             de_arena_reset(scratch);
         }
-        uint64_t dt = cpu_ns() - ts;
+        uint64_t dt = bench_cpu_ns() - ts;
         total += dt;
         char fig[64];
         snprintf(fig, sizeof fig, "cel-uncached-ns-sel%02zu", s + 1);
@@ -221,7 +214,7 @@ int bench_cel(FILE *out, int argc, char **argv)
     bench_print(out, "cel-memo-hit-rate", (double)hits / (double)(hits + misses), "ratio");
 
     /* cached: every lookup is a hit now */
-    uint64_t tc = cpu_ns();
+    uint64_t tc = bench_cpu_ns();
     for (size_t s = 0; s < nsel; s++)
         for (uint32_t i = 0; i < NDEV; i++) {
             bool r;
@@ -229,7 +222,7 @@ int bench_cel(FILE *out, int argc, char **argv)
                 return 3;
             matches += r;
         }
-    uint64_t dtc = cpu_ns() - tc;
+    uint64_t dtc = bench_cpu_ns() - tc;
     bench_print(out, "cel-cached-ns", (double)dtc / ((double)NDEV * (double)nsel), "ns");
     bench_print(out, "cel-matches", (double)matches, "devices");
 

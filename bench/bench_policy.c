@@ -20,7 +20,7 @@
  *                      reload-100k-failed-decisions  pods that could not be
  *                                                 scheduled, before, during and
  *                                                 after the reload
- *   policy-overhead  gpu-nic-5000 (the allocator's scenario, rebuilt here:
+ *   policy-overhead  gpu-nic-5000 (the allocator's scenario, bench_gen.c:
  *                    5,000 nodes x 8 GPUs + 8 NICs on 4 PCIe roots, GPU+NIC
  *                    claims with matchAttribute pcieRoot) with the shipped
  *                    policies on and off, the same pods timed in both runs:
@@ -43,6 +43,7 @@
  * configuration alone, for profilers).
  */
 #include "bench.h"
+#include "bench_gen.h"
 #include "../engine/alloc/al.h"
 #include "../engine/policy/polgraph.h"
 
@@ -51,63 +52,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static uint64_t cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static de_rc put(dg_graph *g, json_t *obj, de_err *e)
-{
-    de_origin o = {"<bench>", 1, -1};
-    dg_kind k;
-    de_rc rc = dg_apply(g, obj, &o, &k, e);
-    json_decref(obj);
-    return rc;
-}
-
-static json_t *slice_obj(const char *name, const char *driver, const char *node, json_t *devices)
-{
-    return json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:{s:s, s:i, s:i}, s:s, s:o}}", "apiVersion",
-                     "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata", "name", name, "spec", "driver",
-                     driver, "pool", "name", node, "generation", 1, "resourceSliceCount", 1, "nodeName", node,
-                     "devices", devices);
-}
-
-static json_t *class_obj(const char *name, const char *expr)
-{
-    return json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:{s:s}}]}}", "apiVersion", "resource.k8s.io/v1", "kind",
-                     "DeviceClass", "metadata", "name", name, "spec", "selectors", "cel", "expression", expr);
-}
-
-static json_t *claim_pod(dg_graph *g, uint32_t i, json_t *requests, json_t *constraints, de_err *e, de_rc *rc)
-{
-    char claim[64], pod[64], uid[64];
-    snprintf(claim, sizeof claim, "claim-%u", i);
-    snprintf(pod, sizeof pod, "pod-%u", i);
-    snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012u", i);
-    json_t *devices = json_pack("{s:o}", "requests", requests);
-    if (constraints)
-        json_object_set_new(devices, "constraints", constraints);
-    *rc = put(g, json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:o}}", "apiVersion", "resource.k8s.io/v1", "kind",
-                           "ResourceClaim", "metadata", "name", claim, "namespace", "default", "spec", "devices",
-                           devices),
-              e);
-    if (*rc == DE_OK)
-        *rc = put(g, json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:[{s:s, s:s}], s:[{s:s, s:s}]}}", "apiVersion", "v1",
-                               "kind", "Pod", "metadata", "name", pod, "namespace", "default", "uid", uid, "spec",
-                               "containers", "name", "c", "image", "registry.k8s.io/pause", "resourceClaims", "name",
-                               "dev", "resourceClaimName", claim),
-                  e);
-    return NULL;
-}
-
-static json_t *exact(const char *name, const char *cls)
-{
-    return json_pack("{s:s, s:{s:s, s:i}}", "name", name, "exactly", "deviceClassName", cls, "count", 1);
-}
 
 /* The shipped policies: --policies, $DRAENGINE_POLICIES, ./policies, or
  * next to the binary (../policies from build/draengine). */
@@ -217,19 +161,18 @@ int bench_reload_100k(FILE *out, int argc, char **argv)
     de_err_clear(&e);
     /* gold GPUs (tier derived by gpu-tiers) with a NIC on the same NUMA node
      * (both bridged by numa-bridge from NVIDIA VFIO `numa` and dranet) */
-    de_rc rc = put(g, class_obj("gold-gpu", "device.driver == 'gpu.nvidia.com' && "
+    de_rc rc = bench_put(g, bench_class("gold-gpu", "device.driver == 'gpu.nvidia.com' && "
                                             "'tier.draengine.io' in device.attributes && "
                                             "device.attributes['tier.draengine.io'].tier == 'gold'"),
                    &e);
     if (rc == DE_OK)
-        rc = put(g, class_obj("rdma-nic", "device.driver == 'dra.net' && device.attributes['dra.net'].rdma"), &e);
+        rc = bench_put(g, bench_class("rdma-nic", "device.driver == 'dra.net' && device.attributes['dra.net'].rdma"), &e);
     for (uint32_t n = 0; n < nodes && rc == DE_OK; n++) {
         char node[64], s1[80], s2[80];
         snprintf(node, sizeof node, "node-%04u", n);
         snprintf(s1, sizeof s1, "%s-gpus", node);
         snprintf(s2, sizeof s2, "%s-nics", node);
-        rc = put(g, json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Node", "metadata", "name", node),
-                 &e);
+        rc = bench_put(g, bench_node(node, NULL, NULL), &e);
         json_t *gpus = json_array(), *nics = json_array();
         for (uint32_t d = 0; d < per; d++) {
             char dn[32], uuid[64];
@@ -245,19 +188,19 @@ int bench_reload_100k(FILE *out, int argc, char **argv)
                                                   "dra.net/numaNode", "int", (int)(d / 5), "dra.net/rdma", "bool", 1));
         }
         if (rc == DE_OK)
-            rc = put(g, slice_obj(s1, "gpu.nvidia.com", node, gpus), &e);
+            rc = bench_put(g, bench_slice(s1, "gpu.nvidia.com", node, node, gpus), &e);
         else
             json_decref(gpus);
         if (rc == DE_OK)
-            rc = put(g, slice_obj(s2, "dra.net", node, nics), &e);
+            rc = bench_put(g, bench_slice(s2, "dra.net", node, node, nics), &e);
         else
             json_decref(nics);
     }
     for (uint32_t i = 0; i < npods && rc == DE_OK; i++) {
-        json_t *reqs = json_pack("[o, o]", exact("gpu", "gold-gpu"), exact("nic", "rdma-nic"));
+        json_t *reqs = json_pack("[o, o]", bench_exact("gpu", "gold-gpu"), bench_exact("nic", "rdma-nic"));
         json_t *cons = json_pack("[{s:[s, s], s:s}]", "requests", "gpu", "nic", "matchAttribute",
                                  "resource.kubernetes.io/numaNode");
-        claim_pod(g, i, reqs, cons, &e, &rc);
+        rc = bench_claim_pod(g, i, reqs, cons, &e);
     }
     if (rc != DE_OK) {
         fprintf(stderr, "bench reload-100k: building the cluster: %s\n", e.msg);
@@ -363,56 +306,6 @@ cleanup_dir:
 
 /* ---- policy-overhead ------------------------------------------------------------------- */
 
-/* gpu-nic-5000 as bench_alloc.c builds it (reproduced: its generator is
- * private to that file). */
-static de_rc build_gpu_nic(dg_graph *g, uint32_t nodes, uint32_t npods, de_err *e)
-{
-    const uint32_t per = 8;
-    de_rc rc = put(g, class_obj("gpu.example.com", "device.driver == \"gpu.example.com\""), e);
-    if (rc == DE_OK)
-        rc = put(g, class_obj("nic.example.com",
-                              "device.driver == \"nic.example.com\" && device.attributes[\"nic.example.com\"].rdma"),
-                 e);
-    for (uint32_t n = 0; n < nodes && rc == DE_OK; n++) {
-        char node[64], s1[80], s2[80];
-        snprintf(node, sizeof node, "gpu-node-%04u", n);
-        snprintf(s1, sizeof s1, "%s-gpus", node);
-        snprintf(s2, sizeof s2, "%s-nics", node);
-        rc = put(g, json_pack("{s:s, s:s, s:{s:s, s:{s:s}}}", "apiVersion", "v1", "kind", "Node", "metadata", "name",
-                              node, "labels", "nvidia.com/gpu.present", "true"),
-                 e);
-        json_t *gpus = json_array(), *nics = json_array();
-        for (uint32_t d = 0; d < per; d++) {
-            char dn[32], root[32];
-            snprintf(dn, sizeof dn, "gpu-%u", d);
-            snprintf(root, sizeof root, "pci0000:%02x", 0x10 * (d / 2 + 1));
-            json_array_append_new(gpus, json_pack("{s:s, s:{s:{s:s}}}", "name", dn, "attributes",
-                                                  "resource.kubernetes.io/pcieRoot", "string", root));
-            uint32_t nd = per - 1 - d;
-            snprintf(dn, sizeof dn, "nic-%u", nd);
-            snprintf(root, sizeof root, "pci0000:%02x", 0x10 * (nd / 2 + 1));
-            json_array_append_new(nics, json_pack("{s:s, s:{s:{s:s}, s:{s:b}}}", "name", dn, "attributes",
-                                                  "resource.kubernetes.io/pcieRoot", "string", root, "rdma", "bool",
-                                                  1));
-        }
-        if (rc == DE_OK)
-            rc = put(g, slice_obj(s1, "gpu.example.com", node, gpus), e);
-        else
-            json_decref(gpus);
-        if (rc == DE_OK)
-            rc = put(g, slice_obj(s2, "nic.example.com", node, nics), e);
-        else
-            json_decref(nics);
-    }
-    for (uint32_t i = 0; i < npods && rc == DE_OK; i++) {
-        json_t *reqs = json_pack("[o, o]", exact("gpu", "gpu.example.com"), exact("nic", "nic.example.com"));
-        json_t *cons = json_pack("[{s:[s, s], s:s}]", "requests", "gpu", "nic", "matchAttribute",
-                                 "resource.kubernetes.io/pcieRoot");
-        claim_pod(g, i, reqs, cons, e, &rc);
-    }
-    return rc;
-}
-
 typedef struct ovr {
     double cpu_s;          /* scheduling the timed pods */
     double facts_ms;       /* the policy host's initial facts (not timed above) */
@@ -428,7 +321,7 @@ static int overhead_run(const char *dir, uint32_t nodes, uint32_t npods, ovr *r)
     dg_graph *g = dg_new(NULL, &go);
     de_err e;
     de_err_clear(&e);
-    if (build_gpu_nic(g, nodes, npods, &e) != DE_OK) {
+    if (bench_gpu_nic(g, nodes, npods, &e) != DE_OK) {
         fprintf(stderr, "bench policy-overhead: building the cluster: %s\n", e.msg);
         dg_free(g);
         return 3;
@@ -444,14 +337,14 @@ static int overhead_run(const char *dir, uint32_t nodes, uint32_t npods, ovr *r)
         ho.watch = false;
         ho.rescan_ns = 0;
         ho.cfg.log = quiet;
-        uint64_t t0 = cpu_ns();
+        uint64_t t0 = bench_cpu_ns();
         if (pol_host_new(dir, g, &ho, &h, &e) != DE_OK) {
             fprintf(stderr, "bench policy-overhead: %s\n", e.msg);
             al_free(a);
             dg_free(g);
             return 3;
         }
-        r->facts_ms = (double)(cpu_ns() - t0) / 1e6;
+        r->facts_ms = (double)(bench_cpu_ns() - t0) / 1e6;
         al_hooks hk;
         pol_host_al_hooks(h, &hk);
         al_set_hooks(a, &hk);
@@ -470,13 +363,13 @@ static int overhead_run(const char *dir, uint32_t nodes, uint32_t npods, ovr *r)
         al_pod_outcome o;
         de_err pe;
         de_err_clear(&pe);
-        uint64_t c0 = cpu_ns();
+        uint64_t c0 = bench_cpu_ns();
         if (h) {
             pol_cycle c;
             pol_host_cycle(h, &c); /* the cycle boundary: part of the policy cost */
         }
         de_rc rc = al_schedule_pod(a, pid, ar, &o, &pe);
-        t += cpu_ns() - c0;
+        t += bench_cpu_ns() - c0;
         if (rc == DE_OK)
             r->ok++;
         else

@@ -1,0 +1,126 @@
+/*
+ * bench_gen.c - synthetic clusters for the benchmarks (bench_gen.h).
+ */
+#include "bench_gen.h"
+
+#include <stdio.h>
+
+de_rc bench_put(dg_graph *g, json_t *obj, de_err *e)
+{
+    de_origin o = {"<bench>", 1, -1};
+    dg_kind k;
+    de_rc rc = dg_apply(g, obj, &o, &k, e);
+    json_decref(obj);
+    return rc;
+}
+
+json_t *bench_node(const char *name, const char *lk, const char *lv)
+{
+    json_t *node = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Node", "metadata", "name", name);
+    if (lk)
+        json_object_set_new(json_object_get(node, "metadata"), "labels", json_pack("{s:s}", lk, lv));
+    return node;
+}
+
+json_t *bench_class(const char *name, const char *expr)
+{
+    return json_pack("{s:s, s:s, s:{s:s}, s:{s:[{s:{s:s}}]}}", "apiVersion", "resource.k8s.io/v1", "kind",
+                     "DeviceClass", "metadata", "name", name, "spec", "selectors", "cel", "expression", expr);
+}
+
+json_t *bench_slice(const char *name, const char *driver, const char *pool, const char *node, json_t *devices)
+{
+    return json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:{s:s, s:i, s:i}, s:s, s:o}}", "apiVersion",
+                     "resource.k8s.io/v1", "kind", "ResourceSlice", "metadata", "name", name, "spec", "driver",
+                     driver, "pool", "name", pool, "generation", 1, "resourceSliceCount", 1, "nodeName", node,
+                     "devices", devices);
+}
+
+json_t *bench_exact(const char *name, const char *cls)
+{
+    return json_pack("{s:s, s:{s:s, s:i}}", "name", name, "exactly", "deviceClassName", cls, "count", 1);
+}
+
+json_t *bench_claim(const char *name, json_t *requests, json_t *constraints)
+{
+    json_t *devices = json_pack("{s:o}", "requests", requests);
+    if (constraints)
+        json_object_set_new(devices, "constraints", constraints);
+    return json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:o}}", "apiVersion", "resource.k8s.io/v1", "kind",
+                     "ResourceClaim", "metadata", "name", name, "namespace", "default", "spec", "devices",
+                     devices);
+}
+
+json_t *bench_pod(const char *name, const char *claim, uint32_t i)
+{
+    char uid[64];
+    snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012u", i);
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:s}, s:{s:[{s:s, s:s}], s:[{s:s, s:s}]}}", "apiVersion", "v1",
+                     "kind", "Pod", "metadata", "name", name, "namespace", "default", "uid", uid, "spec",
+                     "containers", "name", "c", "image", "registry.k8s.io/pause", "resourceClaims", "name",
+                     "dev", "resourceClaimName", claim);
+}
+
+de_rc bench_claim_pod(dg_graph *g, uint32_t i, json_t *requests, json_t *constraints, de_err *e)
+{
+    char claim[64], pod[64];
+    snprintf(claim, sizeof claim, "claim-%u", i);
+    snprintf(pod, sizeof pod, "pod-%u", i);
+    de_rc rc = bench_put(g, bench_claim(claim, requests, constraints), e);
+    if (rc == DE_OK)
+        rc = bench_put(g, bench_pod(pod, claim, i), e);
+    return rc;
+}
+
+static json_t *pci_dev(const char *name, const char *root)
+{
+    return json_pack("{s:s, s:{s:{s:s}}}", "name", name, "attributes", "resource.kubernetes.io/pcieRoot",
+                     "string", root);
+}
+
+de_rc bench_gpu_nic(dg_graph *g, uint32_t nodes, uint32_t npods, de_err *e)
+{
+    const uint32_t per = 8;
+    de_rc rc = bench_put(g, bench_class("gpu.example.com", "device.driver == \"gpu.example.com\""), e);
+    if (rc == DE_OK)
+        rc = bench_put(g, bench_class("nic.example.com",
+                                      "device.driver == \"nic.example.com\" && device.attributes[\"nic.example.com\"].rdma"),
+                       e);
+    for (uint32_t n = 0; n < nodes && rc == DE_OK; n++) {
+        char node[64], s1[80], s2[80];
+        snprintf(node, sizeof node, "gpu-node-%04u", n);
+        snprintf(s1, sizeof s1, "%s-gpus", node);
+        snprintf(s2, sizeof s2, "%s-nics", node);
+        rc = bench_put(g, bench_node(node, "nvidia.com/gpu.present", "true"), e);
+        json_t *gpus = json_array(), *nics = json_array();
+        for (uint32_t d = 0; d < per; d++) {
+            char dn[32], root[32];
+            snprintf(dn, sizeof dn, "gpu-%u", d);
+            snprintf(root, sizeof root, "pci0000:%02x", 0x10 * (d / 2 + 1));
+            json_array_append_new(gpus, pci_dev(dn, root));
+            /* NICs listed in the opposite root order, so the first free NIC
+             * rarely matches the GPU and the constraint has work to do */
+            uint32_t nd = per - 1 - d;
+            snprintf(dn, sizeof dn, "nic-%u", nd);
+            snprintf(root, sizeof root, "pci0000:%02x", 0x10 * (nd / 2 + 1));
+            json_t *nic = pci_dev(dn, root);
+            json_object_set_new(json_object_get(nic, "attributes"), "rdma", json_pack("{s:b}", "bool", 1));
+            json_array_append_new(nics, nic);
+        }
+        if (rc == DE_OK)
+            rc = bench_put(g, bench_slice(s1, "gpu.example.com", node, node, gpus), e);
+        else
+            json_decref(gpus);
+        if (rc == DE_OK)
+            rc = bench_put(g, bench_slice(s2, "nic.example.com", node, node, nics), e);
+        else
+            json_decref(nics);
+    }
+    for (uint32_t i = 0; i < npods && rc == DE_OK; i++) {
+        json_t *reqs = json_pack("[o, o]", bench_exact("gpu", "gpu.example.com"), bench_exact("nic", "nic.example.com"));
+        json_t *cons = json_pack("[{s:[s, s], s:s}]", "requests", "gpu", "nic", "matchAttribute",
+                                 "resource.kubernetes.io/pcieRoot");
+        rc = bench_claim_pod(g, i, reqs, cons, e);
+    }
+    return rc;
+}

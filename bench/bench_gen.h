@@ -1,0 +1,35 @@
+/*
+ * bench_gen.h - the synthetic clusters the allocator and policy benchmarks
+ * build (bench_gen.c), so that policy-overhead times the very cluster
+ * gpu-nic-5000 does.  Objects go into a dg_graph with dg_apply before any
+ * clock starts.
+ */
+#ifndef BENCH_GEN_H
+#define BENCH_GEN_H
+
+#include "../engine/model/dg.h"
+
+#include <jansson.h>
+
+/* Apply obj to g (consumes the reference). */
+de_rc bench_put(dg_graph *g, json_t *obj, de_err *e);
+
+json_t *bench_node(const char *name, const char *label_key, const char *label_value); /* label optional */
+json_t *bench_class(const char *name, const char *expr);
+json_t *bench_slice(const char *name, const char *driver, const char *pool, const char *node, json_t *devices);
+/* {name, exactly: {deviceClassName: cls, count: 1}} */
+json_t *bench_exact(const char *name, const char *cls);
+/* ResourceClaim default/<name> (consumes requests and constraints, which may
+ * be NULL); Pod default/<name> with claim reference "dev" to `claim`, uid
+ * numbered i. */
+json_t *bench_claim(const char *name, json_t *requests, json_t *constraints);
+json_t *bench_pod(const char *name, const char *claim, uint32_t i);
+/* claim-<i> and pod-<i> using it. */
+de_rc bench_claim_pod(dg_graph *g, uint32_t i, json_t *requests, json_t *constraints, de_err *e);
+
+/* gpu-nic: `nodes` nodes x (8 GPUs + 8 RDMA NICs on 4 PCIe roots), classes
+ * gpu.example.com and nic.example.com, and `npods` pods with one GPU+NIC
+ * claim each (matchAttribute resource.kubernetes.io/pcieRoot). */
+de_rc bench_gpu_nic(dg_graph *g, uint32_t nodes, uint32_t npods, de_err *e);
+
+#endif
