@@ -149,14 +149,6 @@ static void read_input(lua_State *L, lin *x)
     lua_pop(L, 1);
 }
 
-static void set_str(lua_State *L, const char *k, const char *v)
-{
-    if (!v)
-        return;
-    lua_pushstring(L, v);
-    lua_setfield(L, -2, k);
-}
-
 static void push_claim(lua_State *L, dg_graph *g, uint32_t clid, const dg_allocation *al,
                        const int32_t *chosen, uint32_t nreq)
 {
@@ -186,12 +178,10 @@ static void push_claim(lua_State *L, dg_graph *g, uint32_t clid, const dg_alloca
 void lb_set_alloc_outcome(lua_State *L, dg_graph *g, const uint32_t *ids, de_rc rc, const al_outcome *o,
                           const de_err *e)
 {
-    lua_pushinteger(L, (lua_Integer)o->steps);
-    lua_setfield(L, -2, "steps");
+    set_int(L, "steps", (lua_Integer)o->steps);
     if (rc == DE_OK) {
         set_str(L, "status", "allocated");
-        lua_pushinteger(L, o->k8s_score);
-        lua_setfield(L, -2, "score");
+        set_int(L, "score", o->k8s_score);
         lua_createtable(L, (int)o->nclaims, 0);
         for (uint32_t i = 0; i < o->nclaims; i++) {
             push_claim(L, g, ids[i], &o->claims[i].alloc, o->claims[i].chosen_sub, o->claims[i].nrequests);
@@ -219,8 +209,7 @@ void lb_set_pod_claims(lua_State *L, dg_graph *g, const al_pod_outcome *po, bool
         bool now = po->allocated_now[c];
         push_claim(L, g, po->claims[c], cl && cl->allocated ? &cl->allocation : NULL,
                    chosen && now ? po->allocs[c].chosen_sub : NULL, chosen && now ? po->allocs[c].nrequests : 0);
-        lua_pushboolean(L, now);
-        lua_setfield(L, -2, "allocated_now");
+        set_bool(L, "allocated_now", now);
         lua_rawseti(L, -2, (lua_Integer)c + 1);
     }
     lua_setfield(L, -2, "claims");
@@ -303,8 +292,7 @@ static int l_schedule(lua_State *L)
         if (rc == DE_OK) {
             set_str(L, "status", "scheduled");
             set_str(L, "node", po.node_name ? de_intern_str(in, po.node_name) : NULL);
-            lua_pushinteger(L, po.k8s_score);
-            lua_setfield(L, -2, "score");
+            set_int(L, "score", po.k8s_score);
             lb_set_pod_claims(L, x.g, &po, true);
         } else if (rc == DE_EUNSAT) {
             set_str(L, "status", "unschedulable");

@@ -145,12 +145,6 @@ static int l_gc(lua_State *L)
     return 0;
 }
 
-static void opt_str(lua_State *L, const char *k, const char *v)
-{
-    if (v)
-        set_str(L, k, v);
-}
-
 static int l_allocate(lua_State *L)
 {
     lalloc *u = check_alloc(L);
@@ -201,15 +195,14 @@ static int l_schedule(lua_State *L)
     lua_newtable(L);
     if (rc == DE_OK) {
         set_str(L, "status", "scheduled");
-        opt_str(L, "node", po.node_name ? S(g, po.node_name) : NULL);
+        set_str(L, "node", po.node_name ? S(g, po.node_name) : NULL);
         set_int(L, "score", po.k8s_score);
-        lua_pushnumber(L, po.policy_score);
-        lua_setfield(L, -2, "policy_score");
+        set_num(L, "policy_score", po.policy_score);
         set_int(L, "nodes_feasible", po.nodes_feasible);
         lb_set_pod_claims(L, g, &po, false);
     } else if (rc == DE_EUNSAT) {
         set_str(L, "status", "unschedulable");
-        opt_str(L, "reason", po.why);
+        set_str(L, "reason", po.why);
     } else {
         set_str(L, "status", "error");
         set_str(L, "error", e.msg);

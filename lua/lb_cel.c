@@ -372,8 +372,7 @@ static int l_cel_eval_attr(lua_State *L)
     static const char *const kinds[] = {"none", "int", "bool", "string", "version",
                                         "ints", "bools", "strings", "versions"};
     lua_newtable(L);
-    lua_pushstring(L, kinds[v.kind < 9 ? v.kind : 0]);
-    lua_setfield(L, -2, "kind");
+    set_str(L, "kind", kinds[v.kind < 9 ? v.kind : 0]);
     if (de_vkind_is_list(v.kind)) {
         lua_createtable(L, (int)v.n, 0);
         for (uint32_t i = 0; i < v.n; i++) {
@@ -419,29 +418,21 @@ static int l_cel_compile(lua_State *L)
     cel_prog *p;
     lua_newtable(L);
     if (cel_compile(r.env, expr, len, &p, &e) != DE_OK) {
-        lua_pushboolean(L, false);
-        lua_setfield(L, -2, "ok");
-        lua_pushstring(L, e.msg);
-        lua_setfield(L, -2, "error");
-        lua_pushinteger(L, e.line);
-        lua_setfield(L, -2, "line");
-        lua_pushinteger(L, e.col);
-        lua_setfield(L, -2, "col");
+        set_bool(L, "ok", false);
+        set_str(L, "error", e.msg);
+        set_int(L, "line", e.line);
+        set_int(L, "col", e.col);
         if (e.line > 0) {
             char caret[2048];
             cel_err_caret(expr, e.line, e.col, caret, sizeof caret);
-            lua_pushstring(L, caret);
-            lua_setfield(L, -2, "caret");
+            set_str(L, "caret", caret);
         }
     } else {
         char ty[256];
-        lua_pushboolean(L, true);
-        lua_setfield(L, -2, "ok");
-        lua_pushinteger(L, (lua_Integer)cel_prog_estimated_cost(p));
-        lua_setfield(L, -2, "cost");
+        set_bool(L, "ok", true);
+        set_int(L, "cost", (lua_Integer)cel_prog_estimated_cost(p));
         cel_prog_type(p, ty, sizeof ty);
-        lua_pushstring(L, ty);
-        lua_setfield(L, -2, "type");
+        set_str(L, "type", ty);
     }
     run_free(&r);
     return 1;

@@ -101,8 +101,7 @@ static void on_event(void *ctx, const fd_event *ev)
     set_s(L, "name", ev->name);
     if (ev->origin) {
         set_s(L, "file", ev->origin->file);
-        lua_pushinteger(L, ev->origin->doc);
-        lua_setfield(L, -2, "doc");
+        set_int(L, "doc", ev->origin->doc);
     }
     if (ev->obj) {
         lb_push_json(L, ev->obj);
@@ -153,11 +152,9 @@ static void on_sync_event(void *ctx, const fd_event *ev)
     de_err_clear(&e);
     lua_rawgeti(L, s->c.t, s->c.n);
     if (fd_apply_event(s->g, ev, &e) == DE_OK) {
-        lua_pushboolean(L, 1);
-        lua_setfield(L, -2, "applied");
+        set_bool(L, "applied", 1);
     } else {
-        lua_pushstring(L, e.msg);
-        lua_setfield(L, -2, "error");
+        set_str(L, "error", e.msg);
     }
     lua_pop(L, 1);
 }

@@ -56,24 +56,6 @@ static inline const char *S(dg_graph *g, uint32_t id)
     return de_intern_str(dg_intern(g), id);
 }
 
-static inline void set_str(lua_State *L, const char *k, const char *v)
-{
-    lua_pushstring(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static inline void set_int(lua_State *L, const char *k, lua_Integer v)
-{
-    lua_pushinteger(L, v);
-    lua_setfield(L, -2, k);
-}
-
-static inline void set_bool(lua_State *L, const char *k, bool v)
-{
-    lua_pushboolean(L, v);
-    lua_setfield(L, -2, k);
-}
-
 static inline void push_qty(lua_State *L, de_qty q)
 {
     char buf[DE_QTY_TEXT_MAX];

@@ -336,14 +336,10 @@ static de_rc collect(void *ctx, json_t *obj, const de_origin *o, de_err *e)
         lua_createtable(L, 0, 4);
         push(L, obj, 0);
         lua_setfield(L, -2, "object");
-        lua_pushstring(L, o->file);
-        lua_setfield(L, -2, "file");
-        lua_pushinteger(L, o->doc);
-        lua_setfield(L, -2, "doc");
-        if (o->item >= 0) {
-            lua_pushinteger(L, o->item);
-            lua_setfield(L, -2, "item");
-        }
+        set_str(L, "file", o->file);
+        set_int(L, "doc", o->doc);
+        if (o->item >= 0)
+            set_int(L, "item", o->item);
     } else {
         push(L, obj, 0);
     }
@@ -423,12 +419,10 @@ void lb_open_json(lua_State *L)
         {NULL, NULL},
     };
     luaL_newmetatable(L, OBJ_MT);
-    lua_pushstring(L, "object");
-    lua_setfield(L, -2, "__jsontype");
+    set_str(L, "__jsontype", "object");
     lua_setfield(L, -2, "json_object_mt");
     luaL_newmetatable(L, ARR_MT);
-    lua_pushstring(L, "array");
-    lua_setfield(L, -2, "__jsontype");
+    set_str(L, "__jsontype", "array");
     lua_setfield(L, -2, "json_array_mt");
     lua_pushlightuserdata(L, NULL);
     lua_setfield(L, -2, "null");

@@ -225,12 +225,9 @@ static int cl_stats(lua_State *L)
     F(watch_restarts);
     F(relists);
 #undef F
-    lua_pushinteger(L, (lua_Integer)(s.rate_limited_ns / 1000000ull));
-    lua_setfield(L, -2, "rate_limited_ms");
-    lua_pushinteger(L, (lua_Integer)s.by_code[0]);
-    lua_setfield(L, -2, "transport_errors");
-    lua_pushinteger(L, (lua_Integer)s.by_code[5]);
-    lua_setfield(L, -2, "server_errors");
+    set_int(L, "rate_limited_ms", (lua_Integer)(s.rate_limited_ns / 1000000ull));
+    set_int(L, "transport_errors", (lua_Integer)s.by_code[0]);
+    set_int(L, "server_errors", (lua_Integer)s.by_code[5]);
     return 1;
 }
 
@@ -283,19 +280,14 @@ static void on_event(void *ctx, kc_res res, kc_evtype type, json_t *obj)
         return;
     json_t *md = json_object_get(obj, "metadata");
     lua_createtable(L, 0, 5);
-    lua_pushstring(L, EVNAMES[type]);
-    lua_setfield(L, -2, "type");
-    lua_pushstring(L, kc_res_name(res));
-    lua_setfield(L, -2, "resource");
+    set_str(L, "type", EVNAMES[type]);
+    set_str(L, "resource", kc_res_name(res));
     const char *ns = json_string_value(json_object_get(md, "namespace"));
     const char *name = json_string_value(json_object_get(md, "name"));
     const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
-    lua_pushstring(L, ns ? ns : "");
-    lua_setfield(L, -2, "namespace");
-    lua_pushstring(L, name ? name : "");
-    lua_setfield(L, -2, "name");
-    lua_pushstring(L, rv ? rv : "");
-    lua_setfield(L, -2, "rv");
+    set_str(L, "namespace", ns ? ns : "");
+    set_str(L, "name", name ? name : "");
+    set_str(L, "rv", rv ? rv : "");
     lua_rawseti(L, -2, ++u->n);
 }
 

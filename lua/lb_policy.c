@@ -192,18 +192,12 @@ static int s_info(lua_State *L)
     pol_info info;
     pol_set_info(s->set, (uint32_t)i - 1, &info);
     lua_createtable(L, 0, 10);
-    lua_pushstring(L, info.name);
-    lua_setfield(L, -2, "name");
-    lua_pushstring(L, info.version);
-    lua_setfield(L, -2, "version");
-    lua_pushstring(L, info.file);
-    lua_setfield(L, -2, "file");
-    if (info.pack) {
-        lua_pushstring(L, info.pack);
-        lua_setfield(L, -2, "pack");
-    }
-    lua_pushstring(L, info.revision);
-    lua_setfield(L, -2, "revision");
+    set_str(L, "name", info.name);
+    set_str(L, "version", info.version);
+    set_str(L, "file", info.file);
+    if (info.pack)
+        set_str(L, "pack", info.pack);
+    set_str(L, "revision", info.revision);
     lua_createtable(L, (int)info.ndomains, 0);
     for (uint32_t k = 0; k < info.ndomains; k++) {
         lua_pushstring(L, info.domains[k]);
@@ -219,12 +213,9 @@ static int s_info(lua_State *L)
             lua_rawseti(L, -2, ++n);
         }
     lua_setfield(L, -2, "hooks");
-    lua_pushstring(L, info.failure == POL_FAIL_OPEN ? "open" : "closed");
-    lua_setfield(L, -2, "failure");
-    lua_pushnumber(L, info.weight);
-    lua_setfield(L, -2, "weight");
-    lua_pushinteger(L, (lua_Integer)info.memory);
-    lua_setfield(L, -2, "memory");
+    set_str(L, "failure", info.failure == POL_FAIL_OPEN ? "open" : "closed");
+    set_num(L, "weight", info.weight);
+    set_int(L, "memory", (lua_Integer)info.memory);
     return 1;
 }
 
@@ -247,10 +238,8 @@ static int s_stats(lua_State *L)
         lua_setfield(L, -2, pol_reason_str((pol_reason)r));
     }
     lua_setfield(L, -2, "failures");
-    lua_pushinteger(L, (lua_Integer)st.instructions);
-    lua_setfield(L, -2, "instructions");
-    lua_pushinteger(L, (lua_Integer)st.score_memo_hits);
-    lua_setfield(L, -2, "score_memo_hits");
+    set_int(L, "instructions", (lua_Integer)st.instructions);
+    set_int(L, "score_memo_hits", (lua_Integer)st.score_memo_hits);
     return 1;
 }
 
@@ -281,8 +270,7 @@ static void push_value(lua_State *L, de_interner *in, const de_attrval *v)
         return;
     case DE_V_VERSION:
         lua_createtable(L, 0, 1);
-        lua_pushstring(L, de_intern_str(in, v->u.s));
-        lua_setfield(L, -2, "version");
+        set_str(L, "version", de_intern_str(in, v->u.s));
         return;
     default:
         lua_createtable(L, (int)v->n, 0);
@@ -355,8 +343,7 @@ static int s_groups(lua_State *L)
         return 1;
     }
     lua_createtable(L, 0, 2);
-    lua_pushstring(L, de_intern_str(s->in, f.scopes[0].key));
-    lua_setfield(L, -2, "scope");
+    set_str(L, "scope", de_intern_str(s->in, f.scopes[0].key));
     lua_newtable(L);
     int n = 0;
     for (unsigned b = 0; b < POL_MAX_GROUP_BITS; b++)
@@ -365,8 +352,7 @@ static int s_groups(lua_State *L)
             lua_rawseti(L, -2, ++n);
         }
     lua_setfield(L, -2, "groups");
-    lua_pushinteger(L, (lua_Integer)f.scopes[0].groups);
-    lua_setfield(L, -2, "mask");
+    set_int(L, "mask", (lua_Integer)f.scopes[0].groups);
     pol_devfacts_free(&f);
     return 1;
 }
@@ -576,10 +562,8 @@ static int do_run(lua_State *L, lvm *v, const de_devview *dev)
     lua_pushlightuserdata(vm->L, &c);
     pol_reason r = pol_vm_pcall(vm, 1, 1);
     lua_createtable(L, 0, 6);
-    lua_pushboolean(L, r == POL_R_NONE);
-    lua_setfield(L, -2, "ok");
-    lua_pushinteger(L, (lua_Integer)vm->instr);
-    lua_setfield(L, -2, "instructions");
+    set_bool(L, "ok", r == POL_R_NONE);
+    set_int(L, "instructions", (lua_Integer)vm->instr);
     if (r == POL_R_NONE) {
         switch (lua_type(vm->L, -1)) {
         case LUA_TBOOLEAN:
@@ -602,14 +586,10 @@ static int do_run(lua_State *L, lvm *v, const de_devview *dev)
         }
         lua_setfield(L, -2, "value");
     } else {
-        lua_pushstring(L, pol_reason_str(r));
-        lua_setfield(L, -2, "reason");
-        lua_pushstring(L, vm->errmsg);
-        lua_setfield(L, -2, "message");
-        lua_pushstring(L, vm->errfile);
-        lua_setfield(L, -2, "file");
-        lua_pushinteger(L, vm->errline);
-        lua_setfield(L, -2, "line");
+        set_str(L, "reason", pol_reason_str(r));
+        set_str(L, "message", vm->errmsg);
+        set_str(L, "file", vm->errfile);
+        set_int(L, "line", vm->errline);
     }
     pol_vm_end(vm);
     lua_settop(vm->L, 0);
@@ -642,20 +622,13 @@ static void test_cb(void *ctx, const pol_test_result *r)
 {
     lua_State *L = ctx;
     lua_createtable(L, 0, 5);
-    lua_pushstring(L, r->file);
-    lua_setfield(L, -2, "file");
-    lua_pushstring(L, r->name);
-    lua_setfield(L, -2, "name");
-    lua_pushstring(L, r->status == POL_TEST_OK ? "ok" : r->status == POL_TEST_PENDING ? "pending" : "fail");
-    lua_setfield(L, -2, "status");
-    if (r->where) {
-        lua_pushstring(L, r->where);
-        lua_setfield(L, -2, "where");
-    }
-    if (r->message) {
-        lua_pushstring(L, r->message);
-        lua_setfield(L, -2, "message");
-    }
+    set_str(L, "file", r->file);
+    set_str(L, "name", r->name);
+    set_str(L, "status", r->status == POL_TEST_OK ? "ok" : r->status == POL_TEST_PENDING ? "pending" : "fail");
+    if (r->where)
+        set_str(L, "where", r->where);
+    if (r->message)
+        set_str(L, "message", r->message);
     lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
 }
 
@@ -673,14 +646,10 @@ static int l_test(lua_State *L)
     lua_createtable(L, 0, 5);
     lua_insert(L, -2);
     lua_setfield(L, -2, "results");
-    lua_pushinteger(L, sum.files);
-    lua_setfield(L, -2, "files");
-    lua_pushinteger(L, sum.passed);
-    lua_setfield(L, -2, "passed");
-    lua_pushinteger(L, sum.failed);
-    lua_setfield(L, -2, "failed");
-    lua_pushinteger(L, sum.pending);
-    lua_setfield(L, -2, "pending");
+    set_int(L, "files", sum.files);
+    set_int(L, "passed", sum.passed);
+    set_int(L, "failed", sum.failed);
+    set_int(L, "pending", sum.pending);
     return 1;
 }
 
@@ -688,14 +657,10 @@ static void lint_cb(void *ctx, const pol_lint_problem *p)
 {
     lua_State *L = ctx;
     lua_createtable(L, 0, 4);
-    lua_pushstring(L, p->file);
-    lua_setfield(L, -2, "file");
-    lua_pushinteger(L, p->line);
-    lua_setfield(L, -2, "line");
-    lua_pushstring(L, p->error ? "error" : "warning");
-    lua_setfield(L, -2, "severity");
-    lua_pushstring(L, p->message);
-    lua_setfield(L, -2, "message");
+    set_str(L, "file", p->file);
+    set_int(L, "line", p->line);
+    set_str(L, "severity", p->error ? "error" : "warning");
+    set_str(L, "message", p->message);
     lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
 }
 
@@ -710,10 +675,8 @@ static int l_lint(lua_State *L)
     lua_createtable(L, 0, 4);
     lua_insert(L, -2);
     lua_setfield(L, -2, "problems");
-    lua_pushboolean(L, sum.errors == 0);
-    lua_setfield(L, -2, "ok");
-    lua_pushinteger(L, sum.files);
-    lua_setfield(L, -2, "files");
+    set_bool(L, "ok", sum.errors == 0);
+    set_int(L, "files", sum.files);
     return 1;
 }
 

@@ -123,27 +123,17 @@ static int host_logs(lua_State *L)
 static void push_cycle(lua_State *L, const pol_cycle *c)
 {
     lua_createtable(L, 0, 8);
-    lua_pushboolean(L, c->swapped);
-    lua_setfield(L, -2, "swapped");
-    lua_pushboolean(L, c->failed);
-    lua_setfield(L, -2, "failed");
-    lua_pushboolean(L, c->preparing);
-    lua_setfield(L, -2, "preparing");
-    lua_pushinteger(L, c->devices_updated);
-    lua_setfield(L, -2, "devices_updated");
-    lua_pushnumber(L, (double)c->prepare_ns / 1e6);
-    lua_setfield(L, -2, "prepare_ms");
-    lua_pushnumber(L, (double)c->swap_ns / 1e6);
-    lua_setfield(L, -2, "swap_ms");
-    lua_pushinteger(L, c->swap_changed);
-    lua_setfield(L, -2, "swap_changed");
+    set_bool(L, "swapped", c->swapped);
+    set_bool(L, "failed", c->failed);
+    set_bool(L, "preparing", c->preparing);
+    set_int(L, "devices_updated", c->devices_updated);
+    set_num(L, "prepare_ms", (double)c->prepare_ns / 1e6);
+    set_num(L, "swap_ms", (double)c->swap_ns / 1e6);
+    set_int(L, "swap_changed", c->swap_changed);
     if (c->failed) {
-        lua_pushstring(L, c->err.msg);
-        lua_setfield(L, -2, "error");
-        lua_pushstring(L, c->err.file);
-        lua_setfield(L, -2, "file");
-        lua_pushinteger(L, c->err.line);
-        lua_setfield(L, -2, "line");
+        set_str(L, "error", c->err.msg);
+        set_str(L, "file", c->err.file);
+        set_int(L, "line", c->err.line);
     }
 }
 
@@ -177,22 +167,15 @@ static int host_stats(lua_State *L)
     pol_host_stats st;
     pol_host_get_stats(u->h, &st);
     lua_createtable(L, 0, 5);
-    lua_pushinteger(L, (lua_Integer)st.reloads_ok);
-    lua_setfield(L, -2, "reloads_ok");
-    lua_pushinteger(L, (lua_Integer)st.reloads_failed);
-    lua_setfield(L, -2, "reloads_failed");
-    lua_pushinteger(L, (lua_Integer)st.swaps);
-    lua_setfield(L, -2, "swaps");
-    lua_pushstring(L, st.revision);
-    lua_setfield(L, -2, "revision");
-    lua_pushstring(L, st.last_error);
-    lua_setfield(L, -2, "last_error");
+    set_int(L, "reloads_ok", (lua_Integer)st.reloads_ok);
+    set_int(L, "reloads_failed", (lua_Integer)st.reloads_failed);
+    set_int(L, "swaps", (lua_Integer)st.swaps);
+    set_str(L, "revision", st.revision);
+    set_str(L, "last_error", st.last_error);
     pol_stats ps;
     pol_set_stats(pol_host_active(u->h), &ps);
-    lua_pushinteger(L, (lua_Integer)ps.calls[2]);
-    lua_setfield(L, -2, "score_calls");
-    lua_pushinteger(L, (lua_Integer)ps.score_memo_hits);
-    lua_setfield(L, -2, "score_memo_hits");
+    set_int(L, "score_calls", (lua_Integer)ps.calls[2]);
+    set_int(L, "score_memo_hits", (lua_Integer)ps.score_memo_hits);
     return 1;
 }
 
@@ -215,8 +198,7 @@ static int host_groups(lua_State *L)
         return 1;
     }
     lua_createtable(L, 0, 2);
-    lua_pushstring(L, de_intern_str(in, gr.scope));
-    lua_setfield(L, -2, "scope");
+    set_str(L, "scope", de_intern_str(in, gr.scope));
     lua_createtable(L, (int)gr.ngroups, 0);
     for (uint32_t i = 0; i < gr.ngroups; i++) {
         lua_pushstring(L, de_intern_str(in, gr.groups[i]));

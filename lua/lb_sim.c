@@ -114,26 +114,16 @@ static int l_sim_shapes(lua_State *L)
     for (size_t i = 0; i < sim_shape_count(); i++) {
         const sim_shape_info *s = sim_shape_at(i);
         lua_createtable(L, 0, 10);
-        lua_pushstring(L, s->name);
-        lua_setfield(L, -2, "name");
-        lua_pushstring(L, s->summary);
-        lua_setfield(L, -2, "summary");
-        lua_pushstring(L, s->instance_type);
-        lua_setfield(L, -2, "instance_type");
-        lua_pushstring(L, s->vendor);
-        lua_setfield(L, -2, "vendor");
-        lua_pushstring(L, s->accelerator);
-        lua_setfield(L, -2, "accelerator");
-        lua_pushinteger(L, s->gpus);
-        lua_setfield(L, -2, "gpus");
-        lua_pushinteger(L, s->nics);
-        lua_setfield(L, -2, "nics");
-        lua_pushinteger(L, s->numa_nodes);
-        lua_setfield(L, -2, "numa_nodes");
-        lua_pushinteger(L, s->cpus);
-        lua_setfield(L, -2, "cpus");
-        lua_pushboolean(L, s->mig);
-        lua_setfield(L, -2, "mig");
+        set_str(L, "name", s->name);
+        set_str(L, "summary", s->summary);
+        set_str(L, "instance_type", s->instance_type);
+        set_str(L, "vendor", s->vendor);
+        set_str(L, "accelerator", s->accelerator);
+        set_int(L, "gpus", s->gpus);
+        set_int(L, "nics", s->nics);
+        set_int(L, "numa_nodes", s->numa_nodes);
+        set_int(L, "cpus", s->cpus);
+        set_bool(L, "mig", s->mig);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;
