@@ -451,69 +451,39 @@ static cel_node *macro_or_call(P *p, uint32_t pos, const char *name, uint32_t nl
 
 /* ---- grammar ------------------------------------------------------------------ */
 
-static cel_node *parse_list(P *p)
+/* [e, ...] and {k: v, ...}: a map's keys and values alternate in args. */
+static cel_node *parse_elements(P *p, bool map)
 {
+    cel_tok close = map ? TOK_RBRACE : TOK_RBRACKET;
     uint32_t pos = p->t.pos;
-    next(p); /* [ */
-    cel_node *n = mk(p, N_LIST, pos);
+    next(p); /* [ or { */
+    cel_node *n = mk(p, map ? N_MAP : N_LIST, pos);
     if (!n)
         return NULL;
     nlist el;
     nl_init(&el);
-    while (p->t.t != TOK_RBRACKET) {
+    while (p->t.t != close) {
         if (p->t.t == TOK_QUESTION) {
-            fail_at(p, p->t.pos, "optional syntax ([?e]) is not supported by draengine");
+            fail_at(p, p->t.pos, map ? "optional syntax ({?k: v}) is not supported by draengine"
+                                     : "optional syntax ([?e]) is not supported by draengine");
             return NULL;
         }
-        cel_node *e = parse_expr(p);
-        if (!e || !nl_push(p, &el, e, pos))
+        cel_node *e = parse_expr(p), *v = NULL;
+        if (!e)
+            return NULL;
+        if (map && (!expect(p, TOK_COLON, "':'") || !(v = parse_expr(p))))
+            return NULL;
+        if (!nl_push(p, &el, e, pos) || (v && !nl_push(p, &el, v, pos)))
             return NULL;
         grow(p, n, e);
+        if (v)
+            grow(p, n, v);
         if (p->t.t == TOK_COMMA) {
             next(p);
             continue;
         }
-        if (p->t.t != TOK_RBRACKET) {
-            syntax_error(p, "{']', ','}");
-            return NULL;
-        }
-    }
-    next(p);
-    n->args = nl_finish(p, &el, pos);
-    n->nargs = el.n;
-    return p->failed || !n->args ? NULL : n;
-}
-
-static cel_node *parse_map(P *p)
-{
-    uint32_t pos = p->t.pos;
-    next(p); /* { */
-    cel_node *n = mk(p, N_MAP, pos);
-    if (!n)
-        return NULL;
-    nlist el;
-    nl_init(&el);
-    while (p->t.t != TOK_RBRACE) {
-        if (p->t.t == TOK_QUESTION) {
-            fail_at(p, p->t.pos, "optional syntax ({?k: v}) is not supported by draengine");
-            return NULL;
-        }
-        cel_node *k = parse_expr(p);
-        if (!k)
-            return NULL;
-        if (!expect(p, TOK_COLON, "':'"))
-            return NULL;
-        cel_node *v = parse_expr(p);
-        if (!v || !nl_push(p, &el, k, pos) || !nl_push(p, &el, v, pos))
-            return NULL;
-        grow(p, n, k);
-        grow(p, n, v);
-        if (p->t.t == TOK_COMMA) {
-            next(p);
-            continue;
-        }
-        if (p->t.t != TOK_RBRACE) {
-            syntax_error(p, "{'}', ','}");
+        if (p->t.t != close) {
+            syntax_error(p, map ? "{'}', ','}" : "{']', ','}");
             return NULL;
         }
     }
@@ -556,8 +526,8 @@ static cel_node *parse_primary(P *p)
             return NULL;
         return e;
     }
-    case TOK_LBRACKET: return parse_list(p);
-    case TOK_LBRACE: return parse_map(p);
+    case TOK_LBRACKET: return parse_elements(p, false);
+    case TOK_LBRACE: return parse_elements(p, true);
     case TOK_DOT:
     case TOK_IDENT: {
         bool dot = t.t == TOK_DOT;
