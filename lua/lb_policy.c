@@ -298,14 +298,20 @@ static int push_failure(lua_State *L, const pol_failure *f)
     return 5;
 }
 
+/* The facts of the device given as argument 2. */
+static void compute(lua_State *L, lset *s, pol_devfacts *f, pol_failure *fail)
+{
+    de_devview v;
+    pol_build_device(L, 2, s->in, s->arena, ++s->next_id, &v);
+    pol_set_compute(s->set, &v, NULL, f, fail);
+}
+
 static int s_derive(lua_State *L)
 {
     lset *s = check_set(L);
-    de_devview v;
-    pol_build_device(L, 2, s->in, s->arena, ++s->next_id, &v);
     pol_devfacts f;
     pol_failure fail = {0};
-    pol_set_compute(s->set, &v, NULL, &f, &fail);
+    compute(L, s, &f, &fail);
     if (fail.reason != POL_R_NONE) {
         pol_devfacts_free(&f);
         return push_failure(L, &fail);
@@ -325,11 +331,9 @@ static int s_derive(lua_State *L)
 static int s_groups(lua_State *L)
 {
     lset *s = check_set(L);
-    de_devview v;
-    pol_build_device(L, 2, s->in, s->arena, ++s->next_id, &v);
     pol_devfacts f;
     pol_failure fail = {0};
-    pol_set_compute(s->set, &v, NULL, &f, &fail);
+    compute(L, s, &f, &fail);
     if (fail.reason != POL_R_NONE) {
         bool blocked = f.blocked;
         pol_devfacts_free(&f);
