@@ -44,6 +44,11 @@ typedef int (*cli_bench_fn)(FILE *out, int argc, char **argv);
 
 /* Print "draengine <cmd>: <msg>" to stderr (with the de_err message). */
 void cli_errorf(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The end of a getopt_long loop: an unknown flag (getopt's '?') is reported
+ * with the usage on stderr, CLI_EXIT_INVALID returned; an operand left after
+ * the flags is reported, true returned. */
+int cli_unknown_flag(const char *cmd, char **argv, void (*usage)(FILE *));
+bool cli_operands_left(const char *cmd, int argc, char **argv);
 /* Exit code for a de_rc. */
 int cli_exit_for(de_rc rc);
 

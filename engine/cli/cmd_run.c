@@ -450,15 +450,11 @@ int cli_cmd_run(int argc, char **argv)
             usage(stdout);
             return CLI_EXIT_OK;
         default:
-            cli_errorf("run", "unknown or incomplete flag \"%s\"", argv[optind - 1]);
-            usage(stderr);
-            return CLI_EXIT_INVALID;
+            return cli_unknown_flag("run", argv, usage);
         }
     }
-    if (optind < argc) {
-        cli_errorf("run", "unexpected argument \"%s\"", argv[optind]);
+    if (cli_operands_left("run", argc, argv))
         return CLI_EXIT_INVALID;
-    }
     bool default_policies = false;
     if (!policies && !no_policies) {
         struct stat st;

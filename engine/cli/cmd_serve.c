@@ -442,15 +442,11 @@ int cli_cmd_serve(int argc, char **argv)
             usage(stdout);
             return CLI_EXIT_OK;
         default:
-            cli_errorf("serve", "unknown or incomplete flag \"%s\"", argv[optind - 1]);
-            usage(stderr);
-            return CLI_EXIT_INVALID;
+            return cli_unknown_flag("serve", argv, usage);
         }
     }
-    if (optind < argc) {
-        cli_errorf("serve", "unexpected argument \"%s\"", argv[optind]);
+    if (cli_operands_left("serve", argc, argv))
         return CLI_EXIT_INVALID;
-    }
     if (lo.lease_ns && lo.renew_deadline_ns && lo.renew_deadline_ns >= lo.lease_ns) {
         cli_errorf("serve", "--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration");
         return CLI_EXIT_INVALID;

@@ -110,14 +110,11 @@ int cli_cmd_sim(int argc, char **argv)
             free(mix);
             return CLI_EXIT_OK;
         default:
-            cli_errorf("sim", "unknown or incomplete flag \"%s\"", argv[optind - 1]);
-            usage(stderr);
             free(mix);
-            return CLI_EXIT_INVALID;
+            return cli_unknown_flag("sim", argv, usage);
         }
     }
-    if (optind < argc) {
-        cli_errorf("sim", "unexpected argument \"%s\"", argv[optind]);
+    if (cli_operands_left("sim", argc, argv)) {
         free(mix);
         return CLI_EXIT_INVALID;
     }

@@ -82,15 +82,11 @@ int cli_cmd_sysfs(int argc, char **argv)
             usage(stdout);
             return CLI_EXIT_OK;
         default:
-            cli_errorf("sysfs", "unknown or incomplete flag \"%s\"", argv[optind - 1]);
-            usage(stderr);
-            return CLI_EXIT_INVALID;
+            return cli_unknown_flag("sysfs", argv, usage);
         }
     }
-    if (optind < argc) {
-        cli_errorf("sysfs", "unexpected argument \"%s\"", argv[optind]);
+    if (cli_operands_left("sysfs", argc, argv))
         return CLI_EXIT_INVALID;
-    }
     if (!o.driver) {
         cli_errorf("sysfs", "--driver NAME is required");
         usage(stderr);

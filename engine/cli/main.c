@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *const cli_version_string = "draengine 0.1.0 (Kubernetes resource.k8s.io/v1, 1.37 semantics)";
 
@@ -31,6 +32,21 @@ void cli_errorf(const char *cmd, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+int cli_unknown_flag(const char *cmd, char **argv, void (*usage)(FILE *))
+{
+    cli_errorf(cmd, "unknown or incomplete flag \"%s\"", argv[optind - 1]);
+    usage(stderr);
+    return CLI_EXIT_INVALID;
+}
+
+bool cli_operands_left(const char *cmd, int argc, char **argv)
+{
+    if (optind >= argc)
+        return false;
+    cli_errorf(cmd, "unexpected argument \"%s\"", argv[optind]);
+    return true;
 }
 
 int cli_exit_for(de_rc rc)
