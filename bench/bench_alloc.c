@@ -91,9 +91,7 @@ int bench_upstream_500x10(FILE *out, int argc, char **argv)
     (void)argc;
     (void)argv;
     const uint32_t nodes = 500, per = 10, npods = nodes * per;
-    dg_opts go = {0};
-    go.skip_validation = true;
-    dg_graph *g = dg_new(NULL, &go);
+    dg_graph *g = bench_graph();
     de_err e;
     de_err_clear(&e);
     de_rc rc = bench_put(g, bench_class("test-class", "device.driver == \"test-driver.cdi.k8s.io\""), &e);
@@ -120,10 +118,7 @@ int bench_upstream_500x10(FILE *out, int argc, char **argv)
         dg_free(g);
         return 1;
     }
-    al_opts o;
-    memset(&o, 0, sizeof o);
-    de_gates_default(&o.gates);
-    al_allocator *a = al_new(g, &o, &e);
+    al_allocator *a = bench_allocator(g, NULL, &e);
     run r = {0};
     int ret = schedule_all(g, a, npods + 1, &r);
     if (!ret && (r.ok != npods || r.fail != 1)) {
@@ -150,9 +145,7 @@ int bench_gpu_nic_5000(FILE *out, int argc, char **argv)
     (void)argc;
     (void)argv;
     const uint32_t nodes = 5000, npods = nodes * 8;
-    dg_opts go = {0};
-    go.skip_validation = true;
-    dg_graph *g = dg_new(NULL, &go);
+    dg_graph *g = bench_graph();
     de_err e;
     de_err_clear(&e);
     de_rc rc = bench_gpu_nic(g, nodes, npods, &e);
@@ -161,10 +154,7 @@ int bench_gpu_nic_5000(FILE *out, int argc, char **argv)
         dg_free(g);
         return 1;
     }
-    al_opts o;
-    memset(&o, 0, sizeof o);
-    de_gates_default(&o.gates);
-    al_allocator *a = al_new(g, &o, &e);
+    al_allocator *a = bench_allocator(g, NULL, &e);
     run r = {0};
     int ret = schedule_all(g, a, npods, &r);
     if (!ret && r.ok != npods) {
@@ -251,14 +241,9 @@ static double time_trap(dg_graph *g, const char *gates, const char *node, const 
 {
     double best = -1;
     for (int rep = 0; rep < 3; rep++) {
-        al_opts o;
-        memset(&o, 0, sizeof o);
-        de_gates_default(&o.gates);
         de_err e;
         de_err_clear(&e);
-        if (gates)
-            de_gates_parse(&o.gates, gates, &e);
-        al_allocator *a = al_new(g, &o, &e);
+        al_allocator *a = bench_allocator(g, gates, &e);
         de_arena *ar = de_arena_new(0);
         al_outcome out;
         uint64_t t0 = de_now_ns();
@@ -320,9 +305,7 @@ static double corpus_trap(FILE *out, const char *dir, const char *name, const ch
  * that is C(64,4) = 635,376 combinations. */
 static double synthetic_trap(FILE *out)
 {
-    dg_opts go = {0};
-    go.skip_validation = true;
-    dg_graph *g = dg_new(NULL, &go);
+    dg_graph *g = bench_graph();
     de_err e;
     de_err_clear(&e);
     de_rc rc = bench_put(g, bench_node("trap-node", NULL, NULL), &e);

@@ -4,6 +4,24 @@
 #include "bench_gen.h"
 
 #include <stdio.h>
+#include <string.h>
+
+dg_graph *bench_graph(void)
+{
+    dg_opts go = {0};
+    go.skip_validation = true;
+    return dg_new(NULL, &go);
+}
+
+al_allocator *bench_allocator(dg_graph *g, const char *gates, de_err *e)
+{
+    al_opts o;
+    memset(&o, 0, sizeof o);
+    de_gates_default(&o.gates);
+    if (gates)
+        de_gates_parse(&o.gates, gates, e);
+    return al_new(g, &o, e);
+}
 
 de_rc bench_put(dg_graph *g, json_t *obj, de_err *e)
 {

@@ -7,9 +7,15 @@
 #ifndef BENCH_GEN_H
 #define BENCH_GEN_H
 
+#include "../engine/alloc/al.h"
 #include "../engine/model/dg.h"
 
 #include <jansson.h>
+
+/* An empty graph that skips validation (the generators write valid objects). */
+dg_graph *bench_graph(void);
+/* An allocator on g: default gates, with `gates` (when not NULL) over them. */
+al_allocator *bench_allocator(dg_graph *g, const char *gates, de_err *e);
 
 /* Apply obj to g (consumes the reference). */
 de_rc bench_put(dg_graph *g, json_t *obj, de_err *e);

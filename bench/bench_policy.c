@@ -123,6 +123,42 @@ static int copy_file(const char *from, const char *to, const char *find, const c
     return hit || !find ? 0 : -1;
 }
 
+/* The shipped policies whose facts decisions depend on (the score policies
+ * are left out). */
+static const char *const fact_files[] = {"numa-bridge.lua", "gpu-tiers.lua", "mig-compat.lua"};
+
+static void fact_remove(const char *dir)
+{
+    for (size_t i = 0; i < DE_ARRAY_LEN(fact_files); i++) {
+        char p[800];
+        snprintf(p, sizeof p, "%s/%s", dir, fact_files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
+/* Make the temp dir `dir` (a mkdtemp template) and copy the fact policies
+ * of `pol` into it: 0, or 3 with the reason printed and nothing left. */
+static int fact_copy(const char *bench, const char *pol, char *dir)
+{
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "bench %s: cannot create a temp dir\n", bench);
+        return 3;
+    }
+    for (size_t i = 0; i < DE_ARRAY_LEN(fact_files); i++) {
+        char from[800], to[800];
+        snprintf(from, sizeof from, "%s/%s", pol, fact_files[i]);
+        snprintf(to, sizeof to, "%s/%s", dir, fact_files[i]);
+        if (copy_file(from, to, NULL, NULL) != 0) {
+            fprintf(stderr, "bench %s: cannot copy %s (give the shipped policies with -- --policies DIR)\n", bench,
+                    from);
+            fact_remove(dir);
+            return 3;
+        }
+    }
+    return 0;
+}
+
 int bench_reload_100k(FILE *out, int argc, char **argv)
 {
     char pbuf[600];
@@ -133,30 +169,14 @@ int bench_reload_100k(FILE *out, int argc, char **argv)
      * at a third of the pods gpu-tiers.lua is edited in place (revision 2:
      * a different memoryGiB, so every GPU's facts change), as a ConfigMap
      * update would, and a reload is requested */
+    /* the fact policies only: reloading the score policies has no facts to
+     * prepare; what scoring costs per pod is policy-overhead's figure */
     char dir[] = "/tmp/draengine-reload-XXXXXX";
-    if (!mkdtemp(dir)) {
-        fprintf(stderr, "bench reload-100k: cannot create a temp dir\n");
+    if (fact_copy("reload-100k", pol, dir))
         return 3;
-    }
-    /* the policies whose facts decisions depend on (the score policies are
-     * left out: reloading them has no facts to prepare; what scoring costs
-     * per pod is policy-overhead's figure) */
-    static const char *const files[] = {"numa-bridge.lua", "gpu-tiers.lua", "mig-compat.lua"};
     int ret = 3;
-    for (size_t i = 0; i < DE_ARRAY_LEN(files); i++) {
-        char from[800], to[800];
-        snprintf(from, sizeof from, "%s/%s", pol, files[i]);
-        snprintf(to, sizeof to, "%s/%s", dir, files[i]);
-        if (copy_file(from, to, NULL, NULL) != 0) {
-            fprintf(stderr, "bench reload-100k: cannot copy %s (give the shipped policies with -- --policies DIR)\n",
-                    from);
-            goto cleanup_dir;
-        }
-    }
 
-    dg_opts go = {0};
-    go.skip_validation = true;
-    dg_graph *g = dg_new(NULL, &go);
+    dg_graph *g = bench_graph();
     de_err e;
     de_err_clear(&e);
     /* gold GPUs (tier derived by gpu-tiers) with a NIC on the same NUMA node
@@ -224,10 +244,7 @@ int bench_reload_100k(FILE *out, int argc, char **argv)
         goto cleanup_dir;
     }
     uint64_t initial_ns = de_now_ns() - t0;
-    al_opts ao;
-    memset(&ao, 0, sizeof ao);
-    de_gates_default(&ao.gates);
-    al_allocator *a = al_new(g, &ao, &e);
+    al_allocator *a = bench_allocator(g, NULL, &e);
     al_hooks hk;
     pol_host_al_hooks(h, &hk);
     al_set_hooks(a, &hk);
@@ -295,12 +312,7 @@ int bench_reload_100k(FILE *out, int argc, char **argv)
     dg_free(g);
     ret = swapped && !refused ? 0 : 1;
 cleanup_dir:
-    for (size_t i = 0; i < DE_ARRAY_LEN(files); i++) {
-        char p[800];
-        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
-        unlink(p);
-    }
-    rmdir(dir);
+    fact_remove(dir);
     return ret;
 }
 
@@ -316,9 +328,7 @@ typedef struct ovr {
 static int overhead_run(const char *dir, uint32_t nodes, uint32_t npods, ovr *r)
 {
     memset(r, 0, sizeof *r);
-    dg_opts go = {0};
-    go.skip_validation = true;
-    dg_graph *g = dg_new(NULL, &go);
+    dg_graph *g = bench_graph();
     de_err e;
     de_err_clear(&e);
     if (bench_gpu_nic(g, nodes, npods, &e) != DE_OK) {
@@ -326,10 +336,7 @@ static int overhead_run(const char *dir, uint32_t nodes, uint32_t npods, ovr *r)
         dg_free(g);
         return 3;
     }
-    al_opts ao;
-    memset(&ao, 0, sizeof ao);
-    de_gates_default(&ao.gates);
-    al_allocator *a = al_new(g, &ao, &e);
+    al_allocator *a = bench_allocator(g, NULL, &e);
     pol_host *h = NULL;
     if (dir) {
         pol_host_opts ho;
@@ -393,22 +400,9 @@ int bench_policy_overhead(FILE *out, int argc, char **argv)
     const uint32_t npods = (uint32_t)opt_int(argc, argv, "--pods", (int)(nodes * 8));
     /* the shipped policies without their score hooks: facts only */
     char facts[] = "/tmp/draengine-overhead-XXXXXX";
-    if (!mkdtemp(facts)) {
-        fprintf(stderr, "bench policy-overhead: cannot create a temp dir\n");
+    if (fact_copy("policy-overhead", pol, facts))
         return 3;
-    }
-    static const char *const fact_files[] = {"numa-bridge.lua", "gpu-tiers.lua", "mig-compat.lua"};
     int rc = 0;
-    for (size_t i = 0; i < DE_ARRAY_LEN(fact_files) && !rc; i++) {
-        char from[800], to[800];
-        snprintf(from, sizeof from, "%s/%s", pol, fact_files[i]);
-        snprintf(to, sizeof to, "%s/%s", facts, fact_files[i]);
-        if (copy_file(from, to, NULL, NULL) != 0) {
-            fprintf(stderr, "bench policy-overhead: cannot copy %s (give the shipped policies with -- --policies DIR)\n",
-                    from);
-            rc = 3;
-        }
-    }
     /* --only off|on|facts: one configuration (for profilers) */
     const char *only = NULL;
     for (int i = 1; i + 1 < argc; i++)
@@ -442,12 +436,7 @@ int bench_policy_overhead(FILE *out, int argc, char **argv)
                 have[c] = true;
             }
         }
-    for (size_t i = 0; i < DE_ARRAY_LEN(fact_files); i++) {
-        char p[800];
-        snprintf(p, sizeof p, "%s/%s", facts, fact_files[i]);
-        unlink(p);
-    }
-    rmdir(facts);
+    fact_remove(facts);
     if (rc)
         return rc;
     if (off.fail || on.fail || fo.fail)
