@@ -776,6 +776,18 @@ static void open_lib(lua_State *L, const char *name, lua_CFunction f)
     luaL_requiref(L, name, f, 0);
 }
 
+/* Remove every key of the table at absolute index t. */
+static void clear_table(lua_State *L, int t)
+{
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, -1);
+        lua_pushnil(L);
+        lua_rawset(L, t);
+    }
+}
+
 void pol_sandbox_install(lua_State *L, bool test)
 {
     /* globals table G (kept in the registry; policies only see proxies) */
@@ -886,29 +898,11 @@ void pol_sandbox_install(lua_State *L, bool test)
 
     /* Empty the real global table and the loaded-modules table: nothing
      * reads them any more, and what is not there cannot leak. */
-    const int holders[] = {LUA_RIDX_GLOBALS};
-    for (size_t h = 0; h < DE_ARRAY_LEN(holders); h++) {
-        lua_rawgeti(L, LUA_REGISTRYINDEX, holders[h]);
-        int t = lua_gettop(L);
-        lua_pushnil(L);
-        while (lua_next(L, t)) {
-            lua_pop(L, 1);
-            lua_pushvalue(L, -1);
-            lua_pushnil(L);
-            lua_rawset(L, t);
-        }
-        lua_pop(L, 1);
-    }
-    if (lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE) == LUA_TTABLE) {
-        int t = lua_gettop(L);
-        lua_pushnil(L);
-        while (lua_next(L, t)) {
-            lua_pop(L, 1);
-            lua_pushvalue(L, -1);
-            lua_pushnil(L);
-            lua_rawset(L, t);
-        }
-    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    clear_table(L, lua_gettop(L));
+    lua_pop(L, 1);
+    if (lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE) == LUA_TTABLE)
+        clear_table(L, lua_gettop(L));
     lua_pop(L, 1);
     lua_pop(L, 1); /* G */
 }
