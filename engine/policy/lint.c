@@ -14,13 +14,12 @@
  * unavailable instead of guessing.
  */
 #include "lint.h"
+#include "../base/dir.h"
 #include "pol_int.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* Lua 5.4 opcodes used here (lopcodes.h). */
 enum { OP_GETTABUP = 11, OP_GETFIELD = 14, OP_SETTABUP = 15 };
@@ -405,56 +404,25 @@ static void lint_globals(lintctx *c, const char *path, bool spec)
     }
 }
 
-static bool is_dir(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static bool ends_with(const char *s, const char *suf)
-{
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && !strcmp(s + n - m, suf);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void walk(lintctx *c, const char *dir, int depth)
 {
     if (depth > 4)
         return;
-    DIR *d = opendir(dir);
-    if (!d)
+    char **names;
+    size_t n;
+    if (!de_dir_names(dir, &names, &n))
         return;
-    char **names = NULL;
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        names = de_xrealloc(names, (n + 1) * sizeof *names);
-        names[n++] = de_xstrdup(de->d_name);
-    }
-    closedir(d);
-    if (n)
-        qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++) {
-        size_t pl = strlen(dir) + strlen(names[i]) + 2;
-        char *path = de_xmalloc(pl);
-        snprintf(path, pl, "%s/%s", dir, names[i]);
-        if (is_dir(path)) {
+        char *path = de_path_join(dir, names[i]);
+        if (de_is_dir(path)) {
             if (strcmp(names[i], "fixtures"))
                 walk(c, path, depth + 1);
-        } else if (ends_with(names[i], ".lua")) {
-            lint_globals(c, path, ends_with(names[i], "_spec.lua"));
+        } else if (de_ends_with(names[i], ".lua")) {
+            lint_globals(c, path, de_ends_with(names[i], "_spec.lua"));
         }
         free(path);
-        free(names[i]);
     }
-    free(names);
+    de_names_free(names, n);
 }
 
 void pol_lint_dir(const char *dir, const pol_config *cfg, pol_lint_cb cb, void *ctx, pol_lint_summary *sum)
@@ -464,7 +432,7 @@ void pol_lint_dir(const char *dir, const pol_config *cfg, pol_lint_cb cb, void *
     de_interner *in = de_intern_new();
     de_err e;
     de_err_clear(&e);
-    if (!is_dir(dir)) {
+    if (!de_is_dir(dir)) {
         problem(&c, dir, 0, true, "not a directory");
         de_intern_free(in);
         return;

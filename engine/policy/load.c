@@ -14,15 +14,14 @@
  * domains = {...}}; each listed policy must keep to the pack's domains.
  * Loose policies and packs together must not overlap in what they own.
  */
+#include "../base/dir.h"
 #include "../base/semver.h"
 #include "pol_int.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* ---- names ----------------------------------------------------------------- */
 
@@ -731,37 +730,6 @@ out:
 
 /* ---- sets ---------------------------------------------------------------- */
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool is_dir(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static bool is_file(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static char *join(const char *a, const char *b)
-{
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *s = de_xmalloc(n);
-    snprintf(s, n, "%s/%s", a, b);
-    return s;
-}
-
-static bool ends_with(const char *s, const char *suf)
-{
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && !strcmp(s + n - m, suf);
-}
-
 static void add_policy(pol_set *s, pol_policy *p)
 {
     s->pols = de_xrealloc(s->pols, (s->npols + 1) * sizeof *s->pols);
@@ -773,7 +741,7 @@ static void add_policy(pol_set *s, pol_policy *p)
 static de_rc load_pack_into(pol_set *s, pack *k, de_err *e)
 {
     for (uint32_t i = 0; i < k->npolicies; i++) {
-        char *path = join(k->dir, k->policies[i]);
+        char *path = de_path_join(k->dir, k->policies[i]);
         pol_policy *p = de_xcalloc(1, sizeof *p);
         de_rc rc = pol_policy_load(p, path, k->name, &s->cfg, s->in, false, e);
         free(path);
@@ -868,7 +836,7 @@ static de_rc check_ownership(pol_set *s, pack *packs, uint32_t npacks, de_err *e
 de_rc pol_set_load(const char *dir, de_interner *in, const pol_config *cfg, pol_set **out, de_err *e)
 {
     *out = NULL;
-    if (!is_dir(dir))
+    if (!de_is_dir(dir))
         return de_errf(e, DE_ENOTFOUND, "%s: not a directory", dir);
     pol_set *s = de_xcalloc(1, sizeof *s);
     s->dir = de_xstrdup(dir);
@@ -880,41 +848,28 @@ de_rc pol_set_load(const char *dir, de_interner *in, const pol_config *cfg, pol_
     char **names = NULL;
     size_t nnames = 0;
 
-    char *self_manifest = join(dir, "pack.lua");
-    if (is_file(self_manifest)) {
+    char *self_manifest = de_path_join(dir, "pack.lua");
+    if (de_is_file(self_manifest)) {
         /* the directory itself is a pack */
         names = de_xcalloc(1, sizeof *names);
         names[nnames++] = de_xstrdup(".");
-    } else {
-        DIR *d = opendir(dir);
-        if (!d) {
-            free(self_manifest);
-            pol_set_free(s);
-            return de_errf(e, DE_EIO, "%s: cannot read directory: %s", dir, strerror(errno));
-        }
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            if (de->d_name[0] == '.')
-                continue;
-            names = de_xrealloc(names, (nnames + 1) * sizeof *names);
-            names[nnames++] = de_xstrdup(de->d_name);
-        }
-        closedir(d);
-        if (nnames)
-            qsort(names, nnames, sizeof *names, cmp_str);
+    } else if (!de_dir_names(dir, &names, &nnames)) {
+        free(self_manifest);
+        pol_set_free(s);
+        return de_errf(e, DE_EIO, "%s: cannot read directory: %s", dir, strerror(errno));
     }
     free(self_manifest);
 
     for (size_t i = 0; i < nnames && rc == DE_OK; i++) {
-        char *path = strcmp(names[i], ".") ? join(dir, names[i]) : de_xstrdup(dir);
-        char *manifest = join(path, "pack.lua");
-        if (is_dir(path) && is_file(manifest)) {
+        char *path = strcmp(names[i], ".") ? de_path_join(dir, names[i]) : de_xstrdup(dir);
+        char *manifest = de_path_join(path, "pack.lua");
+        if (de_is_dir(path) && de_is_file(manifest)) {
             packs = de_xrealloc(packs, (npacks + 1) * sizeof *packs);
             rc = pack_load(&packs[npacks], path, cfg, in, e);
             npacks++;
             if (rc == DE_OK)
                 rc = load_pack_into(s, &packs[npacks - 1], e);
-        } else if (is_file(path) && ends_with(names[i], ".lua") && !ends_with(names[i], "_spec.lua")) {
+        } else if (de_is_file(path) && de_ends_with(names[i], ".lua") && !de_ends_with(names[i], "_spec.lua")) {
             pol_policy *p = de_xcalloc(1, sizeof *p);
             rc = pol_policy_load(p, path, NULL, cfg, in, false, e);
             if (rc == DE_OK)

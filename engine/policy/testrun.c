@@ -9,14 +9,13 @@
  * the VM and turns its results into pol_test_result records.
  */
 #include "testrun.h"
+#include "../base/dir.h"
 #include "pol_int.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 
 pol_set *pol_set_single(pol_policy *p, de_interner *in, const pol_config *cfg)
@@ -31,23 +30,6 @@ pol_set *pol_set_single(pol_policy *p, de_interner *in, const pol_config *cfg)
     s->hooks = p->hooks;
     memcpy(s->revision, p->revision, sizeof s->revision);
     return s;
-}
-
-static bool is_dir(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-static bool is_file(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 typedef struct strlist {
@@ -70,36 +52,17 @@ static void free_list(strlist *l)
     l->n = 0;
 }
 
-static char *join(const char *a, const char *b)
-{
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *s = de_xmalloc(n);
-    snprintf(s, n, "%s/%s", a, b);
-    return s;
-}
-
 /* Sorted entries of dir (no dot files); suffix filter optional. */
 static void list_dir(const char *dir, const char *suffix, strlist *out)
 {
-    DIR *d = opendir(dir);
-    if (!d)
+    char **names;
+    size_t n;
+    if (!de_dir_names(dir, &names, &n))
         return;
-    struct dirent *de;
-    strlist names = {0};
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        size_t n = strlen(de->d_name), m = suffix ? strlen(suffix) : 0;
-        if (suffix && (n < m || strcmp(de->d_name + n - m, suffix)))
-            continue;
-        push(&names, de_xstrdup(de->d_name));
-    }
-    closedir(d);
-    if (names.n)
-        qsort(names.v, names.n, sizeof *names.v, cmp_str);
-    for (size_t i = 0; i < names.n; i++)
-        push(out, join(dir, names.v[i]));
-    free_list(&names);
+    for (size_t i = 0; i < n; i++)
+        if (!suffix || de_ends_with(names[i], suffix))
+            push(out, de_path_join(dir, names[i]));
+    de_names_free(names, n);
 }
 
 static void spec_files(const char *root, strlist *out)
@@ -107,15 +70,15 @@ static void spec_files(const char *root, strlist *out)
     strlist a = {0};
     list_dir(root, "_spec.lua", &a);
     for (size_t i = 0; i < a.n; i++)
-        if (is_file(a.v[i]))
+        if (de_is_file(a.v[i]))
             push(out, de_xstrdup(a.v[i]));
     free_list(&a);
-    char *sd = join(root, "spec");
-    if (is_dir(sd)) {
+    char *sd = de_path_join(root, "spec");
+    if (de_is_dir(sd)) {
         strlist b = {0};
         list_dir(sd, "_spec.lua", &b);
         for (size_t i = 0; i < b.n; i++)
-            if (is_file(b.v[i]))
+            if (de_is_file(b.v[i]))
                 push(out, de_xstrdup(b.v[i]));
         free_list(&b);
     }
@@ -235,13 +198,13 @@ de_rc pol_test_run(const char *dir, const pol_config *cfg, pol_test_cb cb, void 
     pol_set_free(s);
     strlist roots = {0};
     push(&roots, de_xstrdup(dir));
-    char *self = join(dir, "pack.lua");
-    if (!is_file(self)) {
+    char *self = de_path_join(dir, "pack.lua");
+    if (!de_is_file(self)) {
         strlist subs = {0};
         list_dir(dir, NULL, &subs);
         for (size_t i = 0; i < subs.n; i++) {
-            char *m = join(subs.v[i], "pack.lua");
-            if (is_dir(subs.v[i]) && is_file(m))
+            char *m = de_path_join(subs.v[i], "pack.lua");
+            if (de_is_dir(subs.v[i]) && de_is_file(m))
                 push(&roots, de_xstrdup(subs.v[i]));
             free(m);
         }
