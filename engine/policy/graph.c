@@ -228,29 +228,28 @@ void pol_hookctx_free(pol_hookctx *h)
     free(h);
 }
 
+/* Key/value pairs as the parallel arrays of pol_claiminfo. */
+static void split_kv(const dg_kv *kv, uint32_t n, de_arena *a, const uint32_t **keys, const uint32_t **vals)
+{
+    uint32_t *k = de_arena_alloc(a, (n + 1) * sizeof *k);
+    uint32_t *v = de_arena_alloc(a, (n + 1) * sizeof *v);
+    for (uint32_t i = 0; i < n; i++) {
+        k[i] = kv[i].key;
+        v[i] = kv[i].value;
+    }
+    *keys = k;
+    *vals = v;
+}
+
 void pol_claiminfo_from_graph(const dg_graph *g, const dg_claim *cl, de_arena *a, pol_claiminfo *ci)
 {
     memset(ci, 0, sizeof *ci);
     ci->ns = cl->meta.ns;
     ci->name = cl->meta.name;
     ci->uid = cl->meta.uid;
-    uint32_t *lk = de_arena_alloc(a, (cl->meta.nlabels + 1) * sizeof *lk);
-    uint32_t *lv = de_arena_alloc(a, (cl->meta.nlabels + 1) * sizeof *lv);
-    for (uint32_t i = 0; i < cl->meta.nlabels; i++) {
-        lk[i] = cl->meta.labels[i].key;
-        lv[i] = cl->meta.labels[i].value;
-    }
-    ci->label_keys = lk;
-    ci->label_values = lv;
+    split_kv(cl->meta.labels, cl->meta.nlabels, a, &ci->label_keys, &ci->label_values);
     ci->nlabels = cl->meta.nlabels;
-    uint32_t *ak = de_arena_alloc(a, (cl->meta.nannotations + 1) * sizeof *ak);
-    uint32_t *av = de_arena_alloc(a, (cl->meta.nannotations + 1) * sizeof *av);
-    for (uint32_t i = 0; i < cl->meta.nannotations; i++) {
-        ak[i] = cl->meta.annotations[i].key;
-        av[i] = cl->meta.annotations[i].value;
-    }
-    ci->annotation_keys = ak;
-    ci->annotation_values = av;
+    split_kv(cl->meta.annotations, cl->meta.nannotations, a, &ci->annotation_keys, &ci->annotation_values);
     ci->nannotations = cl->meta.nannotations;
     pol_claimreq *rq = de_arena_zalloc(a, (cl->spec.nrequests + 1) * sizeof *rq);
     for (uint32_t i = 0; i < cl->spec.nrequests; i++) {
