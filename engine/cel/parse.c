@@ -228,31 +228,19 @@ static cel_node *lit_uint(P *p, cel_token t)
 
 static cel_node *lit_double(P *p, cel_token t, bool neg, uint32_t pos)
 {
-    char buf[128];
+    char buf[128], *txt = buf;
     if (t.len + 2 > sizeof buf) {
         /* absurdly long: let strtod see the real text */
-        char *tmp = de_arena_alloc(p->a, t.len + 2);
-        if (!tmp) {
+        txt = de_arena_alloc(p->a, t.len + 2);
+        if (!txt) {
             fail_at(p, pos, "expression too large");
             return NULL;
         }
-        tmp[0] = '-';
-        memcpy(tmp + 1, p->s + t.pos, t.len);
-        tmp[t.len + 1] = 0;
-        double d = strtod(neg ? tmp : tmp + 1, NULL);
-        if (isinf(d)) {
-            fail_at(p, pos, "invalid double literal");
-            return NULL;
-        }
-        cel_node *nd = mk(p, N_LIT, pos);
-        if (nd)
-            nd->val = cv_double(d);
-        return nd;
     }
-    buf[0] = '-';
-    memcpy(buf + 1, p->s + t.pos, t.len);
-    buf[t.len + 1] = 0;
-    double d = strtod(neg ? buf : buf + 1, NULL);
+    txt[0] = '-';
+    memcpy(txt + 1, p->s + t.pos, t.len);
+    txt[t.len + 1] = 0;
+    double d = strtod(neg ? txt : txt + 1, NULL);
     if (isinf(d)) {
         fail_at(p, pos, "invalid double literal");
         return NULL;
