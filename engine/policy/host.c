@@ -22,11 +22,11 @@
  * content hash of the tree (file watches are unreliable on some volumes).
  * A trigger whose content hash equals the active revision's does nothing.
  */
+#include "../base/dir.h"
 #include "facts.h"
 #include "polgraph.h"
 #include "testrun.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -93,35 +93,15 @@ void pol_host_opts_default(pol_host_opts *o)
 
 /* ---- content hash ------------------------------------------------------------ */
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void hash_tree(pol_sha256 *h, const char *dir, const char *rel, int depth)
 {
-    if (depth > 4)
+    char **names;
+    size_t n;
+    if (depth > 4 || !de_dir_names(dir, &names, &n))
         return;
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    char **names = NULL;
-    size_t n = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] == '.')
-            continue;
-        names = de_xrealloc(names, (n + 1) * sizeof *names);
-        names[n++] = de_xstrdup(de->d_name);
-    }
-    closedir(d);
-    if (n)
-        qsort(names, n, sizeof *names, cmp_str);
     for (size_t i = 0; i < n; i++) {
-        size_t pl = strlen(dir) + strlen(names[i]) + 2, rl = strlen(rel) + strlen(names[i]) + 2;
-        char *path = de_xmalloc(pl), *r = de_xmalloc(rl);
-        snprintf(path, pl, "%s/%s", dir, names[i]);
-        snprintf(r, rl, "%s%s%s", rel, rel[0] ? "/" : "", names[i]);
+        char *path = de_path_join(dir, names[i]);
+        char *r = rel[0] ? de_path_join(rel, names[i]) : de_xstrdup(names[i]);
         struct stat st;
         if (stat(path, &st) == 0) {
             if (S_ISDIR(st.st_mode)) {
@@ -141,9 +121,8 @@ static void hash_tree(pol_sha256 *h, const char *dir, const char *rel, int depth
         }
         free(path);
         free(r);
-        free(names[i]);
     }
-    free(names);
+    de_names_free(names, n);
 }
 
 void pol_dir_hash(const char *dir, char hex[65])
@@ -173,25 +152,20 @@ static void watch_reset(pol_host *h)
     if (wd >= 0)
         h->wds[h->nwds++] = wd;
     /* pack folders (a ConfigMap is flat; git-sync checkouts are not) */
-    DIR *d = opendir(h->dir);
-    if (!d)
+    char **names;
+    size_t n;
+    if (!de_dir_names(h->dir, &names, &n))
         return;
-    struct dirent *de;
-    while ((de = readdir(d)) && h->nwds < (int)DE_ARRAY_LEN(h->wds)) {
-        if (de->d_name[0] == '.')
-            continue;
-        size_t pl = strlen(h->dir) + strlen(de->d_name) + 2;
-        char *p = de_xmalloc(pl);
-        snprintf(p, pl, "%s/%s", h->dir, de->d_name);
-        struct stat st;
-        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) {
+    for (size_t i = 0; i < n && h->nwds < (int)DE_ARRAY_LEN(h->wds); i++) {
+        char *p = de_path_join(h->dir, names[i]);
+        if (de_is_dir(p)) {
             wd = inotify_add_watch(h->ifd, p, WATCH_MASK);
             if (wd >= 0)
                 h->wds[h->nwds++] = wd;
         }
         free(p);
     }
-    closedir(d);
+    de_names_free(names, n);
 }
 
 static void watch_drain(pol_host *h)
