@@ -137,13 +137,20 @@ static void want_huge_pages(char **argv)
     fclose(f);
     if (!madvise)
         return;
+    /* the binary's own path, not /proc/self/exe: the process keeps its name
+     * (ps, pkill, logs) */
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0 || (size_t)len >= sizeof self - 1)
+        return;
+    self[len] = 0;
     char v[1024];
     int n = snprintf(v, sizeof v, "%s%sglibc.malloc.hugetlb=1", t ? t : "", t && *t ? ":" : "");
     if (n < 0 || (size_t)n >= sizeof v || setenv("GLIBC_TUNABLES", v, 1) != 0)
         return;
     fflush(NULL);
-    execv("/proc/self/exe", argv);
-    /* no /proc: carry on with small pages */
+    execv(self, argv);
+    /* replaced or deleted binary, no /proc: carry on with small pages */
 }
 
 int main(int argc, char **argv)
