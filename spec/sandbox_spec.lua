@@ -1,4 +1,4 @@
--- policy_sandbox_spec.lua - escape and abuse attempts against the policy
+-- sandbox_spec.lua - escape and abuse attempts against the policy
 -- sandbox (Redis's "Try trick global protection" tests, for draengine).
 -- Every attempt must be contained - an error with a reason, or a harmless
 -- value - and the same VM must keep working afterwards.
