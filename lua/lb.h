@@ -40,25 +40,25 @@ struct dg_graph *lb_check_graph(lua_State *L, int idx);
 void lb_class(lua_State *L, const char *name, const luaL_Reg *meta, const luaL_Reg *methods);
 
 /* Field k of the table on top of the stack (a NULL string sets nil). */
-static inline void set_str(lua_State *L, const char *k, const char *v)
+static inline void lb_set_str(lua_State *L, const char *k, const char *v)
 {
     lua_pushstring(L, v);
     lua_setfield(L, -2, k);
 }
 
-static inline void set_int(lua_State *L, const char *k, lua_Integer v)
+static inline void lb_set_int(lua_State *L, const char *k, lua_Integer v)
 {
     lua_pushinteger(L, v);
     lua_setfield(L, -2, k);
 }
 
-static inline void set_num(lua_State *L, const char *k, lua_Number v)
+static inline void lb_set_num(lua_State *L, const char *k, lua_Number v)
 {
     lua_pushnumber(L, v);
     lua_setfield(L, -2, k);
 }
 
-static inline void set_bool(lua_State *L, const char *k, bool v)
+static inline void lb_set_bool(lua_State *L, const char *k, bool v)
 {
     lua_pushboolean(L, v);
     lua_setfield(L, -2, k);

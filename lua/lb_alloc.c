@@ -156,8 +156,8 @@ static void push_claim(lua_State *L, dg_graph *g, uint32_t clid, const dg_alloca
     const dg_claim *cl = dg_claim_get(g, clid);
     lua_newtable(L);
     if (cl) {
-        set_str(L, "namespace", de_intern_str(in, cl->meta.ns));
-        set_str(L, "name", de_intern_str(in, cl->meta.name));
+        lb_set_str(L, "namespace", de_intern_str(in, cl->meta.ns));
+        lb_set_str(L, "name", de_intern_str(in, cl->meta.name));
     }
     if (al) {
         json_t *j = dg_encode_allocation(g, al);
@@ -178,10 +178,10 @@ static void push_claim(lua_State *L, dg_graph *g, uint32_t clid, const dg_alloca
 void lb_set_alloc_outcome(lua_State *L, dg_graph *g, const uint32_t *ids, de_rc rc, const al_outcome *o,
                           const de_err *e)
 {
-    set_int(L, "steps", (lua_Integer)o->steps);
+    lb_set_int(L, "steps", (lua_Integer)o->steps);
     if (rc == DE_OK) {
-        set_str(L, "status", "allocated");
-        set_int(L, "score", o->k8s_score);
+        lb_set_str(L, "status", "allocated");
+        lb_set_int(L, "score", o->k8s_score);
         lua_createtable(L, (int)o->nclaims, 0);
         for (uint32_t i = 0; i < o->nclaims; i++) {
             push_claim(L, g, ids[i], &o->claims[i].alloc, o->claims[i].chosen_sub, o->claims[i].nrequests);
@@ -189,13 +189,13 @@ void lb_set_alloc_outcome(lua_State *L, dg_graph *g, const uint32_t *ids, de_rc 
         }
         lua_setfield(L, -2, "claims");
     } else if (rc == DE_EUNSAT) {
-        set_str(L, "status", "unsatisfiable");
-        set_str(L, "reason", o->why.summary);
-        set_str(L, "detail", o->why.detail);
+        lb_set_str(L, "status", "unsatisfiable");
+        lb_set_str(L, "reason", o->why.summary);
+        lb_set_str(L, "detail", o->why.detail);
     } else {
-        set_str(L, "status", "error");
-        set_str(L, "error", e->msg);
-        set_str(L, "code", de_rc_str(rc));
+        lb_set_str(L, "status", "error");
+        lb_set_str(L, "error", e->msg);
+        lb_set_str(L, "code", de_rc_str(rc));
     }
 }
 
@@ -209,7 +209,7 @@ void lb_set_pod_claims(lua_State *L, dg_graph *g, const al_pod_outcome *po, bool
         bool now = po->allocated_now[c];
         push_claim(L, g, po->claims[c], cl && cl->allocated ? &cl->allocation : NULL,
                    chosen && now ? po->allocs[c].chosen_sub : NULL, chosen && now ? po->allocs[c].nrequests : 0);
-        set_bool(L, "allocated_now", now);
+        lb_set_bool(L, "allocated_now", now);
         lua_rawseti(L, -2, (lua_Integer)c + 1);
     }
     lua_setfield(L, -2, "claims");
@@ -283,23 +283,23 @@ static int l_schedule(lua_State *L)
         if (!pod || !al_pod_uses_dra(a, pid))
             continue;
         lua_newtable(L);
-        set_str(L, "namespace", de_intern_str(in, pod->meta.ns));
-        set_str(L, "name", de_intern_str(in, pod->meta.name));
+        lb_set_str(L, "namespace", de_intern_str(in, pod->meta.ns));
+        lb_set_str(L, "name", de_intern_str(in, pod->meta.name));
         de_arena_reset(ar);
         al_pod_outcome po;
         de_err_clear(&e);
         de_rc rc = al_schedule_pod(a, pid, ar, &po, &e);
         if (rc == DE_OK) {
-            set_str(L, "status", "scheduled");
-            set_str(L, "node", po.node_name ? de_intern_str(in, po.node_name) : NULL);
-            set_int(L, "score", po.k8s_score);
+            lb_set_str(L, "status", "scheduled");
+            lb_set_str(L, "node", po.node_name ? de_intern_str(in, po.node_name) : NULL);
+            lb_set_int(L, "score", po.k8s_score);
             lb_set_pod_claims(L, x.g, &po, true);
         } else if (rc == DE_EUNSAT) {
-            set_str(L, "status", "unschedulable");
-            set_str(L, "reason", po.why);
+            lb_set_str(L, "status", "unschedulable");
+            lb_set_str(L, "reason", po.why);
         } else {
-            set_str(L, "status", "error");
-            set_str(L, "error", e.msg);
+            lb_set_str(L, "status", "error");
+            lb_set_str(L, "error", e.msg);
         }
         lua_rawseti(L, -2, ++k);
     }

@@ -194,18 +194,18 @@ static int l_schedule(lua_State *L)
     de_rc rc = al_schedule_pod(u->a, pid, ar, &po, &e);
     lua_newtable(L);
     if (rc == DE_OK) {
-        set_str(L, "status", "scheduled");
-        set_str(L, "node", po.node_name ? S(g, po.node_name) : NULL);
-        set_int(L, "score", po.k8s_score);
-        set_num(L, "policy_score", po.policy_score);
-        set_int(L, "nodes_feasible", po.nodes_feasible);
+        lb_set_str(L, "status", "scheduled");
+        lb_set_str(L, "node", po.node_name ? S(g, po.node_name) : NULL);
+        lb_set_int(L, "score", po.k8s_score);
+        lb_set_num(L, "policy_score", po.policy_score);
+        lb_set_int(L, "nodes_feasible", po.nodes_feasible);
         lb_set_pod_claims(L, g, &po, false);
     } else if (rc == DE_EUNSAT) {
-        set_str(L, "status", "unschedulable");
-        set_str(L, "reason", po.why);
+        lb_set_str(L, "status", "unschedulable");
+        lb_set_str(L, "reason", po.why);
     } else {
-        set_str(L, "status", "error");
-        set_str(L, "error", e.msg);
+        lb_set_str(L, "status", "error");
+        lb_set_str(L, "error", e.msg);
     }
     de_arena_free(ar);
     return 1;
@@ -256,16 +256,16 @@ static int l_stats(lua_State *L)
     al_stats s;
     al_get_stats(u->a, &s);
     lua_newtable(L);
-    set_int(L, "allocate_calls", (lua_Integer)s.allocate_calls);
-    set_int(L, "steps", (lua_Integer)s.steps);
-    set_int(L, "node_tables_built", (lua_Integer)s.node_tables_built);
-    set_int(L, "candidate_sets_built", (lua_Integer)s.candidate_sets_built);
-    set_int(L, "cel_evals", (lua_Integer)s.cel_evals);
-    set_int(L, "pruned", (lua_Integer)s.pruned);
-    set_int(L, "choice_pods", (lua_Integer)s.choice_pods);
-    set_int(L, "choice_evals", (lua_Integer)s.choice_evals);
-    set_int(L, "choice_reused", (lua_Integer)s.choice_reused);
-    set_int(L, "choice_tables", (lua_Integer)s.choice_tables);
+    lb_set_int(L, "allocate_calls", (lua_Integer)s.allocate_calls);
+    lb_set_int(L, "steps", (lua_Integer)s.steps);
+    lb_set_int(L, "node_tables_built", (lua_Integer)s.node_tables_built);
+    lb_set_int(L, "candidate_sets_built", (lua_Integer)s.candidate_sets_built);
+    lb_set_int(L, "cel_evals", (lua_Integer)s.cel_evals);
+    lb_set_int(L, "pruned", (lua_Integer)s.pruned);
+    lb_set_int(L, "choice_pods", (lua_Integer)s.choice_pods);
+    lb_set_int(L, "choice_evals", (lua_Integer)s.choice_evals);
+    lb_set_int(L, "choice_reused", (lua_Integer)s.choice_reused);
+    lb_set_int(L, "choice_tables", (lua_Integer)s.choice_tables);
     return 1;
 }
 

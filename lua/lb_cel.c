@@ -372,7 +372,7 @@ static int l_cel_eval_attr(lua_State *L)
     static const char *const kinds[] = {"none", "int", "bool", "string", "version",
                                         "ints", "bools", "strings", "versions"};
     lua_newtable(L);
-    set_str(L, "kind", kinds[v.kind < 9 ? v.kind : 0]);
+    lb_set_str(L, "kind", kinds[v.kind < 9 ? v.kind : 0]);
     if (de_vkind_is_list(v.kind)) {
         lua_createtable(L, (int)v.n, 0);
         for (uint32_t i = 0; i < v.n; i++) {
@@ -418,21 +418,21 @@ static int l_cel_compile(lua_State *L)
     cel_prog *p;
     lua_newtable(L);
     if (cel_compile(r.env, expr, len, &p, &e) != DE_OK) {
-        set_bool(L, "ok", false);
-        set_str(L, "error", e.msg);
-        set_int(L, "line", e.line);
-        set_int(L, "col", e.col);
+        lb_set_bool(L, "ok", false);
+        lb_set_str(L, "error", e.msg);
+        lb_set_int(L, "line", e.line);
+        lb_set_int(L, "col", e.col);
         if (e.line > 0) {
             char caret[2048];
             cel_err_caret(expr, e.line, e.col, caret, sizeof caret);
-            set_str(L, "caret", caret);
+            lb_set_str(L, "caret", caret);
         }
     } else {
         char ty[256];
-        set_bool(L, "ok", true);
-        set_int(L, "cost", (lua_Integer)cel_prog_estimated_cost(p));
+        lb_set_bool(L, "ok", true);
+        lb_set_int(L, "cost", (lua_Integer)cel_prog_estimated_cost(p));
         cel_prog_type(p, ty, sizeof ty);
-        set_str(L, "type", ty);
+        lb_set_str(L, "type", ty);
     }
     run_free(&r);
     return 1;

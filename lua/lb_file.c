@@ -101,7 +101,7 @@ static void on_event(void *ctx, const fd_event *ev)
     set_s(L, "name", ev->name);
     if (ev->origin) {
         set_s(L, "file", ev->origin->file);
-        set_int(L, "doc", ev->origin->doc);
+        lb_set_int(L, "doc", ev->origin->doc);
     }
     if (ev->obj) {
         lb_push_json(L, ev->obj);
@@ -152,9 +152,9 @@ static void on_sync_event(void *ctx, const fd_event *ev)
     de_err_clear(&e);
     lua_rawgeti(L, s->c.t, s->c.n);
     if (fd_apply_event(s->g, ev, &e) == DE_OK) {
-        set_bool(L, "applied", 1);
+        lb_set_bool(L, "applied", 1);
     } else {
-        set_str(L, "error", e.msg);
+        lb_set_str(L, "error", e.msg);
     }
     lua_pop(L, 1);
 }

@@ -108,9 +108,9 @@ static int l_events(lua_State *L)
     lua_createtable(L, (int)u->nev, 0);
     for (uint32_t i = 0; i < u->nev; i++) {
         lua_newtable(L);
-        set_str(L, "kind", dg_kind_name((dg_kind)u->ev[i].kind));
-        set_str(L, "op", ops[u->ev[i].op < 3 ? u->ev[i].op : 0]);
-        set_int(L, "id", u->ev[i].id);
+        lb_set_str(L, "kind", dg_kind_name((dg_kind)u->ev[i].kind));
+        lb_set_str(L, "op", ops[u->ev[i].op < 3 ? u->ev[i].op : 0]);
+        lb_set_int(L, "id", u->ev[i].id);
         lua_rawseti(L, -2, i + 1);
     }
     u->nev = 0;
@@ -240,14 +240,14 @@ static int l_nodes(lua_State *L)
 static void push_pool(lua_State *L, dg_graph *g, uint32_t pid, const dg_pool *p)
 {
     lua_newtable(L);
-    set_int(L, "id", pid);
-    set_str(L, "driver", S(g, p->driver));
-    set_str(L, "name", S(g, p->name));
-    set_int(L, "generation", p->max_generation);
-    set_int(L, "slice_count", p->slice_count);
-    set_int(L, "slices_at_generation", p->nslices_at_max);
-    set_int(L, "gen", (lua_Integer)p->gen);
-    set_bool(L, "complete", dg_pool_complete(g, pid));
+    lb_set_int(L, "id", pid);
+    lb_set_str(L, "driver", S(g, p->driver));
+    lb_set_str(L, "name", S(g, p->name));
+    lb_set_int(L, "generation", p->max_generation);
+    lb_set_int(L, "slice_count", p->slice_count);
+    lb_set_int(L, "slices_at_generation", p->nslices_at_max);
+    lb_set_int(L, "gen", (lua_Integer)p->gen);
+    lb_set_bool(L, "complete", dg_pool_complete(g, pid));
     lua_newtable(L);
     for (uint32_t i = 0; i < p->nslices; i++) {
         lua_pushstring(L, S(g, dg_slice_get(g, p->slices[i])->meta.name));
@@ -334,16 +334,16 @@ static int l_slice(lua_State *L)
     const dg_slice *s = dg_slice_get(g, sid);
     static const char *const modes[] = {"none", "nodeName", "nodeSelector", "allNodes", "perDeviceNodeSelection"};
     lua_newtable(L);
-    set_int(L, "id", sid);
-    set_str(L, "name", S(g, s->meta.name));
-    set_str(L, "driver", S(g, s->driver));
-    set_str(L, "pool", S(g, s->pool));
-    set_int(L, "generation", s->generation);
-    set_int(L, "slice_count", s->slice_count);
-    set_str(L, "node_selection", modes[s->ns_mode < 5 ? s->ns_mode : 0]);
+    lb_set_int(L, "id", sid);
+    lb_set_str(L, "name", S(g, s->meta.name));
+    lb_set_str(L, "driver", S(g, s->driver));
+    lb_set_str(L, "pool", S(g, s->pool));
+    lb_set_int(L, "generation", s->generation);
+    lb_set_int(L, "slice_count", s->slice_count);
+    lb_set_str(L, "node_selection", modes[s->ns_mode < 5 ? s->ns_mode : 0]);
     if (s->node_name)
-        set_str(L, "node", S(g, s->node_name));
-    set_int(L, "input_version", s->input_version);
+        lb_set_str(L, "node", S(g, s->node_name));
+    lb_set_int(L, "input_version", s->input_version);
     lua_newtable(L);
     for (uint32_t i = 0; i < s->ndevices; i++) {
         lua_pushstring(L, S(g, s->devices[i].name));
@@ -414,11 +414,11 @@ static void push_taints(lua_State *L, dg_graph *g, const dg_taint *t, uint32_t n
     lua_newtable(L);
     for (uint32_t i = 0; i < n; i++) {
         lua_newtable(L);
-        set_str(L, "key", S(g, t[i].key));
-        set_str(L, "value", S(g, t[i].value));
-        set_str(L, "effect", S(g, t[i].effect_raw));
+        lb_set_str(L, "key", S(g, t[i].key));
+        lb_set_str(L, "value", S(g, t[i].value));
+        lb_set_str(L, "effect", S(g, t[i].effect_raw));
         if (t[i].rule)
-            set_str(L, "rule", S(g, t[i].rule));
+            lb_set_str(L, "rule", S(g, t[i].rule));
         lua_rawseti(L, -2, i + 1);
     }
 }
@@ -431,14 +431,14 @@ static void push_device(lua_State *L, dg_graph *g, uint32_t devid, bool full)
     dg_device_ref(g, devid, &ref);
     const dg_device *d = dg_device_get(g, devid);
     lua_newtable(L);
-    set_int(L, "id", devid);
-    set_int(L, "gen", v.gen);
-    set_str(L, "driver", S(g, v.driver));
-    set_str(L, "pool", S(g, v.pool));
-    set_str(L, "name", S(g, v.name));
-    set_str(L, "slice", S(g, dg_slice_get(g, ref.slice)->meta.name));
+    lb_set_int(L, "id", devid);
+    lb_set_int(L, "gen", v.gen);
+    lb_set_str(L, "driver", S(g, v.driver));
+    lb_set_str(L, "pool", S(g, v.pool));
+    lb_set_str(L, "name", S(g, v.name));
+    lb_set_str(L, "slice", S(g, dg_slice_get(g, ref.slice)->meta.name));
     if (v.node)
-        set_str(L, "node", S(g, v.node));
+        lb_set_str(L, "node", S(g, v.node));
     if (!full)
         return;
     char key[256];
@@ -508,7 +508,7 @@ static void push_device(lua_State *L, dg_graph *g, uint32_t devid, bool full)
     lua_newtable(L);
     for (uint32_t i = 0; i < d->nconsumes; i++) {
         lua_newtable(L);
-        set_str(L, "counter_set", S(g, d->consumes[i].counterset));
+        lb_set_str(L, "counter_set", S(g, d->consumes[i].counterset));
         lua_newtable(L);
         for (uint32_t j = 0; j < d->consumes[i].ncounters; j++) {
             push_qty(L, d->consumes[i].counters[j].value);
@@ -531,9 +531,9 @@ static void push_device(lua_State *L, dg_graph *g, uint32_t devid, bool full)
     }
     lua_setfield(L, -2, "binding_conditions");
     if (d->allow_multi >= 0)
-        set_bool(L, "allow_multiple_allocations", d->allow_multi == 1);
+        lb_set_bool(L, "allow_multiple_allocations", d->allow_multi == 1);
     if (d->binds_to_node >= 0)
-        set_bool(L, "binds_to_node", d->binds_to_node == 1);
+        lb_set_bool(L, "binds_to_node", d->binds_to_node == 1);
 }
 
 static int l_device(lua_State *L)
@@ -670,17 +670,17 @@ static int l_stats(lua_State *L)
     dg_stats st;
     dg_get_stats(g, &st);
     lua_newtable(L);
-    set_int(L, "slices", st.slices);
-    set_int(L, "devices", st.devices);
-    set_int(L, "pools", st.pools);
-    set_int(L, "classes", st.classes);
-    set_int(L, "claims", st.claims);
-    set_int(L, "templates", st.templates);
-    set_int(L, "taint_rules", st.taint_rules);
-    set_int(L, "nodes", st.nodes);
-    set_int(L, "pods", st.pods);
-    set_int(L, "bytes", (lua_Integer)st.bytes);
-    set_int(L, "fast_path_slices", st.fast_path_slices);
+    lb_set_int(L, "slices", st.slices);
+    lb_set_int(L, "devices", st.devices);
+    lb_set_int(L, "pools", st.pools);
+    lb_set_int(L, "classes", st.classes);
+    lb_set_int(L, "claims", st.claims);
+    lb_set_int(L, "templates", st.templates);
+    lb_set_int(L, "taint_rules", st.taint_rules);
+    lb_set_int(L, "nodes", st.nodes);
+    lb_set_int(L, "pods", st.pods);
+    lb_set_int(L, "bytes", (lua_Integer)st.bytes);
+    lb_set_int(L, "fast_path_slices", st.fast_path_slices);
     return 1;
 }
 

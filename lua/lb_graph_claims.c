@@ -12,18 +12,18 @@ static void push_class(lua_State *L, dg_graph *g, uint32_t cid)
 {
     const dg_class *c = dg_class_get(g, cid);
     lua_newtable(L);
-    set_int(L, "id", cid);
-    set_str(L, "name", S(g, c->meta.name));
-    set_int(L, "gen", (lua_Integer)dg_class_generation(g, cid));
+    lb_set_int(L, "id", cid);
+    lb_set_str(L, "name", S(g, c->meta.name));
+    lb_set_int(L, "gen", (lua_Integer)dg_class_generation(g, cid));
     if (c->extended_resource_name)
-        set_str(L, "extended_resource_name", S(g, c->extended_resource_name));
+        lb_set_str(L, "extended_resource_name", S(g, c->extended_resource_name));
     lua_newtable(L);
     for (uint32_t i = 0; i < c->nselectors; i++) {
         lua_pushstring(L, S(g, c->selectors[i].expr));
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "selectors");
-    set_int(L, "config", c->nconfig);
+    lb_set_int(L, "config", c->nconfig);
 }
 
 static int l_class(lua_State *L)
@@ -65,19 +65,19 @@ static void push_exact(lua_State *L, dg_graph *g, const dg_exact *x)
     static const char *const modes[] = {"ExactCount", "All", "unknown"};
     lua_newtable(L);
     if (x->name)
-        set_str(L, "name", S(g, x->name));
-    set_str(L, "device_class", S(g, x->class_name));
-    set_str(L, "allocation_mode", modes[x->mode < 3 ? x->mode : 2]);
-    set_int(L, "count", x->count);
+        lb_set_str(L, "name", S(g, x->name));
+    lb_set_str(L, "device_class", S(g, x->class_name));
+    lb_set_str(L, "allocation_mode", modes[x->mode < 3 ? x->mode : 2]);
+    lb_set_int(L, "count", x->count);
     if (x->admin_access >= 0)
-        set_bool(L, "admin_access", x->admin_access == 1);
+        lb_set_bool(L, "admin_access", x->admin_access == 1);
     lua_newtable(L);
     for (uint32_t i = 0; i < x->nselectors; i++) {
         lua_pushstring(L, S(g, x->selectors[i].expr));
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "selectors");
-    set_int(L, "tolerations", x->ntolerations);
+    lb_set_int(L, "tolerations", x->ntolerations);
     lua_newtable(L);
     for (uint32_t i = 0; i < x->ncapacity; i++) {
         push_qty(L, x->capacity[i].value);
@@ -96,11 +96,11 @@ static void push_claim(lua_State *L, dg_graph *g, uint32_t id)
 {
     const dg_claim *c = dg_claim_get(g, id);
     lua_newtable(L);
-    set_int(L, "id", id);
-    set_str(L, "namespace", S(g, c->meta.ns));
-    set_str(L, "name", S(g, c->meta.name));
-    set_int(L, "gen", (lua_Integer)dg_claim_generation(g, id));
-    set_bool(L, "allocated", c->allocated);
+    lb_set_int(L, "id", id);
+    lb_set_str(L, "namespace", S(g, c->meta.ns));
+    lb_set_str(L, "name", S(g, c->meta.name));
+    lb_set_int(L, "gen", (lua_Integer)dg_claim_generation(g, id));
+    lb_set_bool(L, "allocated", c->allocated);
     lua_newtable(L);
     for (uint32_t i = 0; i < c->spec.nrequests; i++) {
         const dg_request *q = &c->spec.requests[i];
@@ -115,7 +115,7 @@ static void push_claim(lua_State *L, dg_graph *g, uint32_t id)
             }
             lua_setfield(L, -2, "first_available");
         }
-        set_str(L, "request", S(g, q->name));
+        lb_set_str(L, "request", S(g, q->name));
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "requests");
@@ -124,9 +124,9 @@ static void push_claim(lua_State *L, dg_graph *g, uint32_t id)
         const dg_constraint *k = &c->spec.constraints[i];
         lua_newtable(L);
         if (k->match_attribute)
-            set_str(L, "match_attribute", S(g, k->match_attribute));
+            lb_set_str(L, "match_attribute", S(g, k->match_attribute));
         if (k->distinct_attribute)
-            set_str(L, "distinct_attribute", S(g, k->distinct_attribute));
+            lb_set_str(L, "distinct_attribute", S(g, k->distinct_attribute));
         lua_newtable(L);
         for (uint32_t j = 0; j < k->nrequests; j++) {
             lua_pushstring(L, S(g, k->requests[j]));
@@ -136,13 +136,13 @@ static void push_claim(lua_State *L, dg_graph *g, uint32_t id)
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "constraints");
-    set_int(L, "config", c->spec.nconfig);
+    lb_set_int(L, "config", c->spec.nconfig);
     lua_newtable(L);
     for (uint32_t i = 0; i < c->nreserved_for; i++) {
         lua_newtable(L);
-        set_str(L, "resource", S(g, c->reserved_for[i].resource));
-        set_str(L, "name", S(g, c->reserved_for[i].name));
-        set_str(L, "uid", S(g, c->reserved_for[i].uid));
+        lb_set_str(L, "resource", S(g, c->reserved_for[i].resource));
+        lb_set_str(L, "name", S(g, c->reserved_for[i].name));
+        lb_set_str(L, "uid", S(g, c->reserved_for[i].uid));
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "reserved_for");
@@ -176,9 +176,9 @@ static int l_claims(lua_State *L)
         if (!c)
             continue;
         lua_newtable(L);
-        set_str(L, "namespace", S(g, c->meta.ns));
-        set_str(L, "name", S(g, c->meta.name));
-        set_bool(L, "allocated", c->allocated);
+        lb_set_str(L, "namespace", S(g, c->meta.ns));
+        lb_set_str(L, "name", S(g, c->meta.name));
+        lb_set_bool(L, "allocated", c->allocated);
         lua_rawseti(L, -2, ++k);
     }
     return 1;
@@ -272,18 +272,18 @@ static int l_pod(lua_State *L)
     }
     const dg_pod *p = dg_pod_get(g, pid);
     lua_newtable(L);
-    set_str(L, "namespace", S(g, p->meta.ns));
-    set_str(L, "name", S(g, p->meta.name));
+    lb_set_str(L, "namespace", S(g, p->meta.ns));
+    lb_set_str(L, "name", S(g, p->meta.name));
     if (p->node_name)
-        set_str(L, "node_name", S(g, p->node_name));
+        lb_set_str(L, "node_name", S(g, p->node_name));
     lua_newtable(L);
     for (uint32_t i = 0; i < p->nclaims; i++) {
         lua_newtable(L);
-        set_str(L, "name", S(g, p->claims[i].name));
+        lb_set_str(L, "name", S(g, p->claims[i].name));
         if (p->claims[i].claim_name)
-            set_str(L, "resource_claim_name", S(g, p->claims[i].claim_name));
+            lb_set_str(L, "resource_claim_name", S(g, p->claims[i].claim_name));
         if (p->claims[i].template_name)
-            set_str(L, "resource_claim_template_name", S(g, p->claims[i].template_name));
+            lb_set_str(L, "resource_claim_template_name", S(g, p->claims[i].template_name));
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "claims");
@@ -297,9 +297,9 @@ static int l_pod(lua_State *L)
     for (uint32_t i = 0; i < p->ncontainers; i++) {
         const dg_container *c = &p->containers[i];
         lua_newtable(L);
-        set_str(L, "name", S(g, c->name));
-        set_bool(L, "init", c->init);
-        set_bool(L, "sidecar", c->sidecar);
+        lb_set_str(L, "name", S(g, c->name));
+        lb_set_bool(L, "init", c->init);
+        lb_set_bool(L, "sidecar", c->sidecar);
         lua_newtable(L);
         for (uint32_t j = 0; j < c->nrequests; j++) {
             push_qty(L, c->requests[j].value);
@@ -321,8 +321,8 @@ static int l_pod(lua_State *L)
         lua_rawseti(L, -2, i + 1);
     }
     lua_setfield(L, -2, "containers");
-    set_int(L, "tolerations", p->ntolerations);
-    set_bool(L, "has_required_affinity", p->has_required_affinity);
+    lb_set_int(L, "tolerations", p->ntolerations);
+    lb_set_bool(L, "has_required_affinity", p->has_required_affinity);
     return 1;
 }
 
@@ -331,8 +331,8 @@ static int l_pod(lua_State *L)
 static void push_usage(lua_State *L, const dg_usage *u, dg_graph *g)
 {
     lua_newtable(L);
-    set_int(L, "exclusive", u->exclusive);
-    set_int(L, "shared", u->shared);
+    lb_set_int(L, "exclusive", u->exclusive);
+    lb_set_int(L, "shared", u->shared);
     lua_newtable(L);
     for (uint32_t i = 0; i < u->nconsumed; i++) {
         push_qty(L, u->consumed[i].value);
@@ -351,9 +351,9 @@ static void usage_cb(void *ctx, uint32_t driver, uint32_t pool, uint32_t device,
 {
     usage_ctx *c = ctx;
     push_usage(c->L, u, c->g);
-    set_str(c->L, "driver", S(c->g, driver));
-    set_str(c->L, "pool", S(c->g, pool));
-    set_str(c->L, "device", S(c->g, device));
+    lb_set_str(c->L, "driver", S(c->g, driver));
+    lb_set_str(c->L, "pool", S(c->g, pool));
+    lb_set_str(c->L, "device", S(c->g, device));
     lua_rawseti(c->L, -2, ++c->k);
 }
 

@@ -336,10 +336,10 @@ static de_rc collect(void *ctx, json_t *obj, const de_origin *o, de_err *e)
         lua_createtable(L, 0, 4);
         push(L, obj, 0);
         lua_setfield(L, -2, "object");
-        set_str(L, "file", o->file);
-        set_int(L, "doc", o->doc);
+        lb_set_str(L, "file", o->file);
+        lb_set_int(L, "doc", o->doc);
         if (o->item >= 0)
-            set_int(L, "item", o->item);
+            lb_set_int(L, "item", o->item);
     } else {
         push(L, obj, 0);
     }
@@ -419,10 +419,10 @@ void lb_open_json(lua_State *L)
         {NULL, NULL},
     };
     luaL_newmetatable(L, OBJ_MT);
-    set_str(L, "__jsontype", "object");
+    lb_set_str(L, "__jsontype", "object");
     lua_setfield(L, -2, "json_object_mt");
     luaL_newmetatable(L, ARR_MT);
-    set_str(L, "__jsontype", "array");
+    lb_set_str(L, "__jsontype", "array");
     lua_setfield(L, -2, "json_array_mt");
     lua_pushlightuserdata(L, NULL);
     lua_setfield(L, -2, "null");

@@ -225,9 +225,9 @@ static int cl_stats(lua_State *L)
     F(watch_restarts);
     F(relists);
 #undef F
-    set_int(L, "rate_limited_ms", (lua_Integer)(s.rate_limited_ns / 1000000ull));
-    set_int(L, "transport_errors", (lua_Integer)s.by_code[0]);
-    set_int(L, "server_errors", (lua_Integer)s.by_code[5]);
+    lb_set_int(L, "rate_limited_ms", (lua_Integer)(s.rate_limited_ns / 1000000ull));
+    lb_set_int(L, "transport_errors", (lua_Integer)s.by_code[0]);
+    lb_set_int(L, "server_errors", (lua_Integer)s.by_code[5]);
     return 1;
 }
 
@@ -280,14 +280,14 @@ static void on_event(void *ctx, kc_res res, kc_evtype type, json_t *obj)
         return;
     json_t *md = json_object_get(obj, "metadata");
     lua_createtable(L, 0, 5);
-    set_str(L, "type", EVNAMES[type]);
-    set_str(L, "resource", kc_res_name(res));
+    lb_set_str(L, "type", EVNAMES[type]);
+    lb_set_str(L, "resource", kc_res_name(res));
     const char *ns = json_string_value(json_object_get(md, "namespace"));
     const char *name = json_string_value(json_object_get(md, "name"));
     const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
-    set_str(L, "namespace", ns ? ns : "");
-    set_str(L, "name", name ? name : "");
-    set_str(L, "rv", rv ? rv : "");
+    lb_set_str(L, "namespace", ns ? ns : "");
+    lb_set_str(L, "name", name ? name : "");
+    lb_set_str(L, "rv", rv ? rv : "");
     lua_rawseti(L, -2, ++u->n);
 }
 

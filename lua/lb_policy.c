@@ -192,12 +192,12 @@ static int s_info(lua_State *L)
     pol_info info;
     pol_set_info(s->set, (uint32_t)i - 1, &info);
     lua_createtable(L, 0, 10);
-    set_str(L, "name", info.name);
-    set_str(L, "version", info.version);
-    set_str(L, "file", info.file);
+    lb_set_str(L, "name", info.name);
+    lb_set_str(L, "version", info.version);
+    lb_set_str(L, "file", info.file);
     if (info.pack)
-        set_str(L, "pack", info.pack);
-    set_str(L, "revision", info.revision);
+        lb_set_str(L, "pack", info.pack);
+    lb_set_str(L, "revision", info.revision);
     lua_createtable(L, (int)info.ndomains, 0);
     for (uint32_t k = 0; k < info.ndomains; k++) {
         lua_pushstring(L, info.domains[k]);
@@ -213,9 +213,9 @@ static int s_info(lua_State *L)
             lua_rawseti(L, -2, ++n);
         }
     lua_setfield(L, -2, "hooks");
-    set_str(L, "failure", info.failure == POL_FAIL_OPEN ? "open" : "closed");
-    set_num(L, "weight", info.weight);
-    set_int(L, "memory", (lua_Integer)info.memory);
+    lb_set_str(L, "failure", info.failure == POL_FAIL_OPEN ? "open" : "closed");
+    lb_set_num(L, "weight", info.weight);
+    lb_set_int(L, "memory", (lua_Integer)info.memory);
     return 1;
 }
 
@@ -238,8 +238,8 @@ static int s_stats(lua_State *L)
         lua_setfield(L, -2, pol_reason_str((pol_reason)r));
     }
     lua_setfield(L, -2, "failures");
-    set_int(L, "instructions", (lua_Integer)st.instructions);
-    set_int(L, "score_memo_hits", (lua_Integer)st.score_memo_hits);
+    lb_set_int(L, "instructions", (lua_Integer)st.instructions);
+    lb_set_int(L, "score_memo_hits", (lua_Integer)st.score_memo_hits);
     return 1;
 }
 
@@ -270,7 +270,7 @@ static void push_value(lua_State *L, de_interner *in, const de_attrval *v)
         return;
     case DE_V_VERSION:
         lua_createtable(L, 0, 1);
-        set_str(L, "version", de_intern_str(in, v->u.s));
+        lb_set_str(L, "version", de_intern_str(in, v->u.s));
         return;
     default:
         lua_createtable(L, (int)v->n, 0);
@@ -347,7 +347,7 @@ static int s_groups(lua_State *L)
         return 1;
     }
     lua_createtable(L, 0, 2);
-    set_str(L, "scope", de_intern_str(s->in, f.scopes[0].key));
+    lb_set_str(L, "scope", de_intern_str(s->in, f.scopes[0].key));
     lua_newtable(L);
     int n = 0;
     for (unsigned b = 0; b < POL_MAX_GROUP_BITS; b++)
@@ -356,7 +356,7 @@ static int s_groups(lua_State *L)
             lua_rawseti(L, -2, ++n);
         }
     lua_setfield(L, -2, "groups");
-    set_int(L, "mask", (lua_Integer)f.scopes[0].groups);
+    lb_set_int(L, "mask", (lua_Integer)f.scopes[0].groups);
     pol_devfacts_free(&f);
     return 1;
 }
@@ -566,8 +566,8 @@ static int do_run(lua_State *L, lvm *v, const de_devview *dev)
     lua_pushlightuserdata(vm->L, &c);
     pol_reason r = pol_vm_pcall(vm, 1, 1);
     lua_createtable(L, 0, 6);
-    set_bool(L, "ok", r == POL_R_NONE);
-    set_int(L, "instructions", (lua_Integer)vm->instr);
+    lb_set_bool(L, "ok", r == POL_R_NONE);
+    lb_set_int(L, "instructions", (lua_Integer)vm->instr);
     if (r == POL_R_NONE) {
         switch (lua_type(vm->L, -1)) {
         case LUA_TBOOLEAN:
@@ -590,10 +590,10 @@ static int do_run(lua_State *L, lvm *v, const de_devview *dev)
         }
         lua_setfield(L, -2, "value");
     } else {
-        set_str(L, "reason", pol_reason_str(r));
-        set_str(L, "message", vm->errmsg);
-        set_str(L, "file", vm->errfile);
-        set_int(L, "line", vm->errline);
+        lb_set_str(L, "reason", pol_reason_str(r));
+        lb_set_str(L, "message", vm->errmsg);
+        lb_set_str(L, "file", vm->errfile);
+        lb_set_int(L, "line", vm->errline);
     }
     pol_vm_end(vm);
     lua_settop(vm->L, 0);
@@ -626,13 +626,13 @@ static void test_cb(void *ctx, const pol_test_result *r)
 {
     lua_State *L = ctx;
     lua_createtable(L, 0, 5);
-    set_str(L, "file", r->file);
-    set_str(L, "name", r->name);
-    set_str(L, "status", r->status == POL_TEST_OK ? "ok" : r->status == POL_TEST_PENDING ? "pending" : "fail");
+    lb_set_str(L, "file", r->file);
+    lb_set_str(L, "name", r->name);
+    lb_set_str(L, "status", r->status == POL_TEST_OK ? "ok" : r->status == POL_TEST_PENDING ? "pending" : "fail");
     if (r->where)
-        set_str(L, "where", r->where);
+        lb_set_str(L, "where", r->where);
     if (r->message)
-        set_str(L, "message", r->message);
+        lb_set_str(L, "message", r->message);
     lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
 }
 
@@ -650,10 +650,10 @@ static int l_test(lua_State *L)
     lua_createtable(L, 0, 5);
     lua_insert(L, -2);
     lua_setfield(L, -2, "results");
-    set_int(L, "files", sum.files);
-    set_int(L, "passed", sum.passed);
-    set_int(L, "failed", sum.failed);
-    set_int(L, "pending", sum.pending);
+    lb_set_int(L, "files", sum.files);
+    lb_set_int(L, "passed", sum.passed);
+    lb_set_int(L, "failed", sum.failed);
+    lb_set_int(L, "pending", sum.pending);
     return 1;
 }
 
@@ -661,10 +661,10 @@ static void lint_cb(void *ctx, const pol_lint_problem *p)
 {
     lua_State *L = ctx;
     lua_createtable(L, 0, 4);
-    set_str(L, "file", p->file);
-    set_int(L, "line", p->line);
-    set_str(L, "severity", p->error ? "error" : "warning");
-    set_str(L, "message", p->message);
+    lb_set_str(L, "file", p->file);
+    lb_set_int(L, "line", p->line);
+    lb_set_str(L, "severity", p->error ? "error" : "warning");
+    lb_set_str(L, "message", p->message);
     lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
 }
 
@@ -679,8 +679,8 @@ static int l_lint(lua_State *L)
     lua_createtable(L, 0, 4);
     lua_insert(L, -2);
     lua_setfield(L, -2, "problems");
-    set_bool(L, "ok", sum.errors == 0);
-    set_int(L, "files", sum.files);
+    lb_set_bool(L, "ok", sum.errors == 0);
+    lb_set_int(L, "files", sum.files);
     return 1;
 }
 

@@ -123,17 +123,17 @@ static int host_logs(lua_State *L)
 static void push_cycle(lua_State *L, const pol_cycle *c)
 {
     lua_createtable(L, 0, 8);
-    set_bool(L, "swapped", c->swapped);
-    set_bool(L, "failed", c->failed);
-    set_bool(L, "preparing", c->preparing);
-    set_int(L, "devices_updated", c->devices_updated);
-    set_num(L, "prepare_ms", (double)c->prepare_ns / 1e6);
-    set_num(L, "swap_ms", (double)c->swap_ns / 1e6);
-    set_int(L, "swap_changed", c->swap_changed);
+    lb_set_bool(L, "swapped", c->swapped);
+    lb_set_bool(L, "failed", c->failed);
+    lb_set_bool(L, "preparing", c->preparing);
+    lb_set_int(L, "devices_updated", c->devices_updated);
+    lb_set_num(L, "prepare_ms", (double)c->prepare_ns / 1e6);
+    lb_set_num(L, "swap_ms", (double)c->swap_ns / 1e6);
+    lb_set_int(L, "swap_changed", c->swap_changed);
     if (c->failed) {
-        set_str(L, "error", c->err.msg);
-        set_str(L, "file", c->err.file);
-        set_int(L, "line", c->err.line);
+        lb_set_str(L, "error", c->err.msg);
+        lb_set_str(L, "file", c->err.file);
+        lb_set_int(L, "line", c->err.line);
     }
 }
 
@@ -167,15 +167,15 @@ static int host_stats(lua_State *L)
     pol_host_stats st;
     pol_host_get_stats(u->h, &st);
     lua_createtable(L, 0, 5);
-    set_int(L, "reloads_ok", (lua_Integer)st.reloads_ok);
-    set_int(L, "reloads_failed", (lua_Integer)st.reloads_failed);
-    set_int(L, "swaps", (lua_Integer)st.swaps);
-    set_str(L, "revision", st.revision);
-    set_str(L, "last_error", st.last_error);
+    lb_set_int(L, "reloads_ok", (lua_Integer)st.reloads_ok);
+    lb_set_int(L, "reloads_failed", (lua_Integer)st.reloads_failed);
+    lb_set_int(L, "swaps", (lua_Integer)st.swaps);
+    lb_set_str(L, "revision", st.revision);
+    lb_set_str(L, "last_error", st.last_error);
     pol_stats ps;
     pol_set_stats(pol_host_active(u->h), &ps);
-    set_int(L, "score_calls", (lua_Integer)ps.calls[2]);
-    set_int(L, "score_memo_hits", (lua_Integer)ps.score_memo_hits);
+    lb_set_int(L, "score_calls", (lua_Integer)ps.calls[2]);
+    lb_set_int(L, "score_memo_hits", (lua_Integer)ps.score_memo_hits);
     return 1;
 }
 
@@ -198,7 +198,7 @@ static int host_groups(lua_State *L)
         return 1;
     }
     lua_createtable(L, 0, 2);
-    set_str(L, "scope", de_intern_str(in, gr.scope));
+    lb_set_str(L, "scope", de_intern_str(in, gr.scope));
     lua_createtable(L, (int)gr.ngroups, 0);
     for (uint32_t i = 0; i < gr.ngroups; i++) {
         lua_pushstring(L, de_intern_str(in, gr.groups[i]));

@@ -114,16 +114,16 @@ static int l_sim_shapes(lua_State *L)
     for (size_t i = 0; i < sim_shape_count(); i++) {
         const sim_shape_info *s = sim_shape_at(i);
         lua_createtable(L, 0, 10);
-        set_str(L, "name", s->name);
-        set_str(L, "summary", s->summary);
-        set_str(L, "instance_type", s->instance_type);
-        set_str(L, "vendor", s->vendor);
-        set_str(L, "accelerator", s->accelerator);
-        set_int(L, "gpus", s->gpus);
-        set_int(L, "nics", s->nics);
-        set_int(L, "numa_nodes", s->numa_nodes);
-        set_int(L, "cpus", s->cpus);
-        set_bool(L, "mig", s->mig);
+        lb_set_str(L, "name", s->name);
+        lb_set_str(L, "summary", s->summary);
+        lb_set_str(L, "instance_type", s->instance_type);
+        lb_set_str(L, "vendor", s->vendor);
+        lb_set_str(L, "accelerator", s->accelerator);
+        lb_set_int(L, "gpus", s->gpus);
+        lb_set_int(L, "nics", s->nics);
+        lb_set_int(L, "numa_nodes", s->numa_nodes);
+        lb_set_int(L, "cpus", s->cpus);
+        lb_set_bool(L, "mig", s->mig);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;
