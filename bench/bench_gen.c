@@ -90,6 +90,19 @@ de_rc bench_claim_pod(dg_graph *g, uint32_t i, json_t *requests, json_t *constra
     return rc;
 }
 
+uint32_t *bench_pod_ids(dg_graph *g, uint32_t n)
+{
+    de_interner *in = dg_intern(g);
+    uint32_t ns = de_intern_cstr(in, "default");
+    uint32_t *ids = de_xmalloc((n ? n : 1) * sizeof *ids);
+    for (uint32_t i = 0; i < n; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "pod-%u", i);
+        ids[i] = dg_pod_find(g, ns, de_intern_cstr(in, name));
+    }
+    return ids;
+}
+
 static json_t *pci_dev(const char *name, const char *root)
 {
     return json_pack("{s:s, s:{s:{s:s}}}", "name", name, "attributes", "resource.kubernetes.io/pcieRoot",

@@ -32,6 +32,9 @@ json_t *bench_claim(const char *name, json_t *requests, json_t *constraints);
 json_t *bench_pod(const char *name, const char *claim, uint32_t i);
 /* claim-<i> and pod-<i> using it. */
 de_rc bench_claim_pod(dg_graph *g, uint32_t i, json_t *requests, json_t *constraints, de_err *e);
+/* The graph ids of pod-0 .. pod-<n-1> (malloc'd), looked up before a clock
+ * starts. */
+uint32_t *bench_pod_ids(dg_graph *g, uint32_t n);
 
 /* gpu-nic: `nodes` nodes x (8 GPUs + 8 RDMA NICs on 4 PCIe roots), classes
  * gpu.example.com and nic.example.com, and `npods` pods with one GPU+NIC

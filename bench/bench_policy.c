@@ -249,8 +249,7 @@ int bench_reload_100k(FILE *out, int argc, char **argv)
     pol_host_al_hooks(h, &hk);
     al_set_hooks(a, &hk);
 
-    de_interner *in = dg_intern(g);
-    uint32_t ns = de_intern_cstr(in, "default");
+    uint32_t *pids = bench_pod_ids(g, npods);
     de_arena *ar = de_arena_new(0);
     uint32_t failed = 0, during = 0, after = 0, reload_at = npods / 3;
     bool swapped = false, refused = false;
@@ -284,17 +283,14 @@ int bench_reload_100k(FILE *out, int argc, char **argv)
             during++;
         else if (swapped)
             after++;
-        char name[64];
-        snprintf(name, sizeof name, "pod-%u", i);
-        uint32_t pid = dg_pod_find(g, ns, de_intern_cstr(in, name));
         de_arena_reset(ar);
         al_pod_outcome o;
         de_err pe;
         de_err_clear(&pe);
-        de_rc r = al_schedule_pod(a, pid, ar, &o, &pe);
+        de_rc r = al_schedule_pod(a, pids[i], ar, &o, &pe);
         if (r != DE_OK) {
             if (failed < 3)
-                fprintf(stderr, "bench reload-100k: pod %s: %s\n", name, r == DE_EUNSAT && o.why ? o.why : pe.msg);
+                fprintf(stderr, "bench reload-100k: pod pod-%u: %s\n", i, r == DE_EUNSAT && o.why ? o.why : pe.msg);
             failed++;
         }
     }
@@ -306,6 +302,7 @@ int bench_reload_100k(FILE *out, int argc, char **argv)
     bench_print(out, "reload-100k-decisions-while-preparing", during, "count");
     bench_print(out, "reload-100k-decisions-after-swap", after, "count");
     bench_print(out, "reload-100k-initial-load-ms", (double)initial_ns / 1e6, "ms");
+    free(pids);
     de_arena_free(ar);
     al_free(a);
     pol_host_free(h);
@@ -357,19 +354,12 @@ static int overhead_run(const char *dir, uint32_t nodes, uint32_t npods, ovr *r)
         pol_host_al_hooks(h, &hk);
         al_set_hooks(a, &hk);
     }
-    de_interner *in = dg_intern(g);
-    uint32_t ns = de_intern_cstr(in, "default");
     de_arena *ar = de_arena_new(0);
     al_stats s0, s1;
     al_get_stats(a, &s0);
-    /* pod ids looked up first: the clock reads the loop once (a per-pod read
-     * of the thread CPU clock is a system call, ~1.6 us on some VMs) */
-    uint32_t *pids = de_xmalloc((npods ? npods : 1) * sizeof *pids);
-    for (uint32_t i = 0; i < npods; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "pod-%u", i);
-        pids[i] = dg_pod_find(g, ns, de_intern_cstr(in, name));
-    }
+    /* the clock reads the loop once (a per-pod read of the thread CPU
+     * clock is a system call, ~1.6 us on some VMs) */
+    uint32_t *pids = bench_pod_ids(g, npods);
     uint64_t t0 = bench_cpu_ns();
     for (uint32_t i = 0; i < npods; i++) {
         de_arena_reset(ar);
