@@ -4,7 +4,6 @@
 #include "watch.h"
 #include "../policy/polgraph.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -12,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- stopping ------------------------------------------------------------------- */
@@ -99,10 +97,6 @@ void cli_watch_event_line(FILE *out, const fd_event *ev)
 
 /* ---- a policy directory ------------------------------------------------------------- */
 
-#define POL_MASK                                                                                   \
-    (IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB | \
-     IN_DELETE_SELF | IN_MOVE_SELF)
-
 struct cli_polwatch {
     char *dir;
     int ifd;
@@ -111,28 +105,9 @@ struct cli_polwatch {
 
 static void arm(cli_polwatch *w)
 {
-    if (w->ifd < 0)
-        return;
     /* inotify_add_watch on a path already watched just updates it, and the
      * watches of removed folders go away by themselves (IN_IGNORED) */
-    inotify_add_watch(w->ifd, w->dir, POL_MASK);
-    DIR *d = opendir(w->dir);
-    if (!d)
-        return;
-    struct dirent *de;
-    int n = 0;
-    while ((de = readdir(d)) && n < 256) {
-        if (de->d_name[0] == '.')
-            continue;
-        size_t pl = strlen(w->dir) + strlen(de->d_name) + 2;
-        char *p = de_xmalloc(pl);
-        snprintf(p, pl, "%s/%s", w->dir, de->d_name);
-        struct stat st;
-        if (stat(p, &st) == 0 && S_ISDIR(st.st_mode) && inotify_add_watch(w->ifd, p, POL_MASK) >= 0)
-            n++;
-        free(p);
-    }
-    closedir(d);
+    pol_dir_watch(w->ifd, w->dir, NULL, 257);
 }
 
 static void drain(int fd)

@@ -141,31 +141,41 @@ void pol_dir_hash(const char *dir, char hex[65])
     (IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB | \
      IN_DELETE_SELF | IN_MOVE_SELF)
 
+int pol_dir_watch(int ifd, const char *dir, int *wds, int cap)
+{
+    int n = 0;
+    if (ifd < 0 || cap <= 0)
+        return 0;
+    int wd = inotify_add_watch(ifd, dir, WATCH_MASK);
+    if (wd >= 0) {
+        if (wds)
+            wds[n] = wd;
+        n++;
+    }
+    char **names;
+    size_t nn;
+    if (!de_dir_names(dir, &names, &nn))
+        return n;
+    for (size_t i = 0; i < nn && n < cap; i++) {
+        char *p = de_path_join(dir, names[i]);
+        if (de_is_dir(p) && (wd = inotify_add_watch(ifd, p, WATCH_MASK)) >= 0) {
+            if (wds)
+                wds[n] = wd;
+            n++;
+        }
+        free(p);
+    }
+    de_names_free(names, nn);
+    return n;
+}
+
 static void watch_reset(pol_host *h)
 {
     if (h->ifd < 0)
         return;
     for (int i = 0; i < h->nwds; i++)
         inotify_rm_watch(h->ifd, h->wds[i]);
-    h->nwds = 0;
-    int wd = inotify_add_watch(h->ifd, h->dir, WATCH_MASK);
-    if (wd >= 0)
-        h->wds[h->nwds++] = wd;
-    /* pack folders (a ConfigMap is flat; git-sync checkouts are not) */
-    char **names;
-    size_t n;
-    if (!de_dir_names(h->dir, &names, &n))
-        return;
-    for (size_t i = 0; i < n && h->nwds < (int)DE_ARRAY_LEN(h->wds); i++) {
-        char *p = de_path_join(h->dir, names[i]);
-        if (de_is_dir(p)) {
-            wd = inotify_add_watch(h->ifd, p, WATCH_MASK);
-            if (wd >= 0)
-                h->wds[h->nwds++] = wd;
-        }
-        free(p);
-    }
-    de_names_free(names, n);
+    h->nwds = pol_dir_watch(h->ifd, h->dir, h->wds, (int)DE_ARRAY_LEN(h->wds));
 }
 
 static void watch_drain(pol_host *h)

@@ -114,6 +114,11 @@ void pol_host_free_for_allocate(pol_host *h);
 
 /* Content hash of a policy directory (file names and contents). */
 void pol_dir_hash(const char *dir, char hex[65]);
+/* Watch a policy directory and its folders (packs; a ConfigMap is flat,
+ * git-sync checkouts are not) on the inotify instance ifd, for the events a
+ * policy change makes.  The watch descriptors go to wds (NULL: not kept), at
+ * most cap of them, the directory's own first; returns how many. */
+int pol_dir_watch(int ifd, const char *dir, int *wds, int cap);
 
 typedef struct pol_host_stats {
     uint64_t reloads_ok, reloads_failed, swaps;
