@@ -48,10 +48,14 @@ bool de_dir_names(const char *dir, char ***names, size_t *n)
     if (!d)
         return false;
     struct dirent *de;
+    size_t cap = 0;
     while ((de = readdir(d))) {
         if (de->d_name[0] == '.')
             continue;
-        *names = de_xrealloc(*names, (*n + 1) * sizeof **names);
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            *names = de_xrealloc(*names, cap * sizeof **names);
+        }
         (*names)[(*n)++] = de_xstrdup(de->d_name);
     }
     closedir(d);
