@@ -205,11 +205,10 @@ static int s_info(lua_State *L)
     }
     lua_setfield(L, -2, "domains");
     lua_newtable(L);
-    const char *hn[4] = {"derive", "groups", "score", "admit"};
     int n = 0;
-    for (int h = 0; h < 4; h++)
+    for (int h = 0; h < POL_NHOOKS; h++)
         if (info.hooks & (1u << h)) {
-            lua_pushstring(L, hn[h]);
+            lua_pushstring(L, pol_hook_names[h]);
             lua_rawseti(L, -2, ++n);
         }
     lua_setfield(L, -2, "hooks");
@@ -225,11 +224,10 @@ static int s_stats(lua_State *L)
     pol_stats st;
     pol_set_stats(s->set, &st);
     lua_createtable(L, 0, 8);
-    const char *hn[4] = {"derive", "groups", "score", "admit"};
     lua_newtable(L);
-    for (int h = 0; h < 4; h++) {
+    for (int h = 0; h < POL_NHOOKS; h++) {
         lua_pushinteger(L, (lua_Integer)st.calls[h]);
-        lua_setfield(L, -2, hn[h]);
+        lua_setfield(L, -2, pol_hook_names[h]);
     }
     lua_setfield(L, -2, "calls");
     lua_newtable(L);

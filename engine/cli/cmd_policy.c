@@ -236,14 +236,13 @@ static int cmd_list(int argc, char **argv)
         return CLI_EXIT_INVALID;
     }
     printf("revision %s\n", pol_set_revision(s));
-    static const char *const hn[4] = {"derive", "groups", "score", "admit"};
     for (uint32_t i = 0; i < pol_set_count(s); i++) {
         pol_info info;
         pol_set_info(s, i, &info);
         printf("%s %s  %.12s  %s  hooks:", info.name, info.version, info.revision, info.file);
-        for (int h = 0; h < 4; h++)
+        for (int h = 0; h < POL_NHOOKS; h++)
             if (info.hooks & (1u << h))
-                printf(" %s", hn[h]);
+                printf(" %s", pol_hook_names[h]);
         printf("  domains:");
         for (uint32_t d = 0; d < info.ndomains; d++)
             printf(" %s", info.domains[d]);
@@ -323,7 +322,6 @@ static int cmd_bench(int argc, char **argv)
            "# instruction counts do not)\n",
            pol_set_count(s), ndev, o.iterations);
     printf("%-24s %-7s %10s %12s %14s %10s\n", "policy", "hook", "calls", "ns/call", "instructions", "failures");
-    static const char *const hn[4] = {"derive", "groups", "score", "admit"};
     de_arena *ar = de_arena_new(0);
     /* node names that have devices (Node objects may be absent), sorted */
     uint32_t *nodes = de_xcalloc(dg_device_id_limit(g) + 1, sizeof *nodes), nnodes = 0;
@@ -344,7 +342,7 @@ static int cmd_bench(int argc, char **argv)
     for (uint32_t i = 0; i < pol_set_count(s); i++) {
         pol_info info;
         pol_set_info(s, i, &info);
-        for (int h = 0; h < 4; h++) {
+        for (int h = 0; h < POL_NHOOKS; h++) {
             unsigned bit = 1u << h;
             if (!(info.hooks & bit))
                 continue;
@@ -428,7 +426,7 @@ static int cmd_bench(int argc, char **argv)
             }
             double per = calls ? (double)ns / (double)(calls * (uint64_t)o.iterations) : 0;
             double ipc = calls ? (double)instr / (double)calls : 0;
-            printf("%-24s %-7s %10llu %12.0f %14.1f %10llu\n", info.name, hn[h], (unsigned long long)calls, per, ipc,
+            printf("%-24s %-7s %10llu %12.0f %14.1f %10llu\n", info.name, pol_hook_names[h], (unsigned long long)calls, per, ipc,
                    (unsigned long long)fails);
         }
     }

@@ -21,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* positions in pol_hook_names and pol_policy.ref */
 enum { H_DERIVE = 0, H_GROUPS, H_SCORE, H_ADMIT };
-static const char *const hook_name[4] = {"derive", "groups", "score", "admit"};
 
 #define REPORT_FULL 10
 
@@ -74,7 +74,7 @@ static int result_error(lua_State *L, callctx *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    lua_pushfstring(L, "%s:%d: %s returned %s", c->p->file, c->fn_line, hook_name[c->hook], msg);
+    lua_pushfstring(L, "%s:%d: %s returned %s", c->p->file, c->fn_line, pol_hook_names[c->hook], msg);
     return lua_error(L);
 }
 
@@ -382,20 +382,20 @@ static pol_reason call(pol_set *s, callctx *c, uint64_t seed, pol_failure *first
     s->stats.failures[r]++;
     de_err err;
     de_err_clear(&err);
-    pol_vm_error(vm, r, hook_name[c->hook], &err);
+    pol_vm_error(vm, r, pol_hook_names[c->hook], &err);
     if (first && first->reason == POL_R_NONE) {
         first->reason = r;
         first->err = err;
     }
     pol_policy *p = c->p;
     if (p->reported < REPORT_FULL) {
-        pol_report(&s->cfg, DE_LOG_ERROR, p, hook_name[c->hook], r, &err);
+        pol_report(&s->cfg, DE_LOG_ERROR, p, pol_hook_names[c->hook], r, &err);
     } else if (p->reported == REPORT_FULL) {
         de_err note;
         de_err_clear(&note);
         snprintf(note.msg, sizeof note.msg,
                  "policy %s: further hook failures are counted in the policy statistics, not logged", p->name);
-        pol_report(&s->cfg, DE_LOG_WARN, p, hook_name[c->hook], r, &note);
+        pol_report(&s->cfg, DE_LOG_WARN, p, pol_hook_names[c->hook], r, &note);
     }
     p->reported++;
     return r;

@@ -236,7 +236,7 @@ static bool raw_string(lua_State *L, int t, const char *k, const char **out, siz
 static const char *const policy_fields[] = {"name",  "version", "api",    "domains", "drivers",
                                             "failure", "weight", "description", "derive", "groups",
                                             "score", "admit"};
-static const char *const hook_names[4] = {"derive", "groups", "score", "admit"};
+const char *const pol_hook_names[POL_NHOOKS] = {"derive", "groups", "score", "admit"};
 
 static de_rc check_fields(lua_State *L, int t, const char *const *allowed, size_t nallowed,
                           const srcref *src, const char *what, de_err *e)
@@ -401,8 +401,8 @@ static int ref_tramp(lua_State *L)
 {
     /* 1: policy table, 2: pol_policy* */
     pol_policy *p = lua_touserdata(L, 2);
-    for (int h = 0; h < 4; h++) {
-        lua_getfield(L, 1, hook_names[h]);
+    for (int h = 0; h < POL_NHOOKS; h++) {
+        lua_getfield(L, 1, pol_hook_names[h]);
         if (lua_isfunction(L, -1))
             p->ref[h] = luaL_ref(L, LUA_REGISTRYINDEX);
         else
@@ -444,7 +444,7 @@ de_rc pol_policy_load(pol_policy *p, const char *path, const char *pack, const p
                       de_interner *in, bool test, de_err *e)
 {
     memset(p, 0, sizeof *p);
-    for (int h = 0; h < 4; h++)
+    for (int h = 0; h < POL_NHOOKS; h++)
         p->ref[h] = LUA_NOREF;
     p->file = de_xstrdup(path);
     p->pack = pack ? de_xstrdup(pack) : NULL;
@@ -490,15 +490,15 @@ de_rc pol_policy_load(pol_policy *p, const char *path, const char *pack, const p
         goto out;
     }
 
-    for (int h = 0; h < 4; h++) {
-        lua_pushstring(L, hook_names[h]);
+    for (int h = 0; h < POL_NHOOKS; h++) {
+        lua_pushstring(L, pol_hook_names[h]);
         ty = lua_rawget(L, t);
         lua_pop(L, 1);
         if (ty == LUA_TNIL)
             continue;
         if (ty != LUA_TFUNCTION) {
-            rc = meta_err(e, &src, hook_names[h], "policy %s: hook '%s' must be a function, got %s",
-                          p->name, hook_names[h], lua_typename(L, ty));
+            rc = meta_err(e, &src, pol_hook_names[h], "policy %s: hook '%s' must be a function, got %s",
+                          p->name, pol_hook_names[h], lua_typename(L, ty));
             goto out;
         }
         p->hooks |= 1u << h;

@@ -77,6 +77,9 @@ enum {
     POL_HOOK_SCORE = 1u << 2,
     POL_HOOK_ADMIT = 1u << 3,
 };
+#define POL_NHOOKS 4
+/* Hook names by bit position (POL_HOOK_* = 1u << index). */
+extern const char *const pol_hook_names[POL_NHOOKS];
 
 typedef struct pol_limits {
     uint64_t instructions;      /* per hook call (default 1,000,000) */
@@ -236,7 +239,7 @@ de_rc pol_set_admit(pol_set *s, const pol_claiminfo *claim, bool *admitted, char
 /* ---- statistics -------------------------------------------------------------- */
 
 typedef struct pol_stats {
-    uint64_t calls[4];       /* derive, groups, score, admit */
+    uint64_t calls[POL_NHOOKS]; /* by hook: derive, groups, score, admit */
     uint64_t failures[POL_R_COUNT];
     uint64_t instructions;   /* counted at hook granularity */
     uint64_t ns;             /* time inside hooks */

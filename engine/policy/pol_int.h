@@ -228,7 +228,7 @@ struct pol_policy {
     uint32_t ndrivers;
     pol_failmode failure;
     double weight;
-    int ref[4]; /* registry refs of derive, groups, score, admit */
+    int ref[POL_NHOOKS]; /* registry refs of derive, groups, score, admit */
     uint64_t seed;
     pol_vm vm;
     uint32_t index; /* position in the set */
