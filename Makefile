@@ -97,13 +97,18 @@ run: all
 
 # ---- tests -----------------------------------------------------------------
 # busted runs under lua5.4 with the module path pointing at this build; the
-# summary handler prints the final "N passed, N failed" line.
+# summary handler prints the final "N passed, N failed" line.  The specs'
+# temporary files live in one directory per run, removed when busted ends
+# (spec/support/tmp.lua).
 BUSTED = DRAENGINE_BIN=$(abspath $(BIN)) DRAENGINE_ROOT=$(CURDIR) \
          LUA_CPATH="$(abspath $(BUILD))/lua/?.so;;" LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/spec/?.lua;;" \
-         lua5.4 /usr/bin/busted --lua=lua5.4 -o spec/support/summary.lua $(BUSTED_ARGS) spec
+         lua5.4 /usr/bin/busted --lua=lua5.4 --helper=spec/support/tmp.lua -o spec/support/summary.lua \
+         $(BUSTED_ARGS) spec
+RUN_BUSTED = d=$$(mktemp -d "$${TMPDIR:-/tmp}/draengine-spec.XXXXXX") && \
+             DRAENGINE_SPEC_TMP=$$d $(BUSTED); rc=$$?; rm -rf "$$d"; exit $$rc
 
 test: all
-	@$(BUSTED)
+	@$(RUN_BUSTED)
 
 ASAN_BUILD := build-asan
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -117,7 +122,7 @@ test-asan: | $(STAMP)
 	@$(ASAN_ENV) DRAENGINE_ASAN=1 $(MAKE) --no-print-directory BUILD=$(ASAN_BUILD) test-run-only
 
 test-run-only:
-	@$(BUSTED)
+	@$(RUN_BUSTED)
 
 # `draengine serve` against the test API server: 1,000 pods, wall time.
 bench-serve: all
