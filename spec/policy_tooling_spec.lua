@@ -51,6 +51,27 @@ end)]],
     assert.truthy(out:find("\n3 passed, 0 failed\n$"), out)
   end)
 
+  it("names specs under a deep directory by their full path, in results and failures", function()
+    -- Lua cuts chunk names to 60 bytes (".../tail"); CI checkouts are deeper
+    local deep = string.rep("a-long-directory-name/", 4) .. "policies"
+    local d = mk({
+      [deep .. "/tiers/pack.lua"] = PACK,
+      [deep .. "/tiers/tier.lua"] = TIER,
+      [deep .. "/tiers/spec/deep_spec.lua"] = [[
+describe("deep", function()
+  it("passes", function() assert.is_true(true) end)
+  it("fails", function() assert.are.equal(3, 1 + 1) end)
+end)]],
+    })
+    local rc, out = H.run({ "policy", "test", d .. "/" .. deep, "-v" })
+    assert.are.equal(1, rc, out)
+    local file = d .. "/" .. deep .. "/tiers/spec/deep_spec.lua"
+    assert.truthy(#file > 60)
+    assert.truthy(out:find("ok      " .. file .. ":2  deep passes", 1, true), out)
+    assert.truthy(out:find(file .. ":3", 1, true), out)
+    assert.falsy(out:find("...", 1, true), out)
+  end)
+
   it("exits 1 on a failing test, with the failing line", function()
     local d = mk({
       ["spec/a_spec.lua"] = [[
