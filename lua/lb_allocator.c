@@ -20,7 +20,7 @@
  *           allocated_now=}}, policy_score=, nodes_feasible=}
  *           (commits into the graph, as al_schedule_pod)
  *   a:stats() -> {allocate_calls=, node_tables_built=, candidate_sets_built=,
- *                 choice_pods=, choice_evals=, choice_reused=, choice_tables=, ...}
+ *                 choice_pods=, choice_evals=, choice_reused=, choice_saved=, choice_tables=, ...}
  *   a:node_devices(node) -> devices, free   (the counters score hooks see)
  *   a:set_policies(host | nil)
  *   a:extended_claim(namespace, pod [, node])
@@ -265,6 +265,7 @@ static int l_stats(lua_State *L)
     lb_set_int(L, "choice_pods", (lua_Integer)s.choice_pods);
     lb_set_int(L, "choice_evals", (lua_Integer)s.choice_evals);
     lb_set_int(L, "choice_reused", (lua_Integer)s.choice_reused);
+    lb_set_int(L, "choice_saved", (lua_Integer)s.choice_saved);
     lb_set_int(L, "choice_tables", (lua_Integer)s.choice_tables);
     return 1;
 }

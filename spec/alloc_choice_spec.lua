@@ -138,6 +138,16 @@ local KINDS = {
   function() return { requests = { request("gpu", "gpu", 1, 'device.attributes["gpu.nvidia.com"].model == "a100"') } } end,
   function() return { requests = { request("gpus", "gpu", 5) } } end, -- often unschedulable
   function() return { requests = { request("gpu", "gpu", 1, nil, true) } } end,
+  -- what a saved allocation re-points at the winning pod's claim: a
+  -- subrequest's tolerations and the claim's config entries
+  function() return { requests = {
+                        { name = "gpu", firstAvailable = {
+                          { name = "tolerant", deviceClassName = "gpu", count = 1,
+                            tolerations = { { key = "broken", operator = "Exists", effect = "NoSchedule" } } } } },
+                        request("nic", "nic") },
+                      config = {
+                        { requests = { "gpu" }, opaque = { driver = "gpu.nvidia.com", parameters = { mode = "shared" } } },
+                        { opaque = { driver = "dra.net", parameters = { mtu = 9000 } } } } } end,
 }
 
 -- ---- two worlds: cached and uncached, fed the same operations --------------------------
@@ -306,6 +316,8 @@ describe("node choice cache", function()
       assert.is_true(sc.allocate_calls < sp.allocate_calls,
                      string.format("%d vs %d Allocate calls", sc.allocate_calls, sp.allocate_calls))
       assert.is_true(cached.host:stats().score_memo_hits > 0)
+      -- some winners came from allocations saved by earlier pods
+      assert.is_true(sc.choice_saved > 0)
       cached:close()
       plain:close()
     end)
@@ -369,6 +381,25 @@ describe("node choice cache, step by step", function()
       assert.are.equal(1, evals() - before)
     end
     assert.is_true(a:stats().choice_reused >= 3)
+  end)
+
+  it("takes a node's first win from the allocation saved when it was evaluated, not a second Allocate", function()
+    local first = schedule(KINDS[1]()).node
+    local s0 = a:stats()
+    local moved
+    for _ = 1, 8 do
+      local r = schedule(KINDS[1]())
+      assert.are.equal("scheduled", r.status)
+      if r.node ~= first then
+        moved = r
+        break
+      end
+    end
+    assert.truthy(moved, "the first node never filled up")
+    local s1 = a:stats()
+    assert.are.equal(s0.choice_saved + 1, s1.choice_saved)
+    -- every Allocate was a re-evaluation (a full node needs none)
+    assert.is_true(s1.allocate_calls - s0.allocate_calls <= s1.choice_evals - s0.choice_evals)
   end)
 
   it("follows a Node change a score policy reads (its labels)", function()

@@ -311,6 +311,7 @@ typedef struct al_stats {
     uint64_t choice_evals;       /* nodes (re)evaluated: Allocate + score */
     uint64_t choice_reused;      /* winners whose evaluation was this pod's own */
     uint64_t choice_tables;      /* score tables (re)built from scratch */
+    uint64_t choice_saved;       /* winners whose allocation an earlier pod saved */
 } al_stats;
 
 void al_get_stats(const al_allocator *a, al_stats *out);

@@ -35,7 +35,20 @@
  *    the log, looks at every node once.
  *  - The winner's allocation is Allocate on that node for this pod's claims
  *    (shareIDs and results exactly as a direct call gives them): reused when
- *    the node was evaluated by this very pod, computed fresh otherwise.
+ *    the node was evaluated by this very pod; else taken from the entry's
+ *    saved allocation (below); else computed fresh.
+ *  - Saved allocations.  A feasible entry that does not win the pod that
+ *    evaluated it keeps a copy of its allocation (one malloc), so when it
+ *    wins later - with bin-packing, every node's first pod, long after the
+ *    first pod's scan built it - there is no second Allocate on a node
+ *    whose tables have gone cold.  Allocate's result on
+ *    an unchanged node depends on the claims only through their specs
+ *    (equal within a signature) and shareIDs, so: an allocation with a
+ *    shareID is not saved, and the pointers a result takes from its claim
+ *    (a request's tolerations, the claim's config entries) are kept as
+ *    indexes and re-pointed at the winning pod's own claim.  All tables'
+ *    blobs together are capped (SAVE_CAP); past it the fresh Allocate
+ *    stands in.
  *  - Errors: a table counts its error entries; with any, the lowest ranked
  *    one is evaluated again for this pod to raise its exact error.
  *  - Unschedulable pods: the reasons are kept per table as templates (claim
@@ -65,6 +78,7 @@ enum { E_UNKNOWN = 0, E_FILTERED, E_INFEASIBLE, E_FEASIBLE, E_ERROR };
 #define NONE UINT32_MAX
 #define UNEXPLAINED (UINT32_MAX - 1) /* an Allocate failure not explained yet */
 #define MAX_TABLES 32
+#define SAVE_CAP ((size_t)64 << 20) /* bytes of saved allocations, all tables together */
 
 typedef struct ent {
     uint64_t gen;     /* node generation it was evaluated at */
@@ -74,6 +88,7 @@ typedef struct ent {
     uint32_t reason;  /* filtered/infeasible: reason index, or UNEXPLAINED; else NONE */
     uint32_t hpos;    /* heap position, NONE = not in the heap */
     uint8_t state;
+    al_saved *sv;     /* feasible: its allocation, when saved (al_saved.c) */
 } ent;
 
 typedef struct stable {
@@ -95,6 +110,7 @@ typedef struct stable {
     uint32_t nr, capr;
     uint32_t *unexpl; /* ranks that may be UNEXPLAINED */
     uint32_t nunexpl, capunexpl;
+    size_t *saved_bytes; /* the chooser's total of saved allocations */
     uint64_t used;    /* LRU tick */
 } stable;
 
@@ -105,7 +121,29 @@ struct al_chooser {
     uint64_t tick;
     uint32_t *sig;    /* scratch signature */
     uint32_t nsig, capsig;
+    size_t saved_bytes; /* saved allocations of every table */
 };
+
+/* ---- saved allocations (al_saved.c) ------------------------------------------------------ */
+
+static void saved_free(stable *t, ent *x)
+{
+    if (x->sv) {
+        *t->saved_bytes -= al_saved_bytes(x->sv);
+        free(x->sv);
+        x->sv = NULL;
+    }
+}
+
+/* Keep the allocation o of entry r (pod p's claims) in the entry. */
+static void save(al_allocator *a, const al_podctx *p, stable *t, uint32_t r, const al_outcome *o)
+{
+    ent *x = &t->e[r];
+    saved_free(t, x);
+    x->sv = al_saved_new(a, p->pending, o, SAVE_CAP - *t->saved_bytes);
+    if (x->sv)
+        *t->saved_bytes += al_saved_bytes(x->sv);
+}
 
 /* ---- node generations and the change log -------------------------------------------- */
 
@@ -166,6 +204,8 @@ static uint64_t sig_hash(const uint32_t *w, uint32_t n)
 
 static void st_free(stable *t)
 {
+    for (uint32_t r = 0; r < t->n && t->e; r++)
+        saved_free(t, &t->e[r]);
     for (uint32_t i = 0; i < t->nr; i++)
         free(t->rtext[i]);
     free(t->rtext);
@@ -204,6 +244,8 @@ void al_set_choice_cache(al_allocator *a, bool on)
 
 static void st_reset(al_allocator *a, stable *t)
 {
+    for (uint32_t r = 0; r < t->n && t->e; r++)
+        saved_free(t, &t->e[r]);
     if (t->n != a->nnodes || !t->e) {
         free(t->e);
         free(t->heap);
@@ -257,6 +299,7 @@ static stable *st_get(al_allocator *a)
         reindex(c);
     }
     stable *t = de_xcalloc(1, sizeof *t);
+    t->saved_bytes = &c->saved_bytes;
     t->hash = h;
     t->nsig = c->nsig;
     t->sig = de_xmalloc((c->nsig ? c->nsig : 1) * sizeof *t->sig);
@@ -488,6 +531,7 @@ static void ent_clear(stable *t, uint32_t r)
         t->nerr--;
     if (x->reason < UNEXPLAINED)
         t->rcount[x->reason]--;
+    saved_free(t, x);
     x->reason = NONE;
     x->state = E_UNKNOWN;
 }
@@ -546,10 +590,14 @@ static void refresh(al_allocator *a, const al_podctx *p, stable *t, uint32_t r, 
         heap_set(t, t->nheap++, r);
         heap_up(t, t->nheap - 1);
         if (my->rank == NONE || better(t, r, my->rank)) {
+            /* the one it displaces may win a later pod */
+            if (my->rank != NONE && t->e[my->rank].state == E_FEASIBLE)
+                save(a, p, t, my->rank, &my->o);
             my->rank = r;
             my->o = v.o;
             return; /* keep its allocation */
         }
+        save(a, p, t, r, &v.o);
     }
     de_arena_rewind(ar, m);
 }
@@ -857,9 +905,14 @@ de_rc al_choose(al_allocator *a, const al_podctx *p, de_arena *ar, al_choice *ch
             return DE_EUNSAT;
         } else {
             uint32_t r = t->heap[0];
+            if (r != my.rank && my.rank != NONE && t->e[my.rank].state == E_FEASIBLE && !t->e[my.rank].sv)
+                save(a, p, t, my.rank, &my.o); /* it lost this pod; it may win a later one */
             if (r == my.rank) {
                 ch->o = my.o;
                 a->stats.choice_reused++;
+            } else if (t->e[r].sv) {
+                al_saved_restore(a, t->e[r].sv, p->pending, t->e[r].k8s, ar, &ch->o);
+                a->stats.choice_saved++;
             } else {
                 de_err ne;
                 de_err_clear(&ne);

@@ -280,6 +280,17 @@ typedef struct al_choice {
  * of al_schedule_pod would. */
 de_rc al_choose(al_allocator *a, const al_podctx *p, de_arena *ar, al_choice *ch, de_err *e);
 
+/* al_saved.c: a node's allocation kept for a later pod of the same
+ * signature.  al_saved_new: NULL when it cannot be kept (a shareID, a
+ * pointer into the claim it cannot place) or needs more than `budget`
+ * bytes; free() releases it.  al_saved_restore: the allocation for the
+ * claims `pending` (the new pod's, same signature), in `ar`. */
+typedef struct al_saved al_saved;
+al_saved *al_saved_new(al_allocator *a, const uint32_t *pending, const al_outcome *o, size_t budget);
+size_t al_saved_bytes(const al_saved *s);
+void al_saved_restore(al_allocator *a, const al_saved *s, const uint32_t *pending, int64_t k8s, de_arena *ar,
+                      al_outcome *o);
+
 /* The score hook on one feasible placement (shared by both paths). */
 de_rc al_score_node(al_allocator *a, uint32_t podid, uint32_t rank, const uint32_t *claims, uint32_t n,
                     const al_outcome *o, de_arena *ar, double *ps, de_err *e);
