@@ -110,7 +110,6 @@ typedef struct stable {
     uint32_t nr, capr;
     uint32_t *unexpl; /* ranks that may be UNEXPLAINED */
     uint32_t nunexpl, capunexpl;
-    size_t *saved_bytes; /* the chooser's total of saved allocations */
     uint64_t used;    /* LRU tick */
 } stable;
 
@@ -126,10 +125,10 @@ struct al_chooser {
 
 /* ---- saved allocations (al_saved.c) ------------------------------------------------------ */
 
-static void saved_free(stable *t, ent *x)
+static void saved_free(struct al_chooser *c, ent *x)
 {
     if (x->sv) {
-        *t->saved_bytes -= al_saved_bytes(x->sv);
+        c->saved_bytes -= al_saved_bytes(x->sv);
         free(x->sv);
         x->sv = NULL;
     }
@@ -139,10 +138,10 @@ static void saved_free(stable *t, ent *x)
 static void save(al_allocator *a, const al_podctx *p, stable *t, uint32_t r, const al_outcome *o)
 {
     ent *x = &t->e[r];
-    saved_free(t, x);
-    x->sv = al_saved_new(a, p->pending, o, SAVE_CAP - *t->saved_bytes);
+    saved_free(a->chooser, x);
+    x->sv = al_saved_new(a, p->pending, o, SAVE_CAP - a->chooser->saved_bytes);
     if (x->sv)
-        *t->saved_bytes += al_saved_bytes(x->sv);
+        a->chooser->saved_bytes += al_saved_bytes(x->sv);
 }
 
 /* ---- node generations and the change log -------------------------------------------- */
@@ -202,10 +201,10 @@ static uint64_t sig_hash(const uint32_t *w, uint32_t n)
     return de_hash_u64(h);
 }
 
-static void st_free(stable *t)
+static void st_free(struct al_chooser *c, stable *t)
 {
     for (uint32_t r = 0; r < t->n && t->e; r++)
-        saved_free(t, &t->e[r]);
+        saved_free(c, &t->e[r]);
     for (uint32_t i = 0; i < t->nr; i++)
         free(t->rtext[i]);
     free(t->rtext);
@@ -223,7 +222,7 @@ void al_choose_free(al_allocator *a)
     struct al_chooser *c = a->chooser;
     if (c) {
         for (uint32_t i = 0; i < c->n; i++)
-            st_free(c->t[i]);
+            st_free(c, c->t[i]);
         free(c->t);
         free(c->sig);
         de_map_destroy(&c->by_hash);
@@ -245,7 +244,7 @@ void al_set_choice_cache(al_allocator *a, bool on)
 static void st_reset(al_allocator *a, stable *t)
 {
     for (uint32_t r = 0; r < t->n && t->e; r++)
-        saved_free(t, &t->e[r]);
+        saved_free(a->chooser, &t->e[r]);
     if (t->n != a->nnodes || !t->e) {
         free(t->e);
         free(t->heap);
@@ -294,12 +293,11 @@ static stable *st_get(al_allocator *a)
         for (uint32_t i = 1; i < c->n; i++)
             if (c->t[i]->used < c->t[lru]->used)
                 lru = i;
-        st_free(c->t[lru]);
+        st_free(c, c->t[lru]);
         c->t[lru] = c->t[--c->n];
         reindex(c);
     }
     stable *t = de_xcalloc(1, sizeof *t);
-    t->saved_bytes = &c->saved_bytes;
     t->hash = h;
     t->nsig = c->nsig;
     t->sig = de_xmalloc((c->nsig ? c->nsig : 1) * sizeof *t->sig);
@@ -522,7 +520,7 @@ typedef struct mine {
     uint32_t checked;
 } mine;
 
-static void ent_clear(stable *t, uint32_t r)
+static void ent_clear(al_allocator *a, stable *t, uint32_t r)
 {
     ent *x = &t->e[r];
     if (x->hpos != NONE)
@@ -531,7 +529,7 @@ static void ent_clear(stable *t, uint32_t r)
         t->nerr--;
     if (x->reason < UNEXPLAINED)
         t->rcount[x->reason]--;
-    saved_free(t, x);
+    saved_free(a->chooser, x);
     x->reason = NONE;
     x->state = E_UNKNOWN;
 }
@@ -565,7 +563,7 @@ static void refresh(al_allocator *a, const al_podctx *p, stable *t, uint32_t r, 
     nodeeval v;
     eval_node(a, p, r, ar, &v, &my->checked);
     a->stats.choice_evals++;
-    ent_clear(t, r);
+    ent_clear(a, t, r);
     ent *x = &t->e[r];
     x->gen = a->ngen[r];
     x->state = v.state;
@@ -591,7 +589,7 @@ static void refresh(al_allocator *a, const al_podctx *p, stable *t, uint32_t r, 
         heap_up(t, t->nheap - 1);
         if (my->rank == NONE || better(t, r, my->rank)) {
             /* the one it displaces may win a later pod */
-            if (my->rank != NONE && t->e[my->rank].state == E_FEASIBLE)
+            if (my->rank != NONE)
                 save(a, p, t, my->rank, &my->o);
             my->rank = r;
             my->o = v.o;
@@ -905,7 +903,7 @@ de_rc al_choose(al_allocator *a, const al_podctx *p, de_arena *ar, al_choice *ch
             return DE_EUNSAT;
         } else {
             uint32_t r = t->heap[0];
-            if (r != my.rank && my.rank != NONE && t->e[my.rank].state == E_FEASIBLE && !t->e[my.rank].sv)
+            if (my.rank != NONE && r != my.rank)
                 save(a, p, t, my.rank, &my.o); /* it lost this pod; it may win a later one */
             if (r == my.rank) {
                 ch->o = my.o;
