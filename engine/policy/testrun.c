@@ -105,17 +105,20 @@ static de_rc read_all(const char *path, char **out, size_t *len, de_err *e)
 
 /* Lua names a chunk in positions by at most LUA_IDSIZE bytes, so a spec
  * under a deep directory (a CI checkout) shows as ".../tail/x_spec.lua:5".
- * The spec being run is `path`: put it back in full when the tail matches. */
-static const char *unshorten(const char *path, const char *s, char *buf, size_t cap)
+ * The spec being run is `path`: s with its full name put back when the
+ * tail matches (malloc'd), else NULL. */
+static char *unshorten(const char *path, const char *s)
 {
     if (!s || strncmp(s, "...", 3))
-        return s;
+        return NULL;
     const char *tail = s + 3, *colon = strchr(tail, ':');
     size_t tl = colon ? (size_t)(colon - tail) : 0, pl = strlen(path);
     if (!colon || tl > pl || memcmp(path + pl - tl, tail, tl))
-        return s;
-    snprintf(buf, cap, "%s%s", path, colon);
-    return buf;
+        return NULL;
+    size_t cap = pl + strlen(colon) + 1;
+    char *out = de_xmalloc(cap);
+    snprintf(out, cap, "%s%s", path, colon);
+    return out;
 }
 
 static int main_tramp(lua_State *L)
@@ -186,18 +189,13 @@ static void run_file(const char *root, const char *path, const pol_config *cfg, 
             const char *name = lua_tostring(L, -4), *status = lua_tostring(L, -3);
             const char *msg = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
             const char *where = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-            char wbuf[DE_ERR_FIELD_MAX + 16], *mbuf = NULL;
-            where = unshorten(path, where, wbuf, sizeof wbuf);
-            if (msg && !strncmp(msg, "...", 3)) {
-                size_t cap = strlen(path) + strlen(msg) + 1;
-                mbuf = de_xmalloc(cap);
-                msg = unshorten(path, msg, mbuf, cap);
-            }
+            char *wfull = unshorten(path, where), *mfull = unshorten(path, msg);
             pol_test_status st = status && !strcmp(status, "ok")        ? POL_TEST_OK
                                  : status && !strcmp(status, "pending") ? POL_TEST_PENDING
                                                                         : POL_TEST_FAIL;
-            emit(cb, cbctx, sum, path, name ? name : "?", where, msg, st);
-            free(mbuf);
+            emit(cb, cbctx, sum, path, name ? name : "?", wfull ? wfull : where, mfull ? mfull : msg, st);
+            free(wfull);
+            free(mfull);
             lua_pop(L, 5);
         }
     }
