@@ -62,24 +62,28 @@ static void cpy(void *dst, const void *src, size_t n)
 
 #define TAKE(b, T, n) ((T *)take((b), sizeof(T) * (size_t)(n)))
 
+/* n requirements with their values; NULL while counting */
+static dg_requirement *copy_reqs(bump *b, const dg_requirement *from, uint32_t n)
+{
+    dg_requirement *to = TAKE(b, dg_requirement, n);
+    for (uint32_t j = 0; j < n; j++) {
+        uint32_t *v = TAKE(b, uint32_t, from[j].nvalues);
+        if (to) {
+            to[j] = from[j];
+            to[j].values = v;
+            cpy(v, from[j].values, from[j].nvalues * sizeof *v);
+        }
+    }
+    return to;
+}
+
 static void copy_nodesel(bump *b, dg_nodesel *dst, const dg_nodesel *src)
 {
     dg_term *t = TAKE(b, dg_term, src->nterms);
     for (uint32_t i = 0; i < src->nterms; i++) {
         const dg_term *s = &src->terms[i];
-        dg_requirement *x = TAKE(b, dg_requirement, s->nexprs), *f = TAKE(b, dg_requirement, s->nfields);
-        for (int k = 0; k < 2; k++) {
-            const dg_requirement *from = k ? s->fields : s->exprs;
-            dg_requirement *to = k ? f : x;
-            for (uint32_t j = 0; j < (k ? s->nfields : s->nexprs); j++) {
-                uint32_t *v = TAKE(b, uint32_t, from[j].nvalues);
-                if (to) {
-                    to[j] = from[j];
-                    to[j].values = v;
-                    cpy(v, from[j].values, from[j].nvalues * sizeof *v);
-                }
-            }
-        }
+        dg_requirement *x = copy_reqs(b, s->exprs, s->nexprs);
+        dg_requirement *f = copy_reqs(b, s->fields, s->nfields);
         if (t)
             t[i] = (dg_term){x, s->nexprs, f, s->nfields};
     }
