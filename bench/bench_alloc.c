@@ -113,10 +113,7 @@ int bench_upstream_500x10(FILE *out, int argc, char **argv)
             snprintf(dn, sizeof dn, "device-%u", d);
             json_array_append_new(devs, json_pack("{s:s}", "name", dn));
         }
-        if (rc == DE_OK)
-            rc = bench_put(g, bench_slice(slice, "test-driver.cdi.k8s.io", node, node, devs), &e);
-        else
-            json_decref(devs);
+        rc = bench_put_after(rc, g, bench_slice(slice, "test-driver.cdi.k8s.io", node, node, devs), &e);
     }
     for (uint32_t i = 0; i < npods + 1 && rc == DE_OK; i++)
         rc = bench_claim_pod(g, i, json_pack("[o]", bench_exact("dev", "test-class")), NULL, &e);
@@ -323,20 +320,12 @@ static double synthetic_trap(FILE *out)
         json_array_append_new(devs, json_pack("{s:s, s:{s:{s:s}, s:{s:i}}}", "name", dn, "attributes", "kind",
                                               "string", i < 64 ? "a" : "b", "numa", "int", i < 64 ? 0 : 1));
     }
-    if (rc == DE_OK)
-        rc = bench_put(g, bench_slice("trap-slice", "d.example.com", "trap-pool", "trap-node", devs), &e);
-    else
-        json_decref(devs);
+    rc = bench_put_after(rc, g, bench_slice("trap-slice", "d.example.com", "trap-pool", "trap-node", devs), &e);
     json_t *reqs = json_pack("[{s:s, s:{s:s, s:i}}, {s:s, s:{s:s, s:i}}]", "name", "a", "exactly",
                              "deviceClassName", "a", "count", 4, "name", "b", "exactly", "deviceClassName", "b",
                              "count", 1);
     json_t *cons = json_pack("[{s:s}]", "matchAttribute", "d.example.com/numa");
-    if (rc == DE_OK)
-        rc = bench_put(g, bench_claim("trap-claim", reqs, cons), &e);
-    else {
-        json_decref(reqs);
-        json_decref(cons);
-    }
+    rc = bench_put_after(rc, g, bench_claim("trap-claim", reqs, cons), &e);
     double ms = -1;
     if (rc == DE_OK) {
         uint32_t id = dg_claim_find(g, de_intern_cstr(dg_intern(g), "default"),

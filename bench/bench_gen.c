@@ -32,6 +32,15 @@ de_rc bench_put(dg_graph *g, json_t *obj, de_err *e)
     return rc;
 }
 
+de_rc bench_put_after(de_rc rc, dg_graph *g, json_t *obj, de_err *e)
+{
+    if (rc != DE_OK) {
+        json_decref(obj);
+        return rc;
+    }
+    return bench_put(g, obj, e);
+}
+
 json_t *bench_node(const char *name, const char *lk, const char *lv)
 {
     json_t *node = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "v1", "kind", "Node", "metadata", "name", name);
@@ -138,19 +147,21 @@ de_rc bench_gpu_nic(dg_graph *g, uint32_t nodes, uint32_t npods, de_err *e)
             json_object_set_new(json_object_get(nic, "attributes"), "rdma", json_pack("{s:b}", "bool", 1));
             json_array_append_new(nics, nic);
         }
-        if (rc == DE_OK)
-            rc = bench_put(g, bench_slice(s1, "gpu.example.com", node, node, gpus), e);
-        else
-            json_decref(gpus);
-        if (rc == DE_OK)
-            rc = bench_put(g, bench_slice(s2, "nic.example.com", node, node, nics), e);
-        else
-            json_decref(nics);
+        rc = bench_put_after(rc, g, bench_slice(s1, "gpu.example.com", node, node, gpus), e);
+        rc = bench_put_after(rc, g, bench_slice(s2, "nic.example.com", node, node, nics), e);
     }
+    if (rc == DE_OK)
+        rc = bench_pair_pods(g, npods, "gpu.example.com", "nic.example.com", "resource.kubernetes.io/pcieRoot", e);
+    return rc;
+}
+
+de_rc bench_pair_pods(dg_graph *g, uint32_t npods, const char *gpu_class, const char *nic_class,
+                      const char *match, de_err *e)
+{
+    de_rc rc = DE_OK;
     for (uint32_t i = 0; i < npods && rc == DE_OK; i++) {
-        json_t *reqs = json_pack("[o, o]", bench_exact("gpu", "gpu.example.com"), bench_exact("nic", "nic.example.com"));
-        json_t *cons = json_pack("[{s:[s, s], s:s}]", "requests", "gpu", "nic", "matchAttribute",
-                                 "resource.kubernetes.io/pcieRoot");
+        json_t *reqs = json_pack("[o, o]", bench_exact("gpu", gpu_class), bench_exact("nic", nic_class));
+        json_t *cons = json_pack("[{s:[s, s], s:s}]", "requests", "gpu", "nic", "matchAttribute", match);
         rc = bench_claim_pod(g, i, reqs, cons, e);
     }
     return rc;

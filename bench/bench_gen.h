@@ -19,6 +19,9 @@ al_allocator *bench_allocator(dg_graph *g, const char *gates, de_err *e);
 
 /* Apply obj to g (consumes the reference). */
 de_rc bench_put(dg_graph *g, json_t *obj, de_err *e);
+/* bench_put when rc is DE_OK, else only drop obj: a builder chains its
+ * puts through rc and checks it once. */
+de_rc bench_put_after(de_rc rc, dg_graph *g, json_t *obj, de_err *e);
 
 json_t *bench_node(const char *name, const char *label_key, const char *label_value); /* label optional */
 json_t *bench_class(const char *name, const char *expr);
@@ -32,6 +35,10 @@ json_t *bench_claim(const char *name, json_t *requests, json_t *constraints);
 json_t *bench_pod(const char *name, const char *claim, uint32_t i);
 /* claim-<i> and pod-<i> using it. */
 de_rc bench_claim_pod(dg_graph *g, uint32_t i, json_t *requests, json_t *constraints, de_err *e);
+/* pod-<i> for i < npods, each with one claim of a GPU (class gpu_class) and
+ * a NIC (nic_class) that share the attribute `match`. */
+de_rc bench_pair_pods(dg_graph *g, uint32_t npods, const char *gpu_class, const char *nic_class,
+                      const char *match, de_err *e);
 /* The graph ids of pod-0 .. pod-<n-1> (malloc'd), looked up before a clock
  * starts. */
 uint32_t *bench_pod_ids(dg_graph *g, uint32_t n);

@@ -207,21 +207,11 @@ int bench_reload_100k(FILE *out, int argc, char **argv)
             json_array_append_new(nics, json_pack("{s:s, s:{s:{s:i}, s:{s:b}}}", "name", dn, "attributes",
                                                   "dra.net/numaNode", "int", (int)(d / 5), "dra.net/rdma", "bool", 1));
         }
-        if (rc == DE_OK)
-            rc = bench_put(g, bench_slice(s1, "gpu.nvidia.com", node, node, gpus), &e);
-        else
-            json_decref(gpus);
-        if (rc == DE_OK)
-            rc = bench_put(g, bench_slice(s2, "dra.net", node, node, nics), &e);
-        else
-            json_decref(nics);
+        rc = bench_put_after(rc, g, bench_slice(s1, "gpu.nvidia.com", node, node, gpus), &e);
+        rc = bench_put_after(rc, g, bench_slice(s2, "dra.net", node, node, nics), &e);
     }
-    for (uint32_t i = 0; i < npods && rc == DE_OK; i++) {
-        json_t *reqs = json_pack("[o, o]", bench_exact("gpu", "gold-gpu"), bench_exact("nic", "rdma-nic"));
-        json_t *cons = json_pack("[{s:[s, s], s:s}]", "requests", "gpu", "nic", "matchAttribute",
-                                 "resource.kubernetes.io/numaNode");
-        rc = bench_claim_pod(g, i, reqs, cons, &e);
-    }
+    if (rc == DE_OK)
+        rc = bench_pair_pods(g, npods, "gold-gpu", "rdma-nic", "resource.kubernetes.io/numaNode", &e);
     if (rc != DE_OK) {
         fprintf(stderr, "bench reload-100k: building the cluster: %s\n", e.msg);
         dg_free(g);
