@@ -563,6 +563,13 @@ static void refresh(al_allocator *a, const al_podctx *p, stable *t, uint32_t r, 
     nodeeval v;
     eval_node(a, p, r, ar, &v, &my->checked);
     a->stats.choice_evals++;
+    /* a feasible node that stays feasible moves within the heap: with
+     * bin-packing the previous winner, at the top, usually stays there,
+     * where removing and re-inserting it walks the heap's height twice */
+    uint32_t hpos = t->e[r].hpos;
+    bool inplace = v.state == E_FEASIBLE && hpos != NONE;
+    if (inplace)
+        t->e[r].hpos = NONE;
     ent_clear(a, t, r);
     ent *x = &t->e[r];
     x->gen = a->ngen[r];
@@ -585,8 +592,14 @@ static void refresh(al_allocator *a, const al_podctx *p, stable *t, uint32_t r, 
         x->k8s = v.o.k8s_score;
         x->ps = v.ps;
         x->total = (double)v.o.k8s_score + v.ps;
-        heap_set(t, t->nheap++, r);
-        heap_up(t, t->nheap - 1);
+        if (inplace) {
+            x->hpos = hpos;
+            heap_up(t, hpos);
+            heap_down(t, x->hpos);
+        } else {
+            heap_set(t, t->nheap++, r);
+            heap_up(t, t->nheap - 1);
+        }
         if (my->rank == NONE || better(t, r, my->rank)) {
             /* the one it displaces may win a later pod */
             if (my->rank != NONE)
