@@ -10,6 +10,7 @@
  *               before every call, so they follow reloads) the allocator uses
  *     choice_cache = false: every pod evaluates every node (al_set_choice_cache),
  *               the reference the cached node choice is compared with
+ *     selector_set_cap = N, cel_program_cap = N: lower cache caps (al_set_cache_caps)
  *   a:allocate(node, {{namespace=, name=}, ...})
  *       -> {status = "allocated"|"unsatisfiable"|"error", claims = {{namespace=,
  *           name=, allocation=, chosen=}}, reason=, detail=, error=, code=,
@@ -20,7 +21,8 @@
  *           allocated_now=}}, policy_score=, nodes_feasible=}
  *           (commits into the graph, as al_schedule_pod)
  *   a:stats() -> {allocate_calls=, node_tables_built=, candidate_sets_built=,
- *                 choice_pods=, choice_evals=, choice_reused=, choice_saved=, choice_tables=, ...}
+ *                 choice_pods=, choice_evals=, choice_reused=, choice_saved=, choice_tables=,
+ *                 selector_sets=, cel_programs=, cache_flushes=, ...}
  *   a:node_devices(node) -> devices, free   (the counters score hooks see)
  *   a:set_policies(host | nil)
  *   a:extended_claim(namespace, pod [, node])
@@ -85,6 +87,7 @@ int lb_allocator_new(lua_State *L)
     memset(&o, 0, sizeof o);
     de_gates_default(&o.gates);
     bool cache = true, policies = false;
+    uint32_t selset_cap = 0, prog_cap = 0;
     if (lua_istable(L, 2)) {
         lua_getfield(L, 2, "choice_cache");
         if (lua_isboolean(L, -1))
@@ -104,7 +107,11 @@ int lb_allocator_new(lua_State *L)
         o.seed = (uint64_t)luaL_optinteger(L, -1, 0);
         lua_getfield(L, 2, "max_steps");
         o.max_steps = (uint64_t)luaL_optinteger(L, -1, 0);
-        lua_pop(L, 3);
+        lua_getfield(L, 2, "selector_set_cap");
+        selset_cap = (uint32_t)luaL_optinteger(L, -1, 0);
+        lua_getfield(L, 2, "cel_program_cap");
+        prog_cap = (uint32_t)luaL_optinteger(L, -1, 0);
+        lua_pop(L, 5);
     }
     de_err e;
     de_err_clear(&e);
@@ -112,6 +119,8 @@ int lb_allocator_new(lua_State *L)
     if (!a)
         return raise_err(L, &e);
     al_set_choice_cache(a, cache);
+    if (selset_cap || prog_cap)
+        al_set_cache_caps(a, selset_cap, prog_cap);
     lalloc *u = lua_newuserdatauv(L, sizeof *u, 2);
     u->a = a;
     u->gu = gu;
@@ -267,6 +276,9 @@ static int l_stats(lua_State *L)
     lb_set_int(L, "choice_reused", (lua_Integer)s.choice_reused);
     lb_set_int(L, "choice_saved", (lua_Integer)s.choice_saved);
     lb_set_int(L, "choice_tables", (lua_Integer)s.choice_tables);
+    lb_set_int(L, "selector_sets", (lua_Integer)s.selector_sets);
+    lb_set_int(L, "cel_programs", (lua_Integer)s.cel_programs);
+    lb_set_int(L, "cache_flushes", (lua_Integer)s.cache_flushes);
     return 1;
 }
 

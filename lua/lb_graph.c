@@ -3,7 +3,8 @@
  * ("draengine.Graph").
  *
  *   local g = core.graph{keep_slice_json = true, skip_validation = false,
- *                        gates = "DRAListTypeAttributes=true"}
+ *                        gates = "DRAListTypeAttributes=true",
+ *                        cel_program_cap = N}   -- lower validation's CEL cache cap
  *   g:load(path)                    -- file or directory; raises the engine's message
  *   g:apply(table_or_text)          -- one object (table) or manifest text; returns kinds
  *   g:check(table)                  -- validate only: true, or nil + message
@@ -64,7 +65,9 @@ static int l_graph(lua_State *L)
         opts.keep_going = lua_toboolean(L, -1);
         lua_getfield(L, 1, "no_fast_path");
         opts.no_fast_path = lua_toboolean(L, -1);
-        lua_pop(L, 2);
+        lua_getfield(L, 1, "cel_program_cap");
+        opts.cel_program_cap = (uint32_t)luaL_optinteger(L, -1, 0);
+        lua_pop(L, 3);
         lua_getfield(L, 1, "gates");
         if (lua_isstring(L, -1)) {
             de_err e;
@@ -681,6 +684,7 @@ static int l_stats(lua_State *L)
     lb_set_int(L, "pods", st.pods);
     lb_set_int(L, "bytes", (lua_Integer)st.bytes);
     lb_set_int(L, "fast_path_slices", st.fast_path_slices);
+    lb_set_int(L, "cel_programs", st.cel_programs);
     return 1;
 }
 

@@ -8,12 +8,7 @@ local core = require "draengine.core"
 local H = require "support.helper"
 local P = require "fixtures.policy.helper"
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = H.read_file
 
 -- ---- policies -------------------------------------------------------------------------
 

@@ -312,8 +312,15 @@ typedef struct al_stats {
     uint64_t choice_reused;      /* winners whose evaluation was this pod's own */
     uint64_t choice_tables;      /* score tables (re)built from scratch */
     uint64_t choice_saved;       /* winners whose allocation an earlier pod saved */
+    /* capped caches (al_sync): what they hold now, and how often they were emptied */
+    uint64_t selector_sets, cel_programs, cache_flushes;
 } al_stats;
 
 void al_get_stats(const al_allocator *a, al_stats *out);
+
+/* Lower the caps of the caches that grow with distinct selector texts (0 =
+ * the default: AL_SELSET_CAP selector sets, CEL_PROG_CAP programs).  For
+ * tests: the defaults are what a scheduler should run with. */
+void al_set_cache_caps(al_allocator *a, uint32_t selector_sets, uint32_t programs);
 
 #endif

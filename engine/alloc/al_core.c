@@ -190,18 +190,7 @@ void al_free(al_allocator *a)
     for (uint32_t i = 0; i < a->nntabs; i++)
         ntab_free(a->ntabs[i]);
     free(a->ntabs);
-    for (uint32_t i = 0; i < a->nselsets; i++) {
-        al_selset *s = a->selsets[i];
-        for (uint32_t k = 0; k < s->nclass + s->nreq; k++)
-            free(s->compile_err[k]);
-        free(s->compile_err);
-        free(s->progs);
-        free(s->driver_eq);
-        free(s->maybe_free);
-        free(s->rexpr);
-        free(s->rhascel);
-        free(s);
-    }
+    al_selsets_free(a);
     free(a->selsets);
     de_map_destroy(&a->ntab_by_name);
     de_map_destroy(&a->selset_by_key);
@@ -241,6 +230,14 @@ const de_gates *al_gates(const al_allocator *a)
 void al_get_stats(const al_allocator *a, al_stats *out)
 {
     *out = a->stats;
+    out->selector_sets = a->nselsets;
+    out->cel_programs = cel_env_programs(a->cel);
+}
+
+void al_set_cache_caps(al_allocator *a, uint32_t selector_sets, uint32_t programs)
+{
+    a->selset_cap = selector_sets;
+    cel_env_set_prog_cap(a->cel, programs);
 }
 
 /* ---- registry: which tables depend on which graph pool ------------------------- */
@@ -634,6 +631,26 @@ void al_sync(al_allocator *a)
             a->epoch++;
         }
     }
+    /* The caches that grow with distinct selector texts are capped.  At the
+     * start of an outermost call nothing holds a program or a selector set,
+     * so this is where they are emptied (never inside al_schedule_pod, whose
+     * node evaluations call al_allocate); everything is then rebuilt on use,
+     * as after a policy reload. */
+    if (a->depth)
+        goto dirty;
+    if (cel_env_collect(a->cel))
+        a->stats.cache_flushes++;
+    uint32_t first = cel_env_first_id(a->cel);
+    if (a->memo_base != first) {
+        cel_memo_forget_before(a->memo, first);
+        a->memo_base = first;
+    }
+    if (a->nselsets > (a->selset_cap ? a->selset_cap : AL_SELSET_CAP)) {
+        al_selsets_free(a);
+        a->epoch++;
+        a->stats.cache_flushes++;
+    }
+dirty:
     refresh_dirty(a);
 }
 

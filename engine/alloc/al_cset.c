@@ -85,6 +85,7 @@ static void selset_compile(al_allocator *a, al_selset *s, const dg_selector *rse
     s->progs = de_xcalloc(n ? n : 1, sizeof *s->progs);
     s->compile_err = de_xcalloc(n ? n : 1, sizeof *s->compile_err);
     s->driver_eq = de_xcalloc(n ? n : 1, sizeof *s->driver_eq);
+    s->env_gen = cel_env_generation(a->cel);
     for (uint32_t k = 0; k < n; k++) {
         const dg_selector *sel = k < s->nclass ? &s->cls->selectors[k] : &rsel[k - s->nclass];
         if (!sel->has_cel) {
@@ -100,6 +101,24 @@ static void selset_compile(al_allocator *a, al_selset *s, const dg_selector *rse
             s->progs[k] = NULL;
         }
     }
+}
+
+void al_selsets_free(al_allocator *a)
+{
+    for (uint32_t i = 0; i < a->nselsets; i++) {
+        al_selset *s = a->selsets[i];
+        for (uint32_t k = 0; k < s->nclass + s->nreq; k++)
+            free(s->compile_err[k]);
+        free(s->compile_err);
+        free(s->progs);
+        free(s->driver_eq);
+        free(s->maybe_free);
+        free(s->rexpr);
+        free(s->rhascel);
+        free(s);
+    }
+    a->nselsets = 0;
+    de_map_clear(&a->selset_by_key);
 }
 
 al_selset *al_selset_get(al_allocator *a, uint32_t class_name, const dg_selector *sels,
@@ -135,7 +154,8 @@ al_selset *al_selset_get(al_allocator *a, uint32_t class_name, const dg_selector
         for (uint32_t i = 0; i < nsels && same; i++)
             same = s->rexpr[i] == sels[i].expr && s->rhascel[i] == sels[i].has_cel;
         if (same) {
-            if (s->node_epoch != a->epoch || s->stale) {
+            /* an emptied compile cache (cel_env_collect) took its programs */
+            if (s->node_epoch != a->epoch || s->stale || s->env_gen != cel_env_generation(a->cel)) {
                 /* the class changed (or everything did): recompile; the
                  * candidate sets made from the old programs are re-evaluated
                  * on their next use (al_cset_get compares gen) */
@@ -297,7 +317,7 @@ void al_cset_refresh(al_allocator *a, al_ntab *t, uint32_t dev)
 {
     for (uint32_t i = 0; i < t->ncsets; i++) {
         al_cset *c = &t->csets[i];
-        if (c->ss_gen == c->ss->gen && !c->ss->stale)
+        if (c->ss_gen == c->ss->gen && !c->ss->stale && c->ss->env_gen == cel_env_generation(a->cel))
             cset_eval(a, t, c, dev);
     }
 }

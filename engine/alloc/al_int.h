@@ -147,6 +147,7 @@ typedef struct al_selset {
     uint64_t mf_order;       /* al_allocator.order_gen it was made for */
     uint32_t mf_low;         /* words below this index are all zero */
     uint64_t node_epoch;     /* allocator epoch it was compiled at */
+    uint64_t env_gen;        /* cel_env_generation its programs belong to */
     bool stale;              /* its class changed: recompile on next use */
     uint64_t gen;            /* bumped on every (re)compilation */
 } al_selset;
@@ -220,6 +221,9 @@ struct al_allocator {
      * al_node_changed whenever anything that can change the node's
      * feasibility or score changes; changed ranks are logged in order */
     bool choice_off;
+    uint32_t selset_cap;     /* 0 = AL_SELSET_CAP (a lower one: specs) */
+    uint32_t memo_base;      /* cel_env_first_id the memo was trimmed to */
+    uint32_t depth;          /* inside al_schedule_pod: al_sync leaves the caches alone */
     struct al_chooser *chooser;
     uint64_t *ngen;          /* per rank */
     uint64_t *nlogged;       /* per rank: absolute log position of its last entry + 1 */
@@ -325,6 +329,10 @@ void al_fill_device(al_allocator *a, al_ntab *t, al_dev *dv);  /* re-read flags,
 bool al_slice_relevant(al_allocator *a, const dg_slice *s, uint32_t node_name);
 
 /* al_cset.c */
+/* Selector sets an allocator keeps; past it al_sync drops them all (and
+ * with them every table's candidate sets: a new epoch). */
+#define AL_SELSET_CAP 4096
+void al_selsets_free(al_allocator *a);
 al_selset *al_selset_get(al_allocator *a, uint32_t class_name, const dg_selector *sels,
                          uint32_t nsels);
 al_cset *al_cset_get(al_allocator *a, al_ntab *t, al_selset *ss);

@@ -396,6 +396,9 @@ const char *al_quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t
     return NULL;
 }
 
+static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podid, de_arena *ar,
+                               al_pod_outcome *out, de_err *e);
+
 de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outcome *out, de_err *e)
 {
     memset(out, 0, sizeof *out);
@@ -415,6 +418,18 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
         return rc;
     pod = dg_pod_get(a->g, podid);
     al_sync(a);
+    a->depth++;
+    rc = schedule_resolved(a, pod, podid, ar, out, e);
+    a->depth--;
+    return rc;
+}
+
+/* al_schedule_pod once the pod's claims exist: selector sets and programs
+ * are held from here on (a->depth keeps al_sync from emptying the caches). */
+static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podid, de_arena *ar,
+                               al_pod_outcome *out, de_err *e)
+{
+    de_rc rc;
     /* extended resources backed by DRA: a per-node claim, allocated last */
     al_ext_res *ext = AL_NEW(ar, al_ext_res, AL_EXT_MAX);
     uint32_t next = al_ext_resources(a->g, &a->opts.gates, pod, ext, AL_EXT_MAX);

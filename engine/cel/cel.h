@@ -50,7 +50,11 @@ typedef struct cel_env_opts {
     bool plain;                /* no `device` variable: a plain CEL environment
                                 * (conformance vectors, tools); see cel_env_declare */
     bool any_result;           /* tools: skip the bool-result rule of selectors */
+    uint32_t prog_cap;         /* compile cache size; 0 = CEL_PROG_CAP */
 } cel_env_opts;
+
+/* Programs an env keeps before cel_env_collect empties its cache. */
+#define CEL_PROG_CAP 16384
 
 cel_env *cel_env_new(de_interner *in, const cel_env_opts *opts);
 void cel_env_free(cel_env *env);
@@ -66,6 +70,18 @@ de_rc cel_compile_derived(cel_env *env, const char *expr, size_t len, cel_prog *
  * 10 KiB length limit, compilation, and the estimated worst-case cost
  * ("too complex, exceeds cost limit" above the env's cost limit). */
 de_rc cel_validate_selector(cel_env *env, const char *expr, size_t len, de_err *e);
+/* The compile cache is emptied when it holds more than its cap: every
+ * program is freed and the generation moves on.  A program pointer is valid
+ * while the env's generation is the one it was compiled at, so collect only
+ * where no caller is holding one (the allocator at the start of a call, the
+ * decoder before it compiles); holders keep the generation and compile again
+ * when it moved.  Returns true when it emptied the cache. */
+bool cel_env_collect(cel_env *env);
+uint64_t cel_env_generation(const cel_env *env);
+/* Programs with a smaller id are gone (ids are never reused). */
+uint32_t cel_env_first_id(const cel_env *env);
+uint32_t cel_env_programs(const cel_env *env);
+void cel_env_set_prog_cap(cel_env *env, uint32_t cap); /* 0 = CEL_PROG_CAP */
 /* Stable small integer identifying a compiled program (memo key). */
 uint32_t cel_prog_id(const cel_prog *p);
 const char *cel_prog_text(const cel_prog *p);
@@ -189,6 +205,8 @@ size_t cel_err_caret(const char *expr, int line, int col, char *buf, size_t cap)
 cel_memo *cel_memo_new(void);
 void cel_memo_free(cel_memo *m);
 void cel_memo_clear(cel_memo *m);
+/* Drop the memo of every program whose id is below `id` (collected). */
+void cel_memo_forget_before(cel_memo *m, uint32_t id);
 /* Returns 1 (true), 0 (false), or -1 if not cached. */
 int cel_memo_get(cel_memo *m, uint32_t prog, uint32_t dev, uint32_t gen);
 void cel_memo_put(cel_memo *m, uint32_t prog, uint32_t dev, uint32_t gen, bool val);

@@ -373,6 +373,8 @@ struct cel_env {
     cel_prog **byid;     /* programs in creation order */
     uint32_t nbyid, capbyid;
     uint32_t next_id;
+    uint32_t first_id;   /* the oldest live program's id (cel_env_collect) */
+    uint64_t gen;        /* bumped when the cache is emptied */
 };
 
 /* ---- lexer / parser ---------------------------------------------------------- */

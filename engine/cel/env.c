@@ -11,7 +11,11 @@
  * google.protobuf.Any (not iterable) and includes() is undeclared.
  *
  * The compile cache maps expression text (and the compile mode) to a
- * program.  Programs, compile errors included, live as long as the env.
+ * program.  Programs, compile errors included, live until the cache holds
+ * more than opts.prog_cap of them and its owner calls cel_env_collect at a
+ * point where nobody holds one: then all go at once (an LRU would need every
+ * holder to pin and unpin programs; the allocator and the decoder, the only
+ * long-lived users, compile again what they still need).
  */
 #include "cel_int.h"
 
@@ -45,20 +49,46 @@ cel_env *cel_env_new(de_interner *in, const cel_env_opts *opts)
     }
     env->limit = env->opts.cost_limit ? env->opts.cost_limit : CEL_COST_LIMIT;
     env->arena = de_arena_new_sized(PROG_ARENA_CAP, 4096);
-    env->next_id = 1;
+    env->next_id = env->first_id = 1;
+    env->gen = 1;
     live_envs++;
     return env;
 }
 
-void cel_env_free(cel_env *env)
+static void drop_programs(cel_env *env)
 {
-    if (!env)
-        return;
     for (uint32_t i = 0; i < env->nbyid; i++) {
         de_arena_free(env->byid[i]->arena);
         free(env->byid[i]->text);
         free(env->byid[i]);
     }
+    env->nbyid = 0;
+    if (env->capprogs)
+        memset(env->progs, 0, env->capprogs * sizeof *env->progs);
+    env->nprogs = 0;
+}
+
+bool cel_env_collect(cel_env *env)
+{
+    uint32_t cap = env->opts.prog_cap ? env->opts.prog_cap : CEL_PROG_CAP;
+    if (env->nprogs <= cap)
+        return false;
+    drop_programs(env);
+    env->first_id = env->next_id;
+    env->gen++;
+    return true;
+}
+
+uint64_t cel_env_generation(const cel_env *env) { return env->gen; }
+uint32_t cel_env_first_id(const cel_env *env) { return env->first_id; }
+uint32_t cel_env_programs(const cel_env *env) { return env->nprogs; }
+void cel_env_set_prog_cap(cel_env *env, uint32_t cap) { env->opts.prog_cap = cap; }
+
+void cel_env_free(cel_env *env)
+{
+    if (!env)
+        return;
+    drop_programs(env);
     free(env->byid);
     free(env->progs);
     free(env->globals);

@@ -24,8 +24,9 @@ typedef struct memo_tab {
 } memo_tab;
 
 struct cel_memo {
-    memo_tab *tabs; /* by program id */
+    memo_tab *tabs; /* by program id - base */
     uint32_t ntabs;
+    uint32_t base;  /* programs below it were collected (cel_memo_forget_before) */
     de_map sparse;  /* (prog, dev) -> slot value, for huge ids */
     uint64_t hits, misses;
 };
@@ -57,12 +58,31 @@ void cel_memo_clear(cel_memo *m)
     m->hits = m->misses = 0;
 }
 
+void cel_memo_forget_before(cel_memo *m, uint32_t id)
+{
+    if (id <= m->base)
+        return;
+    uint32_t drop = id - m->base < m->ntabs ? id - m->base : m->ntabs;
+    for (uint32_t i = 0; i < drop; i++)
+        free(m->tabs[i].slot);
+    if (m->ntabs > drop)
+        memmove(m->tabs, m->tabs + drop, (m->ntabs - drop) * sizeof *m->tabs);
+    m->ntabs -= drop;
+    m->base = id;
+    de_map_clear(&m->sparse); /* huge device ids only: rare, cheap to refill */
+}
+
 static uint64_t enc(uint32_t gen, bool val) { return ((uint64_t)gen + 1) << 1 | (val ? 1u : 0u); }
 
 int cel_memo_get(cel_memo *m, uint32_t prog, uint32_t dev, uint32_t gen)
 {
     uint64_t v = 0;
+    if (prog < m->base) {
+        m->misses++;
+        return -1;
+    }
     if (dev < MEMO_DENSE_MAX) {
+        prog -= m->base;
         if (prog < m->ntabs && dev < m->tabs[prog].cap)
             v = m->tabs[prog].slot[dev];
     } else {
@@ -78,10 +98,13 @@ int cel_memo_get(cel_memo *m, uint32_t prog, uint32_t dev, uint32_t gen)
 
 void cel_memo_put(cel_memo *m, uint32_t prog, uint32_t dev, uint32_t gen, bool val)
 {
+    if (prog < m->base)
+        return;
     if (dev >= MEMO_DENSE_MAX) {
         de_map_put(&m->sparse, de_pack2(prog, dev), enc(gen, val));
         return;
     }
+    prog -= m->base;
     if (prog >= m->ntabs) {
         uint32_t n = prog + 8;
         m->tabs = de_xrealloc(m->tabs, n * sizeof *m->tabs);

@@ -67,6 +67,7 @@ typedef struct dg_opts {
      * the load then ends with DE_EINVAL "N invalid objects". */
     void (*on_error)(void *ctx, const de_err *e);
     void *on_error_ctx;
+    uint32_t cel_program_cap; /* validation's CEL compile cache; 0 = CEL_PROG_CAP */
     const de_gates *gates; /* validation rules that depend on gates; NULL = 1.37 defaults.
                             * Gated fields are always decoded (never dropped); the allocator
                             * decides what a disabled gate means. */
@@ -300,6 +301,7 @@ typedef struct dg_stats {
     uint32_t slices, devices, pools, classes, claims, templates, taint_rules, nodes, pods;
     size_t bytes; /* memory held by decoded objects and indexes */
     uint32_t fast_path_slices; /* slices loaded by the JSON snapshot fast path */
+    uint32_t cel_programs; /* validation's compiled selectors held now (capped) */
 } dg_stats;
 
 void dg_get_stats(const dg_graph *g, dg_stats *out);

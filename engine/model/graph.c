@@ -406,6 +406,7 @@ void dg_get_stats(const dg_graph *g, dg_stats *out)
     out->nodes = g->nodes.live;
     out->pods = g->live_pods;
     out->fast_path_slices = g->fast_path_slices;
+    out->cel_programs = g->cel ? cel_env_programs(g->cel) : 0;
     size_t b = de_intern_bytes(g->in);
     for (uint32_t i = 0; i < g->nslices; i++)
         if (g->slices[i].a)

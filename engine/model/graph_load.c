@@ -81,6 +81,7 @@ cel_env *dg_cel(dg_graph *g)
         o.consumable_capacity = g->gates.on[DE_GATE_CONSUMABLE_CAPACITY];
         o.list_attributes = g->gates.on[DE_GATE_LIST_TYPE_ATTRIBUTES];
         o.new_expressions = true;
+        o.prog_cap = g->opts.cel_program_cap;
         g->cel = cel_env_new(g->in, &o);
     }
     return g->cel;
@@ -147,6 +148,11 @@ static de_rc apply_one(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *ki
     dec d;
     dec_init(&d, g->in, NULL, &g->gates, !g->opts.skip_validation);
     d.cel = d.validate ? dg_cel(g) : NULL;
+    /* validation's programs live only while one object is decoded, so the
+     * capped compile cache can be emptied between objects (this env is
+     * never handed to an allocator, whose selector sets hold programs) */
+    if (d.cel)
+        cel_env_collect(d.cel);
     dg_kind kind = dec_classify(&d, obj, &d.version);
     de_arena *a;
     if (kind == DG_KIND_RESOURCE_SLICE) {
