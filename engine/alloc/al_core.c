@@ -117,6 +117,8 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
         a->own_cel = true;
     }
     a->memo = cel_memo_new();
+    a->env_gen = cel_env_generation(a->cel);
+    a->selset_cap = AL_SELSET_CAP;
     de_map_init(&a->ntab_by_name);
     de_map_init(&a->selset_by_key);
     de_map_init(&a->node_rank);
@@ -236,7 +238,7 @@ void al_get_stats(const al_allocator *a, al_stats *out)
 
 void al_set_cache_caps(al_allocator *a, uint32_t selector_sets, uint32_t programs)
 {
-    a->selset_cap = selector_sets;
+    a->selset_cap = selector_sets ? selector_sets : AL_SELSET_CAP;
     cel_env_set_prog_cap(a->cel, programs);
 }
 
@@ -622,6 +624,30 @@ static void on_change(void *ctx, dg_kind kind, dg_op op, uint32_t id)
 }
 
 /* Before any use: a new policy revision (no event), devices changed. */
+/* The caches that grow with distinct selector texts are capped.  At the
+ * start of an outermost call nothing holds a program or a selector set, so
+ * this is where they are emptied (never inside al_schedule_pod, whose node
+ * evaluations call al_allocate); everything is then rebuilt on use, as after
+ * a policy reload.  An emptied compile cache makes every selector set stale
+ * (they compile again when next used) and the memo's older programs dead. */
+static void cache_caps(al_allocator *a)
+{
+    if (cel_env_collect(a->cel))
+        a->stats.cache_flushes++;
+    uint64_t gen = cel_env_generation(a->cel);
+    if (a->env_gen != gen) {
+        for (uint32_t i = 0; i < a->nselsets; i++)
+            a->selsets[i]->stale = true;
+        cel_memo_forget_before(a->memo, cel_env_first_id(a->cel));
+        a->env_gen = gen;
+    }
+    if (a->nselsets > a->selset_cap) {
+        al_selsets_free(a);
+        a->epoch++;
+        a->stats.cache_flushes++;
+    }
+}
+
 void al_sync(al_allocator *a)
 {
     if (a->has_hooks && a->hooks.revision) {
@@ -631,26 +657,8 @@ void al_sync(al_allocator *a)
             a->epoch++;
         }
     }
-    /* The caches that grow with distinct selector texts are capped.  At the
-     * start of an outermost call nothing holds a program or a selector set,
-     * so this is where they are emptied (never inside al_schedule_pod, whose
-     * node evaluations call al_allocate); everything is then rebuilt on use,
-     * as after a policy reload. */
-    if (a->depth)
-        goto dirty;
-    if (cel_env_collect(a->cel))
-        a->stats.cache_flushes++;
-    uint32_t first = cel_env_first_id(a->cel);
-    if (a->memo_base != first) {
-        cel_memo_forget_before(a->memo, first);
-        a->memo_base = first;
-    }
-    if (a->nselsets > (a->selset_cap ? a->selset_cap : AL_SELSET_CAP)) {
-        al_selsets_free(a);
-        a->epoch++;
-        a->stats.cache_flushes++;
-    }
-dirty:
+    if (!a->depth)
+        cache_caps(a);
     refresh_dirty(a);
 }
 

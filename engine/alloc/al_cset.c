@@ -85,7 +85,6 @@ static void selset_compile(al_allocator *a, al_selset *s, const dg_selector *rse
     s->progs = de_xcalloc(n ? n : 1, sizeof *s->progs);
     s->compile_err = de_xcalloc(n ? n : 1, sizeof *s->compile_err);
     s->driver_eq = de_xcalloc(n ? n : 1, sizeof *s->driver_eq);
-    s->env_gen = cel_env_generation(a->cel);
     for (uint32_t k = 0; k < n; k++) {
         const dg_selector *sel = k < s->nclass ? &s->cls->selectors[k] : &rsel[k - s->nclass];
         if (!sel->has_cel) {
@@ -154,8 +153,7 @@ al_selset *al_selset_get(al_allocator *a, uint32_t class_name, const dg_selector
         for (uint32_t i = 0; i < nsels && same; i++)
             same = s->rexpr[i] == sels[i].expr && s->rhascel[i] == sels[i].has_cel;
         if (same) {
-            /* an emptied compile cache (cel_env_collect) took its programs */
-            if (s->node_epoch != a->epoch || s->stale || s->env_gen != cel_env_generation(a->cel)) {
+            if (s->node_epoch != a->epoch || s->stale) {
                 /* the class changed (or everything did): recompile; the
                  * candidate sets made from the old programs are re-evaluated
                  * on their next use (al_cset_get compares gen) */
@@ -317,7 +315,7 @@ void al_cset_refresh(al_allocator *a, al_ntab *t, uint32_t dev)
 {
     for (uint32_t i = 0; i < t->ncsets; i++) {
         al_cset *c = &t->csets[i];
-        if (c->ss_gen == c->ss->gen && !c->ss->stale && c->ss->env_gen == cel_env_generation(a->cel))
+        if (c->ss_gen == c->ss->gen && !c->ss->stale)
             cset_eval(a, t, c, dev);
     }
 }

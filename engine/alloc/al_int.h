@@ -147,7 +147,6 @@ typedef struct al_selset {
     uint64_t mf_order;       /* al_allocator.order_gen it was made for */
     uint32_t mf_low;         /* words below this index are all zero */
     uint64_t node_epoch;     /* allocator epoch it was compiled at */
-    uint64_t env_gen;        /* cel_env_generation its programs belong to */
     bool stale;              /* its class changed: recompile on next use */
     uint64_t gen;            /* bumped on every (re)compilation */
 } al_selset;
@@ -221,8 +220,8 @@ struct al_allocator {
      * al_node_changed whenever anything that can change the node's
      * feasibility or score changes; changed ranks are logged in order */
     bool choice_off;
-    uint32_t selset_cap;     /* 0 = AL_SELSET_CAP (a lower one: specs) */
-    uint32_t memo_base;      /* cel_env_first_id the memo was trimmed to */
+    uint32_t selset_cap;     /* AL_SELSET_CAP unless lowered (specs) */
+    uint64_t env_gen;        /* cel_env_generation the selector sets and memo follow */
     uint32_t depth;          /* inside al_schedule_pod: al_sync leaves the caches alone */
     struct al_chooser *chooser;
     uint64_t *ngen;          /* per rank */
