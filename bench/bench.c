@@ -79,6 +79,14 @@ int cli_cmd_bench(int argc, char **argv)
                    "scenarios:\n");
         for (size_t i = 0; i < DE_ARRAY_LEN(registry); i++)
             fprintf(o, "  %-16s %s\n", registry[i].name, registry[i].what);
+        fprintf(o, "\nscenario flags (after --):\n"
+                   "  --nodes N            load-100k, reload-100k, policy-overhead: cluster size\n"
+                   "  --keep               load-100k: keep the generated snapshot file\n"
+                   "  --pods N             reload-100k, policy-overhead: pods in the stream\n"
+                   "  --policies DIR       reload-100k, policy-overhead: the policies (default: shipped)\n"
+                   "  --rounds N           policy-overhead: rotated rounds, the fastest counts (5)\n"
+                   "  --only off|on|facts  policy-overhead: one configuration, for profilers\n"
+                   "  --phases             policy-overhead: split the pods by where they land\n");
         return argc < 2 ? CLI_EXIT_INVALID : 0;
     }
     int names_end = argc;

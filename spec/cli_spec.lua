@@ -106,4 +106,32 @@ describe("huge pages: draengine asks glibc for them", function()
     assert.are.equal(out1, out2)
     assert.truthy(out1:find("true", 1, true))
   end)
+
+  it("splits bench policy-overhead's pods by where they land with --phases", function()
+    local rc, out, err = H.run({ "bench", "policy-overhead", "--", "--nodes", "20", "--rounds", "1", "--phases" })
+    assert.are.equal(0, rc, err)
+    assert.is_nil(err:find("unscheduled", 1, true), err)
+    local fig = {}
+    for name, v in out:gmatch("BENCH (%S+) (%S+)") do fig[name] = tonumber(v) end
+    assert.are.equal(160, fig["policy-overhead-pods"])
+    -- 8 pods fill a node in every configuration (bin-packing or canonical
+    -- order); the first pod of the run is reported on its own
+    for _, c in ipairs({ "off", "on", "facts" }) do
+      local p = "policy-overhead-phase-" .. c .. "-"
+      assert.are.equal(19, fig[p .. "node-first-pods"], c)
+      assert.are.equal(20, fig[p .. "node-second-pods"], c)
+      assert.are.equal(120, fig[p .. "node-later-pods"], c)
+      for _, ph in ipairs({ "node-first", "node-second", "node-later" }) do
+        assert.is_true(fig[p .. ph .. "-us-per-pod"] > 0, c .. " " .. ph)
+        assert.is_true(fig[p .. ph .. "-ms"] > 0, c .. " " .. ph)
+      end
+    end
+  end)
+
+  it("prints no phase figures without --phases", function()
+    local rc, out, err = H.run({ "bench", "policy-overhead", "--", "--nodes", "4", "--rounds", "1" })
+    assert.are.equal(0, rc, err)
+    assert.truthy(out:find("BENCH policy-overhead-ratio ", 1, true))
+    assert.is_nil(out:find("phase", 1, true))
+  end)
 end)
