@@ -58,6 +58,7 @@
 #include "../engine/alloc/al.h"
 #include "../engine/policy/polgraph.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,24 +139,56 @@ static int copy_file(const char *from, const char *to, const char *find, const c
  * are left out). */
 static const char *const fact_files[] = {"numa-bridge.lua", "gpu-tiers.lua", "mig-compat.lua"};
 
-static void fact_remove(const char *dir)
+/*
+ * A benchmark stopped with ^C or SIGTERM removes its temp dir too.  The
+ * handler may only make async-signal-safe calls, so the paths it unlinks are
+ * written out when the dir is made; one dir exists at a time (the scenarios
+ * run one after another).
+ */
+#define FACT_NFILES (sizeof fact_files / sizeof fact_files[0])
+static char live_dir[64];
+static char live_files[FACT_NFILES][128];
+static volatile sig_atomic_t live;
+
+static void live_unlink(void)
 {
-    for (size_t i = 0; i < DE_ARRAY_LEN(fact_files); i++) {
-        char p[800];
-        snprintf(p, sizeof p, "%s/%s", dir, fact_files[i]);
-        unlink(p);
-    }
-    rmdir(dir);
+    for (size_t i = 0; i < FACT_NFILES; i++)
+        unlink(live_files[i]);
+    rmdir(live_dir);
+}
+
+static void on_stop_signal(int sig)
+{
+    if (live)
+        live_unlink();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void fact_remove(void)
+{
+    if (!live)
+        return;
+    live = 0;
+    live_unlink();
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
 }
 
 /* Make the temp dir `dir` (a mkdtemp template) and copy the fact policies
  * of `pol` into it: 0, or 3 with the reason printed and nothing left. */
 static int fact_copy(const char *bench, const char *pol, char *dir)
 {
-    if (!mkdtemp(dir)) {
+    if (strlen(dir) >= sizeof live_dir || !mkdtemp(dir)) {
         fprintf(stderr, "bench %s: cannot create a temp dir\n", bench);
         return 3;
     }
+    memcpy(live_dir, dir, strlen(dir) + 1);
+    for (size_t i = 0; i < FACT_NFILES; i++)
+        snprintf(live_files[i], sizeof live_files[i], "%s/%s", dir, fact_files[i]);
+    live = 1;
+    signal(SIGINT, on_stop_signal);
+    signal(SIGTERM, on_stop_signal);
     for (size_t i = 0; i < DE_ARRAY_LEN(fact_files); i++) {
         char from[800], to[800];
         snprintf(from, sizeof from, "%s/%s", pol, fact_files[i]);
@@ -163,7 +196,7 @@ static int fact_copy(const char *bench, const char *pol, char *dir)
         if (copy_file(from, to, NULL, NULL) != 0) {
             fprintf(stderr, "bench %s: cannot copy %s (give the shipped policies with -- --policies DIR)\n", bench,
                     from);
-            fact_remove(dir);
+            fact_remove();
             return 3;
         }
     }
@@ -310,7 +343,7 @@ int bench_reload_100k(FILE *out, int argc, char **argv)
     dg_free(g);
     ret = swapped && !refused ? 0 : 1;
 cleanup_dir:
-    fact_remove(dir);
+    fact_remove();
     return ret;
 }
 
@@ -465,7 +498,7 @@ int bench_policy_overhead(FILE *out, int argc, char **argv)
                 have[c] = true;
             }
         }
-    fact_remove(facts);
+    fact_remove();
     if (rc)
         return rc;
     if (off.fail || on.fail || fo.fail)

@@ -134,4 +134,31 @@ describe("huge pages: draengine asks glibc for them", function()
     assert.truthy(out:find("BENCH policy-overhead-ratio ", 1, true))
     assert.is_nil(out:find("phase", 1, true))
   end)
+
+  it("removes bench policy-overhead's temp dir when stopped with SIGTERM", function()
+    -- one shell: start the bench, wait for the dir it makes, stop it, look
+    local script = [=[
+before=$(ls -d /tmp/draengine-overhead-* 2>/dev/null)
+"$0" bench policy-overhead -- --nodes 3000 >/dev/null 2>&1 &
+pid=$!
+i=0; new=
+while [ $i -lt 600 ] && [ -z "$new" ]; do
+  for d in /tmp/draengine-overhead-*; do
+    [ -d "$d" ] || continue
+    case "$before" in *"$d"*) ;; *) new=$d ;; esac
+  done
+  [ -z "$new" ] && sleep 0.05
+  i=$((i+1))
+done
+kill -TERM $pid
+wait $pid
+echo "rc=$? dir=${new:-none}"
+if [ -n "$new" ] && [ ! -e "$new" ]; then echo gone; fi
+]=]
+    local p = assert(io.popen("env -u LD_PRELOAD sh -c " .. H.shell_quote(script) .. " " .. H.shell_quote(H.bin)))
+    local out = p:read("a")
+    p:close()
+    assert.truthy(out:find("rc=143 dir=/tmp/draengine-overhead-", 1, true), out)
+    assert.truthy(out:find("\ngone\n", 1, true), out)
+  end)
 end)

@@ -550,8 +550,10 @@ uint32_t dg_device_count(const dg_graph *g) { return g->live_devs; }
 
 bool dg_device_ref(const dg_graph *g, uint32_t devid, dg_devref *out)
 {
-    if (devid >= g->ndevs || g->devs[devid].slice == DG_NONE)
+    if (devid >= g->ndevs || g->devs[devid].slice == DG_NONE) {
+        *out = (dg_devref){.slice = DG_NONE, .pool = DG_NONE};
         return false;
+    }
     const dev_ent *de = &g->devs[devid];
     out->slice = de->slice;
     out->index = de->index;

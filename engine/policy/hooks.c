@@ -126,8 +126,8 @@ static uint64_t conv_scalar(lua_State *L, callctx *c, int idx, int kind, const c
         return de_intern(vm->in, s, n);
     }
     case DE_V_VERSION: {
-        const char *t;
-        size_t n;
+        const char *t = "";
+        size_t n = 0;
         pol_is_version(L, idx, &t, &n);
         return de_intern(vm->in, t, n);
     }
