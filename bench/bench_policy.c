@@ -145,14 +145,13 @@ static const char *const fact_files[] = {"numa-bridge.lua", "gpu-tiers.lua", "mi
  * written out when the dir is made; one dir exists at a time (the scenarios
  * run one after another).
  */
-#define FACT_NFILES (sizeof fact_files / sizeof fact_files[0])
 static char live_dir[64];
-static char live_files[FACT_NFILES][128];
+static char live_files[DE_ARRAY_LEN(fact_files)][128];
 static volatile sig_atomic_t live;
 
 static void live_unlink(void)
 {
-    for (size_t i = 0; i < FACT_NFILES; i++)
+    for (size_t i = 0; i < DE_ARRAY_LEN(fact_files); i++)
         unlink(live_files[i]);
     rmdir(live_dir);
 }
@@ -184,16 +183,15 @@ static int fact_copy(const char *bench, const char *pol, char *dir)
         return 3;
     }
     memcpy(live_dir, dir, strlen(dir) + 1);
-    for (size_t i = 0; i < FACT_NFILES; i++)
+    for (size_t i = 0; i < DE_ARRAY_LEN(fact_files); i++)
         snprintf(live_files[i], sizeof live_files[i], "%s/%s", dir, fact_files[i]);
     live = 1;
     signal(SIGINT, on_stop_signal);
     signal(SIGTERM, on_stop_signal);
     for (size_t i = 0; i < DE_ARRAY_LEN(fact_files); i++) {
-        char from[800], to[800];
+        char from[800];
         snprintf(from, sizeof from, "%s/%s", pol, fact_files[i]);
-        snprintf(to, sizeof to, "%s/%s", dir, fact_files[i]);
-        if (copy_file(from, to, NULL, NULL) != 0) {
+        if (copy_file(from, live_files[i], NULL, NULL) != 0) {
             fprintf(stderr, "bench %s: cannot copy %s (give the shipped policies with -- --policies DIR)\n", bench,
                     from);
             fact_remove();
@@ -362,13 +360,6 @@ typedef struct ovr {
     uint32_t ok, fail;
 } ovr;
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int overhead_run(const char *dir, uint32_t nodes, uint32_t npods, bool phases, ovr *r)
 {
     memset(r, 0, sizeof *r);
@@ -411,7 +402,7 @@ static int overhead_run(const char *dir, uint32_t nodes, uint32_t npods, bool ph
     uint32_t *placed = phases ? de_xcalloc(nlimit ? nlimit : 1, sizeof *placed) : NULL;
     uint64_t t0 = bench_cpu_ns();
     for (uint32_t i = 0; i < npods; i++) {
-        uint64_t m0 = phases ? mono_ns() : 0;
+        uint64_t m0 = phases ? de_now_ns() : 0;
         de_arena_reset(ar);
         al_pod_outcome o;
         de_err pe;
@@ -428,7 +419,7 @@ static int overhead_run(const char *dir, uint32_t nodes, uint32_t npods, bool ph
         if (i == 0)
             r->first_s = (double)(bench_cpu_ns() - t0) / 1e9;
         if (phases && ok && o.node < nlimit) {
-            uint64_t m1 = mono_ns();
+            uint64_t m1 = de_now_ns();
             uint32_t k = placed[o.node]++;
             int ph = k == 0 ? PH_NODE_FIRST : k == 1 ? PH_NODE_SECOND : PH_NODE_LATER;
             if (i > 0) {
