@@ -9,6 +9,8 @@
  * Scenario flags (after --): --nodes N (default 5000), --keep (leave the
  * generated file and print its path).
  */
+#include "../engine/cli/cli.h"
+#include "../engine/cli/flags.h"
 #include "../engine/model/dg.h"
 #include "bench.h"
 
@@ -125,13 +127,16 @@ int bench_load_100k(FILE *out, int argc, char **argv)
     int nodes = 5000;
     bool keep = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--nodes") && i + 1 < argc)
-            nodes = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--keep"))
+        if (!strcmp(argv[i], "--nodes")) {
+            uint64_t v;
+            if (!cli_flag_u64("bench", "--nodes", i + 1 < argc ? argv[i + 1] : "", 1, 1000000, &v))
+                return CLI_EXIT_INVALID;
+            nodes = (int)v;
+            i++;
+        } else if (!strcmp(argv[i], "--keep")) {
             keep = true;
+        }
     }
-    if (nodes <= 0)
-        nodes = 5000;
     const char *tmpdir = getenv("TMPDIR");
     char path[512];
     snprintf(path, sizeof path, "%s/draengine-load-100k-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");

@@ -56,6 +56,8 @@
 #include "bench.h"
 #include "bench_gen.h"
 #include "../engine/alloc/al.h"
+#include "../engine/cli/cli.h"
+#include "../engine/cli/flags.h"
 #include "../engine/policy/polgraph.h"
 
 #include <signal.h>
@@ -91,12 +93,20 @@ static const char *shipped(int argc, char **argv, char *buf, size_t cap)
     return "policies";
 }
 
-static int opt_int(int argc, char **argv, const char *flag, int dflt)
+/* A scenario's number flag, through the command line's one parser (a bad
+ * value is reported naming the flag; the scenario then exits 2). */
+static bool opt_u32(int argc, char **argv, const char *flag, uint32_t dflt, uint32_t *out)
 {
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], flag))
-            return atoi(argv[i + 1]);
-    return dflt;
+    *out = dflt;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], flag))
+            continue;
+        uint64_t v;
+        if (!cli_flag_u64("bench", flag, i + 1 < argc ? argv[i + 1] : "", 1, 10000000, &v))
+            return false;
+        *out = (uint32_t)v;
+    }
+    return true;
 }
 
 static void quiet(void *ctx, de_log_level lvl, const char *file, int line, const char *msg, const char *const *kv)
@@ -205,8 +215,10 @@ int bench_reload_100k(FILE *out, int argc, char **argv)
 {
     char pbuf[600];
     const char *pol = shipped(argc, argv, pbuf, sizeof pbuf);
-    const uint32_t nodes = (uint32_t)opt_int(argc, argv, "--nodes", 5000), per = 10;
-    const uint32_t npods = (uint32_t)opt_int(argc, argv, "--pods", 1500);
+    const uint32_t per = 10;
+    uint32_t nodes, npods;
+    if (!opt_u32(argc, argv, "--nodes", 5000, &nodes) || !opt_u32(argc, argv, "--pods", 1500, &npods))
+        return CLI_EXIT_INVALID;
     /* the host's directory: a copy of the shipped policies (revision 1);
      * at a third of the pods gpu-tiers.lua is edited in place (revision 2:
      * a different memoryGiB, so every GPU's facts change), as a ConfigMap
@@ -445,8 +457,10 @@ int bench_policy_overhead(FILE *out, int argc, char **argv)
 {
     char pbuf[600];
     const char *pol = shipped(argc, argv, pbuf, sizeof pbuf);
-    const uint32_t nodes = (uint32_t)opt_int(argc, argv, "--nodes", 5000);
-    const uint32_t npods = (uint32_t)opt_int(argc, argv, "--pods", (int)(nodes * 8));
+    uint32_t nodes, npods, rounds;
+    if (!opt_u32(argc, argv, "--nodes", 5000, &nodes) ||
+        !opt_u32(argc, argv, "--pods", nodes * 8, &npods) || !opt_u32(argc, argv, "--rounds", 5, &rounds))
+        return CLI_EXIT_INVALID;
     /* the shipped policies without their score hooks: facts only */
     char facts[] = "/tmp/draengine-overhead-XXXXXX";
     if (fact_copy("policy-overhead", pol, facts))
@@ -472,12 +486,11 @@ int bench_policy_overhead(FILE *out, int argc, char **argv)
      * process's first runs pay for fresh pages inside their timed regions,
      * later ones mostly do not), which the minimum over rotated rounds takes
      * out of the comparison. */
-    const int rounds = opt_int(argc, argv, "--rounds", 5);
     static const char *const names[3] = {"off", "on", "facts"};
     const char *dirs[3] = {NULL, pol, facts};
     ovr *best[3] = {&off, &on, &fo};
     bool have[3] = {false, false, false};
-    for (int k = 0; k < (rounds > 0 ? rounds : 1) && !rc; k++)
+    for (uint32_t k = 0; k < rounds && !rc; k++)
         for (int j = 0; j < 3 && !rc; j++) {
             int c = (k + j) % 3;
             if (only && strcmp(only, names[c]))

@@ -27,6 +27,7 @@
  */
 #include "alloc_plan.h"
 #include "cli.h"
+#include "flags.h"
 #include "objout.h"
 #include "../alloc/al.h"
 #include "../base/buf.h"
@@ -664,21 +665,12 @@ int cli_cmd_allocate(int argc, char **argv)
             policies = val;
         } else if (FLAG("--max-search-steps")) {
             VALUE();
-            char *end;
-            unsigned long long v = strtoull(val, &end, 10);
-            if (*end || !v) {
-                cli_errorf("allocate", "--max-search-steps: want a positive integer, got \"%s\"", val);
+            if (!cli_flag_u64("allocate", "--max-search-steps", val, 1, UINT64_MAX, &opts.max_steps))
                 goto done;
-            }
-            opts.max_steps = v;
         } else if (FLAG("--seed")) {
             VALUE();
-            char *end;
-            opts.seed = strtoull(val, &end, 10);
-            if (*end) {
-                cli_errorf("allocate", "--seed: want an integer, got \"%s\"", val);
+            if (!cli_flag_u64("allocate", "--seed", val, 0, UINT64_MAX, &opts.seed))
                 goto done;
-            }
         } else if (FLAG("-o") || FLAG("--output")) {
             VALUE();
             if (!strcmp(val, "json"))

@@ -745,7 +745,7 @@ int cli_cmd_inspect(int argc, char **argv)
             else if (!strcmp(v, "table"))
                 json = false;
             else {
-                cli_errorf("inspect", "unknown output format \"%s\" (table or json)", v);
+                cli_errorf("inspect", "-o: unknown output format \"%s\" (table or json)", v);
                 free(paths);
                 return CLI_EXIT_INVALID;
             }

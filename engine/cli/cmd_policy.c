@@ -18,6 +18,7 @@
 #include "../policy/polgraph.h"
 #include "../policy/testrun.h"
 #include "cli.h"
+#include "flags.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,13 +65,15 @@ static int parse(int argc, char **argv, popts *o, const char *cmd)
     pol_config_default(&o->cfg);
     o->cfg.log = pol_log_to_engine;
     o->iterations = 5;
+    char who[32];
+    snprintf(who, sizeof who, "policy %s", cmd);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
 #define NEED()                                                              \
     do {                                                                    \
         if (!v) {                                                           \
-            cli_errorf("policy", "%s %s needs a value", cmd, a);            \
+            cli_errorf(who, "%s needs a value", a);                         \
             return -1;                                                      \
         }                                                                   \
         i++;                                                                \
@@ -81,17 +84,24 @@ static int parse(int argc, char **argv, popts *o, const char *cmd)
             o->exit_code = true;
         else if (!strcmp(a, "--instructions")) {
             NEED();
-            o->cfg.limits.instructions = strtoull(v, NULL, 10);
+            if (!cli_flag_u64(who, a, v, 1, UINT64_MAX, &o->cfg.limits.instructions))
+                return -1;
         } else if (!strcmp(a, "--deadline-ms")) {
             NEED();
-            o->cfg.limits.deadline_ns = strtoull(v, NULL, 10) * 1000000ull;
+            uint64_t ms;
+            if (!cli_flag_u64(who, a, v, 1, 86400000, &ms))
+                return -1;
+            o->cfg.limits.deadline_ns = ms * 1000000ull;
         } else if (!strcmp(a, "--memory-mb")) {
             NEED();
-            o->cfg.limits.memory = (size_t)strtoull(v, NULL, 10) << 20;
+            uint64_t mb;
+            if (!cli_flag_u64(who, a, v, 1, 1u << 20, &mb))
+                return -1;
+            o->cfg.limits.memory = (size_t)mb << 20;
         } else if (!strcmp(a, "--failure")) {
             NEED();
             if (strcmp(v, "open") && strcmp(v, "closed")) {
-                cli_errorf("policy", "--failure must be open or closed");
+                cli_errorf(who, "--failure: \"%s\" is not open or closed", v);
                 return -1;
             }
             o->cfg.failure = !strcmp(v, "open") ? POL_FAIL_OPEN : POL_FAIL_CLOSED;
@@ -111,13 +121,14 @@ static int parse(int argc, char **argv, popts *o, const char *cmd)
             o->gates = a + 16;
         } else if (!strcmp(a, "--iterations")) {
             NEED();
-            o->iterations = atoi(v);
-            if (o->iterations < 1)
-                o->iterations = 1;
+            uint64_t it;
+            if (!cli_flag_u64(who, a, v, 1, 1000000, &it))
+                return -1;
+            o->iterations = (int)it;
         } else if (!strcmp(a, "-f") || !strcmp(a, "--filename")) {
             NEED();
             if (o->nfiles >= (int)DE_ARRAY_LEN(o->files)) {
-                cli_errorf("policy", "too many -f");
+                cli_errorf(who, "%s: too many files (at most %zu)", a, DE_ARRAY_LEN(o->files));
                 return -1;
             }
             o->files[o->nfiles++] = v;

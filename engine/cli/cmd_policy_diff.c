@@ -430,7 +430,7 @@ int cli_policy_diff(int argc, char **argv)
         return CLI_EXIT_INVALID;
     }
     if (strcmp(outfmt, "text") && strcmp(outfmt, "json")) {
-        cli_errorf("policy", "diff: -o must be text or json");
+        cli_errorf("policy", "diff: -o: \"%s\" is not text or json", outfmt);
         return CLI_EXIT_INVALID;
     }
     de_gates gates;

@@ -18,6 +18,7 @@
 #include "../base/log.h"
 #include "../model/dg.h"
 #include "cli.h"
+#include "flags.h"
 #include "objout.h"
 #include "run.h"
 #include "run_policy.h"
@@ -410,10 +411,8 @@ int cli_cmd_run(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
         switch (c) {
         case 'n':
-            if (cli_parse_u64(optarg, &v) || v == 0 || v > SIM_MAX_NODES) {
-                cli_errorf("run", "--nodes: \"%s\" is not a number in 1..%u", optarg, SIM_MAX_NODES);
+            if (!cli_flag_u64("run", "--nodes", optarg, 1, SIM_MAX_NODES, &v))
                 return CLI_EXIT_INVALID;
-            }
             nodes = (uint32_t)v;
             break;
         case 's':
@@ -429,19 +428,15 @@ int cli_cmd_run(int argc, char **argv)
             no_policies = true;
             break;
         case 'S':
-            if (cli_parse_u64(optarg, &seed)) {
-                cli_errorf("run", "--seed: \"%s\" is not an unsigned 64-bit number", optarg);
+            if (!cli_flag_u64("run", "--seed", optarg, 0, UINT64_MAX, &seed))
                 return CLI_EXIT_INVALID;
-            }
             break;
         case 'r':
             report = optarg;
             break;
         case 'm':
-            if (cli_parse_u64(optarg, &max_pods) || max_pods == 0 || max_pods > 10000000) {
-                cli_errorf("run", "--max-pods: \"%s\" is not a number in 1..10000000", optarg);
+            if (!cli_flag_u64("run", "--max-pods", optarg, 1, 10000000, &max_pods))
                 return CLI_EXIT_INVALID;
-            }
             break;
         case 'W':
             fputs(run_default_mix_text(), stdout);

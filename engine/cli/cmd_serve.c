@@ -19,6 +19,7 @@
 #include "../sched/sch.h"
 #include "../sched/sch_http.h"
 #include "cli.h"
+#include "flags.h"
 #include "objout.h"
 
 #include <getopt.h>
@@ -57,15 +58,15 @@ static void usage(FILE *f)
         "Scheduling:\n"
         "  --scheduler-name NAME                 pods to schedule (default draengine)\n"
         "  --feature-gates A=true,B=false        Kubernetes 1.37 feature gates\n"
-        "  --pod-initial-backoff DURATION        first retry delay of a failed pod (default 1s)\n"
-        "  --pod-max-backoff DURATION            longest retry delay (default 10s)\n"
+        "  --pod-initial-backoff DURATION        first retry delay of a failed pod (default 1s, 0s: none)\n"
+        "  --pod-max-backoff DURATION            longest retry delay, >= the first (default 10s)\n"
         "  --no-events                           do not write events.k8s.io Events\n"
         "\n"
         "Policies (Lua, hot-reloaded at cycle boundaries; the last good revision stays\n"
         "active when a reload fails):\n"
         "  --policy-dir DIR                      policies and packs (e.g. a mounted ConfigMap)\n"
         "  --policy-watch[=true|false]           reload on inotify events (default true)\n"
-        "  --policy-rescan DURATION              content-hash rescan period (default 30s)\n"
+        "  --policy-rescan DURATION              content-hash rescan period (default 30s, 0s: off)\n"
         "                                        SIGHUP also reloads\n"
         "\n"
         "Leader election (coordination.k8s.io/v1 Lease):\n"
@@ -90,48 +91,9 @@ static void usage(FILE *f)
         "  --watch-backoff DURATION              first watch reconnect delay (default 800ms)\n"
         "  --jitter-seed N                       seed of the backoff jitter (default: from the pid)\n"
         "\n"
-        "Durations are Go durations: 500ms, 2s, 1m30s.  Exit: 0 after SIGTERM/SIGINT,\n"
+        "Durations are Go durations: 500ms, 2s, 1m30s; numbers are decimal or 0x-hex, never\n"
+        "negative; a value out of range is refused, naming the flag.  Exit: 0 after SIGTERM/SIGINT,\n"
         "1 when leadership was lost, 2 for bad flags or configuration.\n");
-}
-
-/* Go duration: a sequence of <number><unit>, units ns us ms s m h. */
-static bool parse_duration(const char *s, uint64_t *ns)
-{
-    double total = 0;
-    const char *p = s;
-    if (!*p)
-        return false;
-    while (*p) {
-        char *end;
-        double v = strtod(p, &end);
-        if (end == p || v < 0)
-            return false;
-        p = end;
-        double mul;
-        if (!strncmp(p, "ns", 2)) mul = 1, p += 2;
-        else if (!strncmp(p, "us", 2)) mul = 1e3, p += 2;
-        else if (!strncmp(p, "ms", 2)) mul = 1e6, p += 2;
-        else if (*p == 's') mul = 1e9, p += 1;
-        else if (*p == 'm') mul = 60e9, p += 1;
-        else if (*p == 'h') mul = 3600e9, p += 1;
-        else return false;
-        total += v * mul;
-    }
-    *ns = (uint64_t)total;
-    return true;
-}
-
-static bool parse_bool(const char *s, bool *out)
-{
-    if (!s || !strcmp(s, "true") || !strcmp(s, "1")) {
-        *out = true;
-        return true;
-    }
-    if (!strcmp(s, "false") || !strcmp(s, "0")) {
-        *out = false;
-        return true;
-    }
-    return false;
 }
 
 typedef struct serve {
@@ -290,6 +252,54 @@ enum {
     O_LE_ID, O_BIND, O_PORT, O_LOGFMT, O_WBACKOFF, O_JITTER, O_POLDIR, O_POLWATCH, O_POLRESCAN,
 };
 
+/* "--name" of a long option, for messages. */
+static const char *flag_name(const struct option *opts, int val)
+{
+    static char buf[64];
+    for (const struct option *o = opts; o->name; o++)
+        if (o->val == val) {
+            snprintf(buf, sizeof buf, "--%s", o->name);
+            return buf;
+        }
+    return "flag";
+}
+
+/* Relations between durations, checked with the defaults filled in (so
+ * `--pod-initial-backoff 20s` alone is refused against the 10s maximum):
+ * kube-scheduler's podMaxBackoff >= podInitialBackoff, and client-go's
+ * leaseDuration > renewDeadline > retryPeriod x 1.2 (its jitter factor). */
+static bool check_periods(sch_opts *so, const kc_lease_opts *lo, bool ibackoff_set, bool mbackoff_set)
+{
+    if (ibackoff_set || mbackoff_set) {
+        if (!ibackoff_set)
+            so->backoff_initial_ns = SCH_BACKOFF_INITIAL_NS;
+        if (!mbackoff_set)
+            so->backoff_max_ns = SCH_BACKOFF_MAX_NS;
+        so->backoff_explicit = true;
+    }
+    if (so->backoff_explicit && so->backoff_initial_ns > so->backoff_max_ns) {
+        char a[48], b[48];
+        cli_format_duration(so->backoff_initial_ns, a, sizeof a);
+        cli_format_duration(so->backoff_max_ns, b, sizeof b);
+        cli_errorf("serve", "--pod-initial-backoff (%s%s) is longer than --pod-max-backoff (%s%s)", a,
+                   ibackoff_set ? "" : ", the default", b, mbackoff_set ? "" : ", the default");
+        return false;
+    }
+    uint64_t lease = lo->lease_ns ? lo->lease_ns : 15000000000ull;
+    uint64_t renew = lo->renew_deadline_ns ? lo->renew_deadline_ns : 10000000000ull;
+    uint64_t retry = lo->retry_ns ? lo->retry_ns : 2000000000ull;
+    if (renew >= lease) {
+        cli_errorf("serve", "--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration");
+        return false;
+    }
+    if ((double)renew <= (double)retry * 1.2) {
+        cli_errorf("serve", "--leader-elect-renew-deadline must be longer than 1.2 x "
+                            "--leader-elect-retry-period (the retry jitter)");
+        return false;
+    }
+    return true;
+}
+
 int cli_cmd_serve(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -333,32 +343,26 @@ int cli_cmd_serve(int argc, char **argv)
     long port = 10251;
     uint64_t wbackoff = 0, jitter = 0, rescan = 30000000000ull;
     const char *policy_dir = NULL;
-    bool policy_watch = true;
+    bool policy_watch = true, ibackoff_set = false, mbackoff_set = false;
     char ident[320] = "";
     de_err e;
     de_err_clear(&e);
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "v:h", longopts, NULL)) != -1) {
-        uint64_t d;
-        char *end;
+        uint64_t d, n;
         switch (c) {
         case O_KUBECONFIG: co.kubeconfig = optarg; break;
         case O_CONTEXT: co.context = optarg; break;
         case O_MASTER: co.master = optarg; break;
         case O_QPS:
-            clo.qps = strtod(optarg, &end);
-            if (*end || clo.qps <= 0) {
-                cli_errorf("serve", "--kube-api-qps: \"%s\" is not a positive number", optarg);
+            if (!cli_flag_real("serve", "--kube-api-qps", optarg, 0, true, 1e6, &clo.qps))
                 return CLI_EXIT_INVALID;
-            }
             break;
         case O_BURST:
-            clo.burst = (int)strtol(optarg, &end, 10);
-            if (*end || clo.burst <= 0) {
-                cli_errorf("serve", "--kube-api-burst: \"%s\" is not a positive integer", optarg);
+            if (!cli_flag_u64("serve", "--kube-api-burst", optarg, 1, 1000000, &n))
                 return CLI_EXIT_INVALID;
-            }
+            clo.burst = (int)n;
             break;
         case O_SCHEDNAME: so.scheduler_name = optarg; break;
         case O_GATES:
@@ -372,59 +376,49 @@ int cli_cmd_serve(int argc, char **argv)
         case O_LE_LEASE:
         case O_LE_RENEW:
         case O_LE_RETRY:
-        case O_WBACKOFF:
-            if (!parse_duration(optarg, &d) || d == 0) {
-                cli_errorf("serve", "%s: \"%s\" is not a duration (e.g. 500ms, 2s, 1m)",
-                           argv[optind - 1], optarg);
+        case O_WBACKOFF: {
+            /* a pod backoff of 0s means none (kube-scheduler's podMaxBackoff 0);
+             * the others are periods and must be positive */
+            bool backoff = c == O_IBACKOFF || c == O_MBACKOFF;
+            if (!cli_flag_duration("serve", flag_name(longopts, c), optarg, backoff ? 0 : 1,
+                                   CLI_DURATION_MAX, &d))
                 return CLI_EXIT_INVALID;
-            }
-            if (c == O_IBACKOFF) so.backoff_initial_ns = d;
-            else if (c == O_MBACKOFF) so.backoff_max_ns = d;
+            if (c == O_IBACKOFF) so.backoff_initial_ns = d, ibackoff_set = true;
+            else if (c == O_MBACKOFF) so.backoff_max_ns = d, mbackoff_set = true;
             else if (c == O_LE_LEASE) lo.lease_ns = d;
             else if (c == O_LE_RENEW) lo.renew_deadline_ns = d;
             else if (c == O_LE_RETRY) lo.retry_ns = d;
             else wbackoff = d;
             break;
+        }
         case O_NOEVENTS: so.no_events = true; break;
         case O_POLDIR: policy_dir = optarg; break;
         case O_POLWATCH:
-            if (!parse_bool(optarg, &policy_watch)) {
-                cli_errorf("serve", "--policy-watch: \"%s\" is not true or false", optarg);
+            if (!cli_flag_bool("serve", "--policy-watch", optarg, &policy_watch))
                 return CLI_EXIT_INVALID;
-            }
             break;
-        case O_POLRESCAN:
-            if (!parse_duration(optarg, &rescan)) {
-                cli_errorf("serve", "--policy-rescan: \"%s\" is not a duration", optarg);
+        case O_POLRESCAN: /* 0 turns the rescan off */
+            if (!cli_flag_duration("serve", "--policy-rescan", optarg, 0, CLI_DURATION_MAX, &rescan))
                 return CLI_EXIT_INVALID;
-            }
             break;
         case O_LE:
-            if (!parse_bool(optarg, &leader_elect)) {
-                cli_errorf("serve", "--leader-elect: \"%s\" is not true or false", optarg);
+            if (!cli_flag_bool("serve", "--leader-elect", optarg, &leader_elect))
                 return CLI_EXIT_INVALID;
-            }
             break;
         case O_LE_NAME: lo.name = optarg; break;
         case O_LE_NS: lo.ns = optarg; break;
         case O_LE_ID: snprintf(ident, sizeof ident, "%s", optarg); break;
         case O_BIND: bind = optarg; break;
         case O_PORT:
-            port = strtol(optarg, &end, 10);
-            if (*end || port < 0 || port > 65535) {
-                cli_errorf("serve", "--port: \"%s\" is not a port number", optarg);
+            if (!cli_flag_u64("serve", "--port", optarg, 0, 65535, &n))
                 return CLI_EXIT_INVALID;
-            }
+            port = (long)n;
             break;
-        case 'v': {
-            long v = strtol(optarg, &end, 10);
-            if (*end || v < 0 || v > 10) {
-                cli_errorf("serve", "-v: \"%s\" is not a verbosity in 0..10", optarg);
+        case 'v':
+            if (!cli_flag_u64("serve", "-v", optarg, 0, 10, &n))
                 return CLI_EXIT_INVALID;
-            }
-            de_log_set_verbosity((int)v);
+            de_log_set_verbosity((int)n);
             break;
-        }
         case O_LOGFMT:
             if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
                 cli_errorf("serve", "--logging-format: \"%s\" (want text or json)", optarg);
@@ -433,10 +427,8 @@ int cli_cmd_serve(int argc, char **argv)
             de_log_set_format_json(!strcmp(optarg, "json"));
             break;
         case O_JITTER:
-            if (cli_parse_u64(optarg, &jitter)) {
-                cli_errorf("serve", "--jitter-seed: \"%s\" is not a number", optarg);
+            if (!cli_flag_u64("serve", "--jitter-seed", optarg, 0, UINT64_MAX, &jitter))
                 return CLI_EXIT_INVALID;
-            }
             break;
         case 'h':
             usage(stdout);
@@ -447,10 +439,8 @@ int cli_cmd_serve(int argc, char **argv)
     }
     if (cli_operands_left("serve", argc, argv))
         return CLI_EXIT_INVALID;
-    if (lo.lease_ns && lo.renew_deadline_ns && lo.renew_deadline_ns >= lo.lease_ns) {
-        cli_errorf("serve", "--leader-elect-renew-deadline must be shorter than --leader-elect-lease-duration");
+    if (!check_periods(&so, &lo, ibackoff_set, mbackoff_set))
         return CLI_EXIT_INVALID;
-    }
     if (!ident[0])
         default_identity(ident, sizeof ident);
     lo.identity = ident;

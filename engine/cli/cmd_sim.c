@@ -4,6 +4,7 @@
  */
 #include "../../drivers/sim/sim.h"
 #include "cli.h"
+#include "flags.h"
 #include "objout.h"
 
 #include <getopt.h>
@@ -65,8 +66,7 @@ int cli_cmd_sim(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "+n:o:h", longopts, NULL)) != -1) {
         switch (c) {
         case 'n':
-            if (cli_parse_u64(optarg, &v) || v == 0 || v > SIM_MAX_NODES) {
-                cli_errorf("sim", "--nodes: \"%s\" is not a number in 1..%u", optarg, SIM_MAX_NODES);
+            if (!cli_flag_u64("sim", "--nodes", optarg, 1, SIM_MAX_NODES, &v)) {
                 free(mix);
                 return CLI_EXIT_INVALID;
             }
@@ -82,8 +82,7 @@ int cli_cmd_sim(int argc, char **argv)
             break;
         }
         case 'S':
-            if (cli_parse_u64(optarg, &o.seed)) {
-                cli_errorf("sim", "--seed: \"%s\" is not an unsigned 64-bit number", optarg);
+            if (!cli_flag_u64("sim", "--seed", optarg, 0, UINT64_MAX, &o.seed)) {
                 free(mix);
                 return CLI_EXIT_INVALID;
             }

@@ -6,7 +6,6 @@
 #include "../base/buf.h"
 #include "../base/doc.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,17 +78,3 @@ de_rc cli_objout_end(cli_objout *o, de_err *e)
         return de_errf(e, DE_EIO, "write failed");
     return DE_OK;
 }
-
-int cli_parse_u64(const char *s, uint64_t *out)
-{
-    char *end;
-    if (!s || !*s || *s == '-')
-        return -1;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
-    if (errno || *end)
-        return -1;
-    *out = v;
-    return 0;
-}
-

@@ -38,7 +38,4 @@ de_rc cli_objout_end(cli_objout *o, de_err *e);
  * is written when the YAML text would pass `cap` bytes or cannot be made. */
 de_rc cli_yaml_write(FILE *f, const char *prefix, json_t *doc, size_t cap, de_err *e);
 
-/* Unsigned decimal or 0x-hex number; -1 on anything else. */
-int cli_parse_u64(const char *s, uint64_t *out);
-
 #endif

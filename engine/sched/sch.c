@@ -28,10 +28,10 @@ sch_sched *sch_new(dg_graph *g, al_allocator *al, kc_client *cl, const sch_opts 
         s->o.scheduler_name = "draengine";
     if (!s->o.identity)
         s->o.identity = "draengine";
-    if (!s->o.backoff_initial_ns)
-        s->o.backoff_initial_ns = 1000000000ull;
-    if (!s->o.backoff_max_ns)
-        s->o.backoff_max_ns = 10000000000ull;
+    if (!s->o.backoff_initial_ns && !s->o.backoff_explicit)
+        s->o.backoff_initial_ns = SCH_BACKOFF_INITIAL_NS;
+    if (!s->o.backoff_max_ns && !s->o.backoff_explicit)
+        s->o.backoff_max_ns = SCH_BACKOFF_MAX_NS;
     if (!s->o.unschedulable_max_ns)
         s->o.unschedulable_max_ns = 300000000000ull;
     s->sched_name = de_intern_cstr(s->in, s->o.scheduler_name);

@@ -49,10 +49,14 @@
 
 typedef struct sch_sched sch_sched;
 
+#define SCH_BACKOFF_INITIAL_NS 1000000000ull /* kube-scheduler's defaults */
+#define SCH_BACKOFF_MAX_NS 10000000000ull
+
 typedef struct sch_opts {
     const char *scheduler_name; /* default "draengine" */
     const char *identity;       /* reportingInstance of Events */
-    uint64_t backoff_initial_ns, backoff_max_ns; /* 1 s, 10 s */
+    uint64_t backoff_initial_ns, backoff_max_ns; /* 0: SCH_BACKOFF_*_NS */
+    bool backoff_explicit;      /* the two above are used as given: 0 = no backoff */
     uint64_t unschedulable_max_ns;               /* 5 min */
     bool no_events;             /* do not write Events */
     bool workload_claims;       /* DRAWorkloadResourceClaims: PodGroup claims (KEP-5729) */

@@ -172,7 +172,7 @@ uint32_t sch_pop_active(sch_sched *s)
 static uint64_t backoff_for(sch_sched *s, uint32_t attempts)
 {
     uint64_t d = s->o.backoff_initial_ns;
-    for (uint32_t i = 1; i < attempts && d < s->o.backoff_max_ns; i++)
+    for (uint32_t i = 1; i < attempts && d && d < s->o.backoff_max_ns; i++)
         d *= 2;
     return DE_MIN(d, s->o.backoff_max_ns);
 }
