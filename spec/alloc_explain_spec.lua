@@ -67,7 +67,9 @@ status:
     - distinctAttribute: gpu.example.com/model
 ]]))
     assert.are.equal(1, rc)
-    assert.matches("every request can be served alone, but not all together: no combination satisfies claim distinct-models's constraints (distinctAttribute=gpu.example.com/model)", err, 1, true)
+    assert.matches("every request can be served alone, but not all together: no combination satisfies distinctAttribute gpu.example.com/model (claim distinct-models)", err, 1, true)
+    assert.matches("distinctAttribute gpu.example.com/model: 2 requests need different values, but their usable devices offer only A100", err, 1, true)
+    assert.is_nil(err:find("compete for the same devices", 1, true))
   end)
 
   it("name capacity that is too small", function()
@@ -91,6 +93,83 @@ status:
 ]]))
     assert.are.equal(2, rc)
     assert.matches("claim default/lost, request gpu: could not retrieve device class no-such-class", err, 1, true)
+  end)
+end)
+
+-- One node with three GPUs of different models on two NUMA nodes, for the
+-- constraint explanations.
+local MIXED = [[
+---
+apiVersion: v1
+kind: Node
+metadata: {name: mixed}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata: {name: mixed-gpus}
+spec:
+  driver: gpu.example.com
+  nodeName: mixed
+  pool: {name: mixed, generation: 1, resourceSliceCount: 1}
+  devices:
+  - {name: gpu-0, attributes: {model: {string: A100}, numa: {int: 0}}}
+  - {name: gpu-1, attributes: {model: {string: H100}, numa: {int: 0}}}
+  - {name: gpu-2, attributes: {model: {string: H100}, numa: {int: 0}}}
+]]
+
+describe("constraint explanations", function()
+  local function two(constraints, countb)
+    return MIXED .. claim("pair", string.format([[
+    requests:
+    - name: a
+      exactly: {deviceClassName: gpu.example.com}
+    - name: b
+      exactly: {deviceClassName: gpu.example.com, count: %d}
+    constraints:
+%s]], countb or 1, constraints))
+  end
+
+  it("name the matchAttribute no value of enough devices satisfies", function()
+    -- two H100 for three devices: every request alone has its model, together they do not
+    local rc, _, err = allocate("mixed", two("    - matchAttribute: gpu.example.com/model\n", 2))
+    assert.are.equal(1, rc)
+    assert.matches("every request can be served alone, but not all together: no combination satisfies matchAttribute gpu.example.com/model (claim pair)", err, 1, true)
+    assert.matches("values on usable devices: A100, H100", err, 1, true)
+    assert.is_nil(err:find("compete for the same devices", 1, true))
+  end)
+
+  it("name the distinctAttribute a request's devices cannot satisfy", function()
+    local rc, _, err = allocate("mixed", two("    - distinctAttribute: gpu.example.com/numa\n      requests: [a, b]\n", 2))
+    assert.are.equal(1, rc)
+    assert.matches("no combination satisfies distinctAttribute gpu.example.com/numa (claim pair, requests a, b)", err, 1, true)
+    assert.matches("request b needs devices with different values, but its usable devices offer only 0", err, 1, true)
+  end)
+
+  it("blame too few devices, not a constraint that some choice satisfies", function()
+    -- matchAttribute model is satisfiable (gpu-1, gpu-2); four devices for three make it fail
+    local text = MIXED .. claim("three", [[
+    requests:
+    - name: a
+      exactly: {deviceClassName: gpu.example.com}
+    - name: b
+      exactly: {deviceClassName: gpu.example.com}
+    - name: c
+      exactly: {deviceClassName: gpu.example.com, count: 2}
+    constraints:
+    - matchAttribute: gpu.example.com/model
+      requests: [a, b]
+]])
+    local rc, _, err = allocate("mixed", text)
+    assert.are.equal(1, rc)
+    assert.is_nil(err:find("no combination satisfies", 1, true), err)
+    assert.matches("every request can be served alone, but not all together: the requests need 4 devices between them, but at most 3 of them can be served at once", err, 1, true)
+  end)
+
+  it("allocate when the constraint can be met (no false failure)", function()
+    local rc, out = allocate("mixed", two("    - matchAttribute: gpu.example.com/model\n"))
+    assert.are.equal(0, rc)
+    assert.matches('"device": "gpu-1"', out, 1, true)
+    assert.matches('"device": "gpu-2"', out, 1, true)
   end)
 end)
 
@@ -139,7 +218,8 @@ spec:
   it("finishes normally within the default budget", function()
     local rc, _, err = allocate("trap-node", text)
     assert.are.equal(1, rc)
-    assert.matches("distinctAttribute=gpu.example.com/numa", err, 1, true)
+    assert.matches("no combination satisfies distinctAttribute gpu.example.com/numa (claim spread)", err, 1, true)
+    assert.matches("3 requests need different values, but their usable devices offer only 0, 1", err, 1, true)
   end)
 
   it("reports the steps used through core.allocate", function()

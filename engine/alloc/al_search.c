@@ -368,8 +368,10 @@ static int solve(al_call *c, uint32_t ci, uint32_t ri, uint32_t si, int64_t k, b
             const de_attrval *v = al_cons_value(c, bound[i], dev, &found);
             match = found && values_equal(v, &bound[i]->first);
         }
-        if (!match)
+        if (!match) {
+            c->rej_constraint++; /* for the explanation only */
             continue;
+        }
         bool ok;
         if (al_selectable(c, rq, dev, &ok) != DE_OK)
             return AL_S_ERR;
