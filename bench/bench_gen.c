@@ -19,7 +19,7 @@ al_allocator *bench_allocator(dg_graph *g, const char *gates, de_err *e)
     memset(&o, 0, sizeof o);
     de_gates_default(&o.gates);
     if (gates)
-        de_gates_parse(&o.gates, gates, e);
+        de_gates_parse_library(&o.gates, gates, NULL, 0, e);
     return al_new(g, &o, e);
 }
 

@@ -91,7 +91,7 @@ static void read_input(lua_State *L, lin *x)
     de_err e;
     de_err_clear(&e);
     lua_getfield(L, 1, "gates");
-    if (lua_isstring(L, -1) && de_gates_parse(&x->opts.gates, lua_tostring(L, -1), &e) != DE_OK)
+    if (lua_isstring(L, -1) && de_gates_parse_library(&x->opts.gates, lua_tostring(L, -1), NULL, 0, &e) != DE_OK)
         luaL_error(L, "gates: %s", e.msg);
     lua_pop(L, 1);
     lua_getfield(L, 1, "max_steps");

@@ -101,7 +101,7 @@ int lb_allocator_new(lua_State *L)
         de_err e;
         de_err_clear(&e);
         lua_getfield(L, 2, "gates");
-        if (lua_isstring(L, -1) && de_gates_parse(&o.gates, lua_tostring(L, -1), &e) != DE_OK)
+        if (lua_isstring(L, -1) && de_gates_parse_library(&o.gates, lua_tostring(L, -1), NULL, 0, &e) != DE_OK)
             return luaL_error(L, "gates: %s", e.msg);
         lua_getfield(L, 2, "seed");
         o.seed = (uint64_t)luaL_optinteger(L, -1, 0);

@@ -72,7 +72,7 @@ static int l_graph(lua_State *L)
         if (lua_isstring(L, -1)) {
             de_err e;
             de_err_clear(&e);
-            if (de_gates_parse(&gates, lua_tostring(L, -1), &e) != DE_OK)
+            if (de_gates_parse_library(&gates, lua_tostring(L, -1), NULL, 0, &e) != DE_OK)
                 return raise_err(L, &e);
         }
         lua_pop(L, 3);

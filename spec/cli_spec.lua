@@ -48,16 +48,72 @@ describe("feature gates", function()
     assert.is_false(g.DRAListTypeAttributes)
     assert.is_false(g.DRADerivedAttributes)
   end)
-  it("are overridden by name", function()
-    local g = core.gates("DRAListTypeAttributes=true, DRAAdminAccess=false")
+  it("are overridden by name, with the values strconv.ParseBool reads", function()
+    local g = core.gates("DRAListTypeAttributes=true, DRADeviceTaintRules=F,DRAConsumableCapacity=0,DRAFractionalCapacityRange=False")
     assert.is_true(g.DRAListTypeAttributes)
-    assert.is_false(g.DRAAdminAccess)
+    assert.is_false(g.DRADeviceTaintRules)
+    assert.is_false(g.DRAConsumableCapacity)
+    assert.is_true(g.NodeDeclaredFeatures)
   end)
-  it("refuse unknown names and bad values", function()
+  it("refuse unknown names and bad values as component-base words it", function()
     assert.has_error(function() core.gates("NoSuchGate=true") end, "unrecognized feature gate: NoSuchGate")
-    assert.has_error(function() core.gates("DRAAdminAccess=maybe") end)
+    assert.has_error(function() core.gates("DRAAdminAccess=maybe") end,
+      'invalid value of DRAAdminAccess=maybe, err: strconv.ParseBool: parsing "maybe": invalid syntax')
+    assert.has_error(function() core.gates("DRAAdminAccess") end, "missing bool value for DRAAdminAccess")
   end)
-
+  it("refuse to turn off a gate that 1.37 locks to true", function()
+    for _, name in ipairs({ "DynamicResourceAllocation", "DRAAdminAccess", "DRAPrioritizedList",
+                            "DRAResourceClaimDeviceStatus", "DRAExtendedResource", "NodeDeclaredFeatures" }) do
+      assert.has_error(function() core.gates(name .. "=false") end,
+        "cannot set feature gate " .. name .. " to false, feature is locked to true")
+      assert.is_true(core.gates(name .. "=true")[name])
+    end
+    -- several refusals are joined as utilerrors' aggregate does
+    assert.has_error(function() core.gates("DRAAdminAccess=false,DRAExtendedResource=false") end,
+      "[cannot set feature gate DRAAdminAccess to false, feature is locked to true, " ..
+      "cannot set feature gate DRAExtendedResource to false, feature is locked to true]")
+    -- GA but not locked in 1.37
+    assert.is_false(core.gates("DRADeviceTaints=false,DRADeviceTaintRules=false").DRADeviceTaints)
+  end)
+  it("refuse an enabled gate whose dependencies are off", function()
+    assert.has_error(function() core.gates("DRAWorkloadResourceClaims=true") end,
+      "DRAWorkloadResourceClaims is enabled, but depends on features that are disabled: [GenericWorkload]")
+    assert.has_error(function() core.gates("DRAPartitionableDevicesType=true") end,
+      "DRAPartitionableDevicesType is enabled, but depends on features that are disabled: [DRAResourcePoolStatus]")
+    assert.has_error(function() core.gates("DRADeviceTaints=false") end,
+      "DRADeviceTaintRules is enabled, but depends on features that are disabled: [DRADeviceTaints]")
+    local g = core.gates("GenericWorkload=true,DRAWorkloadResourceClaims=true")
+    assert.is_true(g.DRAWorkloadResourceClaims)
+  end)
+  it("exit 2 with component-base's message on every command that takes them", function()
+    local cases = {
+      { "run", "--nodes", "2", "--max-pods", "1" },
+      { "inspect", "-f", H.root .. "/spec/fixtures/alloc/three-nodes.yaml" },
+      { "serve", "--master", "https://127.0.0.1:1", "--leader-elect=false" },
+      { "cel", "true" },
+      { "policy", "diff", "--from", H.root .. "/policies", "--to", H.root .. "/policies",
+        "-f", H.root .. "/spec/fixtures/alloc/three-nodes.yaml" },
+    }
+    for _, args in ipairs(cases) do
+      args[#args + 1] = "--feature-gates=DRAPrioritizedList=false"
+      local rc, out, err = H.run(args)
+      assert.are.equal(2, rc, args[1] .. ": " .. err)
+      assert.matches("cannot set feature gate DRAPrioritizedList to false, feature is locked to true", err, 1, true)
+      assert.are.equal("", out, args[1])
+    end
+  end)
+  it("are taken by allocate in the allocator's library mode, with a warning", function()
+    -- the conformance vectors (upstream's allocator unit tests) switch locked gates off
+    local rc, _, err = H.run({ "allocate", "--node", "node-a", "-f", H.root .. "/spec/fixtures/alloc/three-nodes.yaml",
+      "--feature-gates=DRAAdminAccess=false,DRADeviceTaints=false" })
+    assert.are.equal(0, rc, err)
+    assert.matches("warning: --feature-gates: [cannot set feature gate DRAAdminAccess to false, feature is locked to true, " ..
+      "DRADeviceTaintRules is enabled, but depends on features that are disabled: [DRADeviceTaints]]", err, 1, true)
+    rc, _, err = H.run({ "allocate", "--node", "node-a", "-f", H.root .. "/spec/fixtures/alloc/three-nodes.yaml",
+      "--feature-gates=NoSuchGate=true" })
+    assert.are.equal(2, rc)
+    assert.matches("unrecognized feature gate: NoSuchGate", err, 1, true)
+  end)
 end)
 
 describe("huge pages: draengine asks glibc for them", function()

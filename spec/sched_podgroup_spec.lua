@@ -94,7 +94,7 @@ describe("draengine serve with PodGroup claims", function()
 
   it("waits for a PodGroup that does not exist yet", function()
     srv:load(S.cluster(1, 2))
-    local p = S.start(srv, { "--leader-elect=false", "--feature-gates=DRAWorkloadResourceClaims=true" })
+    local p = S.start(srv, { "--leader-elect=false", "--feature-gates=GenericWorkload=true,DRAWorkloadResourceClaims=true" })
     procs[#procs + 1] = p
     srv:load{ grouped_pod("early", "later", nil) }
     K.sleep(0.5)

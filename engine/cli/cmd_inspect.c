@@ -694,7 +694,7 @@ static void print_error(void *ctx, const de_err *e)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: draengine inspect -f PATH... [-o table|json] [--watch]\n\n"
+            "usage: draengine inspect -f PATH... [-o table|json] [--feature-gates A=true,...] [--watch]\n\n"
             "Load Kubernetes manifests (YAML or JSON; one object, several documents, a List, or a\n"
             "directory read recursively) into the device graph and print, per node, the pools and\n"
             "devices with key attributes, capacity, taints and whether they are free or allocated;\n"
@@ -705,6 +705,8 @@ static void usage(FILE *out)
             "flags:\n"
             "  -f, --filename PATH   manifest file or directory (repeatable; '-' reads stdin)\n"
             "  -o, --output FORMAT   table (default) or json\n"
+            "  --feature-gates LIST  Kubernetes 1.37 feature gates (validation of gated fields,\n"
+            "                        ResourcePoolStatusRequest status, NoExecute evictions)\n"
             "  -w, --watch           keep running: after the report, print a line per changed\n"
             "                        object (ADDED/MODIFIED/DELETED kind ns/name (file)), the new\n"
             "                        summary and the blocks of the nodes the change touched; with\n"
@@ -721,6 +723,8 @@ int cli_cmd_inspect(int argc, char **argv)
     const char **paths = de_xcalloc((size_t)argc + 1, sizeof *paths);
     int npaths = 0;
     bool json = false, watch = false;
+    de_gates gates;
+    de_gates_default(&gates);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -738,6 +742,20 @@ int cli_cmd_inspect(int argc, char **argv)
             paths[npaths++] = argv[++i];
         } else if (!strncmp(a, "--filename=", 11)) {
             paths[npaths++] = a + 11;
+        } else if (!strcmp(a, "--feature-gates") || !strncmp(a, "--feature-gates=", 16)) {
+            const char *v = a[15] == '=' ? a + 16 : i + 1 < argc ? argv[++i] : NULL;
+            de_err ge;
+            de_err_clear(&ge);
+            if (!v) {
+                cli_errorf("inspect", "--feature-gates needs a value");
+                free(paths);
+                return CLI_EXIT_INVALID;
+            }
+            if (de_gates_parse(&gates, v, &ge) != DE_OK) {
+                cli_errorf("inspect", "--feature-gates: %s", ge.msg);
+                free(paths);
+                return CLI_EXIT_INVALID;
+            }
         } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strncmp(a, "--output=", 9)) {
             const char *v = a[1] == '-' && a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : "");
             if (!strcmp(v, "json"))
@@ -762,11 +780,11 @@ int cli_cmd_inspect(int argc, char **argv)
         return CLI_EXIT_INVALID;
     }
     if (watch) {
-        int wrc = cli_inspect_watch(paths, npaths, json);
+        int wrc = cli_inspect_watch(paths, npaths, json, &gates);
         free(paths);
         return wrc;
     }
-    dg_opts opts = {.on_error = print_error};
+    dg_opts opts = {.on_error = print_error, .gates = &gates};
     dg_graph *g = dg_new(NULL, &opts);
     int rc = CLI_EXIT_OK;
     for (int i = 0; i < npaths; i++) {

@@ -39,7 +39,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: draengine run [--nodes N] [--shapes NAME[:WEIGHT],...] [--workload FILE]\n"
             "                     [--policies DIR | --no-policies] [--seed S] [--report FILE]\n"
-            "                     [--max-pods N] [--print-workload]\n"
+            "                     [--max-pods N] [--feature-gates A=true,...] [--print-workload]\n"
             "\n"
             "The main job: build a simulated cluster of real hardware shapes, load the\n"
             "policies, and let pods with realistic claims arrive until the cluster is full;\n"
@@ -55,6 +55,7 @@ static void usage(FILE *f)
             "  --seed S           seed of the cluster and of the arrivals (default 1)\n"
             "  --report FILE      also write a self-contained HTML report\n"
             "  --max-pods N       stop after N pods (default: the workload's maxPods, 100000)\n"
+            "  --feature-gates L  Kubernetes 1.37 feature gates, as kube-scheduler takes them\n"
             "  --print-workload   print the built-in workload mix and exit\n",
             RUN_DEFAULT_NODES);
 }
@@ -398,6 +399,7 @@ int cli_cmd_run(int argc, char **argv)
         {"report", required_argument, NULL, 'r'},
         {"max-pods", required_argument, NULL, 'm'},
         {"print-workload", no_argument, NULL, 'W'},
+        {"feature-gates", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -405,6 +407,8 @@ int cli_cmd_run(int argc, char **argv)
     uint32_t nodes = RUN_DEFAULT_NODES;
     const char *shapes = NULL, *workload = NULL, *policies = NULL, *report = NULL;
     bool no_policies = false;
+    de_gates gates;
+    de_gates_default(&gates);
     int c;
     optind = 0;
     opterr = 0;
@@ -438,6 +442,15 @@ int cli_cmd_run(int argc, char **argv)
             if (!cli_flag_u64("run", "--max-pods", optarg, 1, 10000000, &max_pods))
                 return CLI_EXIT_INVALID;
             break;
+        case 'G': {
+            de_err ge;
+            de_err_clear(&ge);
+            if (de_gates_parse(&gates, optarg, &ge) != DE_OK) {
+                cli_errorf("run", "--feature-gates: %s", ge.msg);
+                return CLI_EXIT_INVALID;
+            }
+            break;
+        }
         case 'W':
             fputs(run_default_mix_text(), stdout);
             return CLI_EXIT_OK;
@@ -495,15 +508,14 @@ int cli_cmd_run(int argc, char **argv)
         goto out;
     }
     r.in = de_intern_new();
-    dg_opts gopts = {0};
+    dg_opts gopts = {.gates = &gates};
     r.g = dg_new(r.in, &gopts);
     if (sim_emit_all(r.cl, apply_cb, &r, &e) != DE_OK) {
         cli_errorf("run", "building the cluster: %s", e.msg);
         exit_code = CLI_EXIT_INTERNAL;
         goto out;
     }
-    al_opts ao = {.seed = seed};
-    de_gates_default(&ao.gates);
+    al_opts ao = {.seed = seed, .gates = gates};
     al = al_new(r.g, &ao, &e);
     if (!al) {
         cli_errorf("run", "%s", e.msg);

@@ -40,6 +40,6 @@ json_t *cli_inspect_report(const cli_inspect *c, bool json, FILE *out);
 void cli_inspect_changes(const cli_inspect *c, uint32_t *nodes, uint32_t nnodes, bool network, FILE *out);
 
 /* inspect --watch (inspect_watch.c): runs until SIGINT/SIGTERM; the exit code. */
-int cli_inspect_watch(const char **paths, int npaths, bool json);
+int cli_inspect_watch(const char **paths, int npaths, bool json, const de_gates *gates);
 
 #endif

@@ -150,7 +150,7 @@ static void end_cycle(iwatch *w, uint32_t *cycle)
     w->nevents = w->nerrors = 0;
 }
 
-int cli_inspect_watch(const char **paths, int npaths, bool json)
+int cli_inspect_watch(const char **paths, int npaths, bool json, const de_gates *gates)
 {
     for (int i = 0; i < npaths; i++)
         if (!strcmp(paths[i], "-")) {
@@ -166,7 +166,8 @@ int cli_inspect_watch(const char **paths, int npaths, bool json)
         return CLI_EXIT_INVALID;
     }
     cli_watch_signals();
-    iwatch w = {.g = dg_new(NULL, NULL), .json = json, .initial = true};
+    dg_opts gopts = {.gates = gates};
+    iwatch w = {.g = dg_new(NULL, &gopts), .json = json, .initial = true};
     w.events = json_array();
     w.errors = json_array();
     uint32_t cycle = 0, n;

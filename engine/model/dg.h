@@ -76,6 +76,8 @@ typedef struct dg_opts {
 dg_graph *dg_new(de_interner *in, const dg_opts *opts); /* in may be NULL: own interner */
 void dg_free(dg_graph *g);
 de_interner *dg_intern(const dg_graph *g);
+/* The gates the graph validates with (dg_opts.gates, else the 1.37 defaults). */
+const de_gates *dg_gates(const dg_graph *g);
 uint64_t dg_generation(const dg_graph *g);
 /* Bumped whenever any device changes (its slice, its taints, its derived
  * attributes); unchanged while only claims, pods or classes change.  The

@@ -248,6 +248,8 @@ const char *dg_kind_name(dg_kind k)
     return (unsigned)k < DG_KIND_COUNT ? names[k] : "";
 }
 
+const de_gates *dg_gates(const dg_graph *g) { return &g->gates; }
+
 /* ---- extended resources (dra-model 1.3) ---------------------------------------------- */
 
 static bool class_newer(const dg_graph *g, const dg_class *a, const dg_class *b)
