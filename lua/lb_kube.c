@@ -118,6 +118,16 @@ static int cfg_reload_token(lua_State *L)
     return 1;
 }
 
+/* Why the last token-file re-read was refused ("" if it was not), and how
+ * many re-reads were refused so far. */
+static int cfg_token_problem(lua_State *L)
+{
+    unsigned seq = 0;
+    lua_pushstring(L, kc_config_token_problem(chkcfg(L, 1)->c, &seq));
+    lua_pushinteger(L, (lua_Integer)seq);
+    return 2;
+}
+
 static int cfg_tostring(lua_State *L)
 {
     lua_pushfstring(L, "KubeConfig(%s)", kc_config_server(chkcfg(L, 1)->c));
@@ -509,7 +519,7 @@ void lb_open_kube(lua_State *L)
     static const luaL_Reg cfgm[] = {
         {"server", cfg_server},   {"source", cfg_source},   {"context", cfg_context},
         {"namespace", cfg_namespace}, {"describe", cfg_describe}, {"redact", cfg_redact},
-        {"reload_token", cfg_reload_token}, {NULL, NULL}};
+        {"reload_token", cfg_reload_token}, {"token_problem", cfg_token_problem}, {NULL, NULL}};
     static const luaL_Reg clm[] = {{"request", cl_request}, {"stats", cl_stats},
                                    {"bind", cl_bind},       {"event", cl_event},
                                    {"informer", cl_informer}, {"lease", cl_lease},

@@ -44,10 +44,17 @@ typedef struct kc_config_opts {
  * wins, current-context included), otherwise ~/.kube/config; if none of
  * those exists, the in-cluster service account.  --master replaces the
  * server.  Relative paths inside a kubeconfig are relative to its file.
+ * Refused as client-go refuses them: a token together with username/
+ * password, insecure-skip-tls-verify together with a CA.  Refused because
+ * they would corrupt a header: a control character in a token, token file,
+ * username or password.  A token file must be a regular file; a pipe given
+ * as the kubeconfig or a PEM file must deliver within 2 s.
  */
 de_rc kc_config_load(const kc_config_opts *o, kc_config **out, de_err *e);
 void kc_config_free(kc_config *c);
 
+/* The server URL for messages: userinfo (https://user:pass@host) shows as
+ * [REDACTED]. */
 const char *kc_config_server(const kc_config *c);
 /* "kubeconfig", "in-cluster" or "master" */
 const char *kc_config_source(const kc_config *c);
@@ -63,6 +70,10 @@ void kc_config_describe(const kc_config *c, de_buf *out);
  * call. */
 const char *kc_config_token(kc_config *c, bool force);
 void kc_config_set_token_period(kc_config *c, uint64_t ns);
+/* Why the last re-read of the token file was refused ("" when it was not):
+ * a refused re-read keeps the last good token.  *seq (may be NULL) counts
+ * refusals so a caller can report each one once. */
+const char *kc_config_token_problem(const kc_config *c, unsigned *seq);
 
 /* Replace every occurrence of the current (and previous) token in s, in
  * place, with "[REDACTED]" (s must have room: the marker is shorter than any

@@ -191,7 +191,15 @@ struct curl_slist *kc_client_headers(kc_client *cl, bool force, const char *cont
 {
     struct curl_slist *hl = NULL;
     const char *tok = kc_config_token(cl->cfg, force);
-    if (tok && *tok) {
+    const char *basic = kc_config_basic(cl->cfg);
+    if (basic) {
+        size_t n = strlen(basic) + 32;
+        char *hdr = de_xmalloc(n);
+        snprintf(hdr, n, "Authorization: Basic %s", basic);
+        hl = curl_slist_append(hl, hdr);
+        memset(hdr, 0, n);
+        free(hdr);
+    } else if (tok && *tok) {
         size_t n = strlen(tok) + 32;
         char *hdr = de_xmalloc(n);
         snprintf(hdr, n, "Authorization: Bearer %s", tok);
@@ -287,7 +295,7 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
 
     char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
     char url[4096];
-    snprintf(url, sizeof url, "%s%s", kc_config_server(cl->cfg), path);
+    snprintf(url, sizeof url, "%s%s", kc_config_url(cl->cfg), path);
     int attempt = 0, throttles = 0;
     bool token_retry = false;
     de_rc rc = DE_OK;

@@ -19,6 +19,11 @@ const kc_blob *kc_config_ca(const kc_config *c);
 const kc_blob *kc_config_cert(const kc_config *c);
 const kc_blob *kc_config_key(const kc_config *c);
 bool kc_config_insecure(const kc_config *c);
+/* The server URL to send requests to (kc_config_server() is the redacted
+ * form for messages). */
+const char *kc_config_url(const kc_config *c);
+/* base64(username:password) for basic auth, NULL when not configured. */
+const char *kc_config_basic(const kc_config *c);
 
 /* Configure an easy handle for this server: TLS material, user agent,
  * timeouts. Authentication headers are added per request by the caller. */

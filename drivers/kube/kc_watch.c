@@ -244,7 +244,7 @@ static void start(refl *r)
     r->hl = kc_client_headers(inf->cl, r->failures > 0 && strstr(r->err, "HTTP 401"), NULL);
     r->overflow = r->gone = false;
     if (r->state == RS_LIST) {
-        int n = snprintf(url, sizeof url, "%s%s?limit=%d", kc_config_server(cfg), RES[r->res].path,
+        int n = snprintf(url, sizeof url, "%s%s?limit=%d", kc_config_url(cfg), RES[r->res].path,
                          inf->o.page_limit);
         if (r->cont) {
             char *esc = curl_easy_escape(r->h, r->cont, 0);
@@ -259,7 +259,7 @@ static void start(refl *r)
         char *esc = curl_easy_escape(r->h, r->rv, 0);
         snprintf(url, sizeof url,
                  "%s%s?watch=1&resourceVersion=%s&allowWatchBookmarks=true&timeoutSeconds=%d",
-                 kc_config_server(cfg), RES[r->res].path, esc, to);
+                 kc_config_url(cfg), RES[r->res].path, esc, to);
         curl_free(esc);
         curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, on_watch_body);
         /* A silent server past timeoutSeconds + slack means a dead stream. */

@@ -104,6 +104,7 @@ function Server:faults(f) return self:post("/_test/faults", f) end
 function Server:drop() return self:post("/_test/drop", { x = 1 }) end
 function Server:restart() return self:post("/_test/restart", { x = 1 }) end
 function Server:tokens(list) return self:post("/_test/tokens", { valid = list }) end
+function Server:basic(list) return self:post("/_test/basic", { valid = list }) end
 function Server:writes() return self:get("/_test/writes").items end
 function Server:stats() return self:get("/_test/stats") end
 function Server:state() return self:get("/_test/state") end

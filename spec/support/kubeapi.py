@@ -91,8 +91,10 @@ class Store:
         self.faults = {"rules": [], "conflict_rate": 0.0, "error_rate": 0.0, "slow_ms": 0,
                        "watch_gone": 0, "gone_mode": "event", "expire_continue": 0}
         self.valid_tokens = set()
+        self.valid_basic = set()   # "user:password"
         self.stats = {"requests": 0, "watches": 0, "lists": 0, "active_watches": 0,
-                      "gone": 0, "dropped": 0, "auth_failures": 0, "tokens_seen": {}}
+                      "gone": 0, "dropped": 0, "auth_failures": 0, "tokens_seen": {},
+                      "basic_seen": 0}
 
     # -- events ---------------------------------------------------------------
     def _emit(self, res, typ, obj):
@@ -376,6 +378,16 @@ class Handler(BaseHTTPRequestHandler):
                 ok = tok in STORE.valid_tokens
             if ok:
                 return "token"
+        if h.startswith("Basic "):
+            try:
+                cred = base64.b64decode(h[6:], validate=True).decode()
+            except (ValueError, UnicodeDecodeError):
+                cred = None
+            with STORE.cv:
+                STORE.stats["basic_seen"] += 1
+                ok = cred is not None and cred in STORE.valid_basic
+            if ok:
+                return "basic"
         try:
             cert = self.connection.getpeercert()
         except (AttributeError, ValueError):
@@ -728,6 +740,9 @@ class Handler(BaseHTTPRequestHandler):
             if path == "/_test/tokens" and method == "POST":
                 STORE.valid_tokens = set((body or {}).get("valid") or [])
                 return self._send_json(200, {"valid": len(STORE.valid_tokens)})
+            if path == "/_test/basic" and method == "POST":
+                STORE.valid_basic = set((body or {}).get("valid") or [])
+                return self._send_json(200, {"valid": len(STORE.valid_basic)})
             if path == "/_test/claim_controller" and method == "POST":
                 STORE.claim_controller = bool((body or {}).get("enabled"))
                 return self._send_json(200, {"enabled": STORE.claim_controller})
