@@ -4,7 +4,8 @@
  */
 #include "fd.h"
 
-#include <dirent.h>
+#include "../../engine/base/dir.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -145,46 +146,25 @@ static void plist_free(plist *l)
 }
 
 /* Walk a directory: manifest files into `files`, directories into `dirs`
- * (for watches).  Hidden entries are skipped: that is what keeps the
- * ConfigMap's ..data and ..<timestamp> directories from being read twice. */
-static de_rc walk(const char *dir, int depth, plist *files, plist *dirs, de_err *e)
+ * (for watches).  The shared walker (de_walk) skips hidden entries - that
+ * is what keeps the ConfigMap's ..data and ..<timestamp> directories from
+ * being read twice - enters each directory once (symlink loops), and
+ * reports FIFOs, sockets and dangling links named *.yaml instead of
+ * listing them. */
+static de_rc walk(const char *dir, plist *files, plist *dirs, de_err *e)
 {
-    if (depth > MAX_DEPTH)
-        return DE_OK; /* a symlink loop; deeper levels are not manifests anyone meant */
-    if (dirs)
-        DE_TRY(plist_add(dirs, dir, e));
-    DIR *d = opendir(dir);
-    if (!d) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            return DE_OK; /* vanished while we looked */
-        return de_errf(e, DE_EIO, "cannot read directory %s: %s", dir, strerror(errno));
-    }
-    plist names = {0};
-    de_rc rc = DE_OK;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] == '.')
-            continue;
-        if ((rc = plist_add(&names, de->d_name, e)) != DE_OK)
-            break;
-    }
-    closedir(d);
-    if (rc == DE_OK && names.n)
-        qsort(names.v, names.n, sizeof *names.v, cmp_str);
-    for (size_t i = 0; rc == DE_OK && i < names.n; i++) {
-        char path[PATH_MAX];
-        int w = snprintf(path, sizeof path, "%s/%s", dir, names.v[i]);
-        if (w < 0 || (size_t)w >= sizeof path)
-            continue;
-        struct stat st;
-        if (stat(path, &st) != 0)
-            continue; /* dangling symlink or vanished */
-        if (S_ISDIR(st.st_mode))
-            rc = walk(path, depth + 1, files, dirs, e);
-        else if (S_ISREG(st.st_mode) && has_manifest_ext(names.v[i]))
-            rc = plist_add(files, path, e);
-    }
-    plist_free(&names);
+    de_walk_opts o = {.want = has_manifest_ext, .max_depth = MAX_DEPTH, .keep_dirs = dirs != NULL};
+    de_walk_out out;
+    de_rc rc = de_walk(dir, &o, &out, e);
+    if (rc == DE_ENOTFOUND)
+        return DE_OK; /* vanished while we looked */
+    if (rc != DE_OK)
+        return rc;
+    for (size_t i = 0; i < out.nfiles && rc == DE_OK; i++)
+        rc = plist_add(files, out.files[i], e);
+    for (size_t i = 0; i < out.ndirs && rc == DE_OK; i++)
+        rc = plist_add(dirs, out.dirs[i], e);
+    de_walk_free(&out);
     return rc;
 }
 
@@ -213,7 +193,7 @@ static de_rc list_all(fd_watch *w, plist *files, plist *dirs, de_err *e)
             continue;
         }
         if (S_ISDIR(st.st_mode)) {
-            DE_TRY(walk(w->roots[r], 0, files, dirs, e));
+            DE_TRY(walk(w->roots[r], files, dirs, e));
         } else {
             DE_TRY(plist_add(files, w->roots[r], e));
             if (dirs) {
@@ -296,50 +276,15 @@ static de_rc collect_obj(void *ctx, json_t *obj, const de_origin *o, de_err *e)
     return DE_OK;
 }
 
+/* Regular files only (a named root that is a pipe cannot be watched), read
+ * with the shared reader: never blocks on a FIFO, refuses binary data. */
 static de_rc read_text(ffile *f, char **out, size_t *outlen, de_err *e)
 {
-    int fdsc = open(f->path, O_RDONLY | O_CLOEXEC);
-    if (fdsc < 0)
-        return de_errf(e, errno == ENOENT ? DE_ENOTFOUND : DE_EIO, "%s: %s", f->path, strerror(errno));
     struct stat st;
-    if (fstat(fdsc, &st) != 0) {
-        close(fdsc);
-        return de_errf(e, DE_EIO, "%s: %s", f->path, strerror(errno));
-    }
-    if ((size_t)st.st_size > FD_MAX_FILE) {
-        close(fdsc);
-        return de_errf(e, DE_ENOMEM, "%s: larger than %zu bytes", f->path, FD_MAX_FILE);
-    }
+    de_read_opts o = {.max = FD_MAX_FILE};
+    DE_TRY(de_read_input(f->path, &o, out, outlen, &st, e));
     sig_of(&st, &f->sig);
     clock_gettime(CLOCK_REALTIME, &f->taken);
-    size_t cap = (size_t)st.st_size + 1, len = 0;
-    char *buf = de_xmalloc(cap);
-    for (;;) {
-        if (len + 1 >= cap) {
-            if (cap > FD_MAX_FILE) {
-                free(buf);
-                close(fdsc);
-                return de_errf(e, DE_ENOMEM, "%s: larger than %zu bytes", f->path, FD_MAX_FILE);
-            }
-            cap *= 2;
-            buf = de_xrealloc(buf, cap);
-        }
-        ssize_t r = read(fdsc, buf + len, cap - 1 - len);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            free(buf);
-            close(fdsc);
-            return de_errf(e, DE_EIO, "%s: %s", f->path, strerror(errno));
-        }
-        if (r == 0)
-            break;
-        len += (size_t)r;
-    }
-    close(fdsc);
-    buf[len] = 0;
-    *out = buf;
-    *outlen = len;
     return DE_OK;
 }
 

@@ -3,6 +3,8 @@
  */
 #include "sfs.h"
 
+#include "../../engine/base/dir.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Read exactly n hex digits; returns the end or NULL. */
@@ -52,20 +55,29 @@ static int read_attr(const char *dir, const char *file, char *buf, size_t cap, d
         de_errf(e, DE_EINVAL, "%s: path too long", dir);
         return -1;
     }
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        if (errno == ENOENT)
-            return 0;
-        de_errf(e, DE_EIO, "%s: %s", path, strerror(errno));
+    /* a regular file, opened without blocking: a FIFO planted under
+     * --root would hang a plain fopen (sysfs attributes are regular files) */
+    struct stat lst;
+    if (lstat(path, &lst) != 0 && errno == ENOENT)
+        return 0;
+    int fd;
+    if (de_open_input(path, false, &fd, NULL, e) != DE_OK)
         return -1;
+    size_t n = 0;
+    while (n < cap - 1) {
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            de_errf(e, DE_EIO, "%s: read failed: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
     }
-    size_t n = fread(buf, 1, cap - 1, f);
-    bool err = ferror(f);
-    fclose(f);
-    if (err) {
-        de_errf(e, DE_EIO, "%s: read failed", path);
-        return -1;
-    }
+    close(fd);
     buf[n] = 0;
     while (n > 0 && isspace((unsigned char)buf[n - 1]))
         buf[--n] = 0;

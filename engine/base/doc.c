@@ -15,7 +15,8 @@
  */
 #include "doc_int.h"
 
-#include <dirent.h>
+#include "dir.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,149 +78,39 @@ static bool is_manifest_name(const char *s)
 
 /* ---- reading files ----------------------------------------------------------- */
 
-static de_rc read_stream(FILE *f, const char *name, size_t max, size_t hint, char **out,
-                         size_t *len, de_err *e)
-{
-    size_t cap = hint ? hint + 1 : 1 << 16, n = 0;
-    if (cap > max)
-        cap = max;
-    char *p = de_xmalloc(cap + 1);
-    for (;;) {
-        if (n == cap) {
-            if (cap >= max) {
-                free(p);
-                return de_errf(e, DE_ENOMEM, "%s: larger than the %zu-byte limit", name, max);
-            }
-            cap = cap * 2 > max ? max : cap * 2;
-            p = de_xrealloc(p, cap + 1);
-        }
-        size_t r = fread(p + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) {
-            if (ferror(f)) {
-                free(p);
-                return de_errf(e, DE_EIO, "%s: read error: %s", name, strerror(errno));
-            }
-            break;
-        }
-    }
-    if (n > max) {
-        free(p);
-        return de_errf(e, DE_ENOMEM, "%s: larger than the %zu-byte limit", name, max);
-    }
-    p[n] = 0;
-    *out = p;
-    *len = n;
-    return DE_OK;
-}
-
 de_rc de_read_file(const char *path, size_t max, char **out, size_t *len, de_err *e)
 {
-    if (strcmp(path, "-") == 0)
-        return read_stream(stdin, "<stdin>", max, 0, out, len, e);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return de_errf(e, errno == ENOENT ? DE_ENOTFOUND : DE_EIO, "%s: %s", path,
-                       strerror(errno));
-    struct stat st;
-    size_t hint = 0;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) {
-        if ((uint64_t)st.st_size > max) {
-            fclose(f);
-            return de_errf(e, DE_ENOMEM, "%s: larger than the %zu-byte limit", path, max);
-        }
-        hint = (size_t)st.st_size;
-    }
-    de_rc rc = read_stream(f, path, max, hint, out, len, e);
-    fclose(f);
-    return rc;
+    de_read_opts o = {.max = max, .streams = true};
+    return de_read_input(path, &o, out, len, NULL, e);
 }
 
 /* ---- listing ---------------------------------------------------------------- */
 
-typedef struct strvec {
-    char **v;
-    size_t n, cap;
-} strvec;
-
-static void sv_push(strvec *s, char *str)
-{
-    if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 16;
-        s->v = de_xrealloc(s->v, s->cap * sizeof *s->v);
-    }
-    s->v[s->n++] = str;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static de_rc walk(const char *dir, int depth, strvec *out, de_err *e)
-{
-    if (depth > MAX_DIR_DEPTH)
-        return de_errf(e, DE_EINVAL, "%s: directories nested deeper than %d levels", dir,
-                       MAX_DIR_DEPTH);
-    DIR *d = opendir(dir);
-    if (!d)
-        return de_errf(e, DE_EIO, "%s: %s", dir, strerror(errno));
-    de_rc rc = DE_OK;
-    struct dirent *ent;
-    while ((ent = readdir(d)) != NULL) {
-        const char *nm = ent->d_name;
-        /* Hidden entries are skipped, as the file driver's watcher does: a
-         * ConfigMap volume holds every file three times (x.yaml -> ..data/x.yaml
-         * -> ..2024_01_01_00_00_00.123/x.yaml), and editors leave .swp files. */
-        if (nm[0] == '.')
-            continue;
-        size_t need = strlen(dir) + strlen(nm) + 2;
-        char *full = de_xmalloc(need);
-        snprintf(full, need, "%s%s%s", dir, has_suffix(dir, "/") ? "" : "/", nm);
-        struct stat st;
-        if (stat(full, &st) != 0) {
-            free(full); /* dangling symlink or raced away: not a manifest */
-            continue;
-        }
-        if (S_ISDIR(st.st_mode)) {
-            rc = walk(full, depth + 1, out, e);
-            free(full);
-            if (rc != DE_OK)
-                break;
-        } else if (S_ISREG(st.st_mode) && is_manifest_name(nm)) {
-            sv_push(out, full);
-        } else {
-            free(full);
-        }
-    }
-    closedir(d);
-    return rc;
-}
+static bool want_manifest(const char *name) { return is_manifest_name(name); }
 
 de_rc de_doc_list_files(const char *path, char ***out, size_t *n, de_err *e)
 {
-    strvec sv = {NULL, 0, 0};
     struct stat st;
     *out = NULL;
     *n = 0;
     if (strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        de_rc rc = walk(path, 0, &sv, e);
-        if (rc != DE_OK) {
-            for (size_t i = 0; i < sv.n; i++)
-                free(sv.v[i]);
-            free(sv.v);
-            return rc;
-        }
-        if (sv.n)
-            qsort(sv.v, sv.n, sizeof *sv.v, cmp_str);
-    } else if (strcmp(path, "-") != 0 && stat(path, &st) != 0) {
-        return de_errf(e, errno == ENOENT ? DE_ENOTFOUND : DE_EIO, "%s: %s", path,
-                       strerror(errno));
-    } else {
-        sv_push(&sv, de_xstrdup(path));
+        de_walk_opts o = {.want = want_manifest, .max_depth = MAX_DIR_DEPTH};
+        de_walk_out w;
+        DE_TRY(de_walk(path, &o, &w, e));
+        *out = w.files;
+        *n = w.nfiles;
+        return DE_OK;
     }
-    *out = sv.v;
-    *n = sv.n;
+    if (strcmp(path, "-") != 0 && stat(path, &st) != 0) {
+        struct stat lst;
+        if (errno == ENOENT && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode))
+            return de_errf(e, DE_ENOTFOUND, "%s: dangling symlink (its target does not exist)", path);
+        return de_errf(e, errno == ENOENT ? DE_ENOTFOUND : DE_EIO, "%s: %s", path,
+                       errno == ELOOP ? "symlink loop" : strerror(errno));
+    }
+    *out = de_xcalloc(1, sizeof **out);
+    (*out)[0] = de_xstrdup(path);
+    *n = 1;
     return DE_OK;
 }
 
@@ -558,22 +449,28 @@ de_rc de_doc_each_text(const char *name, const char *text, size_t len, de_doc_cb
     return de_yaml_docs(name, text, len, yaml_doc, &w, e);
 }
 
+de_rc de_doc_each_file(const char *file, bool streams, de_doc_cb cb, void *ctx, de_err *e)
+{
+    char *text;
+    size_t len;
+    de_read_opts ro = {.max = DE_DOC_MAX_FILE, .streams = streams};
+    DE_TRY(de_read_input(file, &ro, &text, &len, NULL, e));
+    const char *nm = strcmp(file, "-") == 0 ? "<stdin>" : file;
+    de_rc rc = de_doc_each_text(nm, text, len, cb, ctx, e);
+    free(text);
+    return rc;
+}
+
 de_rc de_doc_each(const char *path, de_doc_cb cb, void *ctx, de_err *e)
 {
     char **files;
     size_t n;
     DE_TRY(de_doc_list_files(path, &files, &n, e));
+    /* a path the user named may be a stream; what a walk found may not */
+    bool named = n == 1 && !strcmp(files[0], path);
     de_rc rc = DE_OK;
-    for (size_t i = 0; i < n && rc == DE_OK; i++) {
-        char *text;
-        size_t len;
-        rc = de_read_file(files[i], DE_DOC_MAX_FILE, &text, &len, e);
-        if (rc == DE_OK) {
-            const char *nm = strcmp(files[i], "-") == 0 ? "<stdin>" : files[i];
-            rc = de_doc_each_text(nm, text, len, cb, ctx, e);
-            free(text);
-        }
-    }
+    for (size_t i = 0; i < n && rc == DE_OK; i++)
+        rc = de_doc_each_file(files[i], named, cb, ctx, e);
     for (size_t i = 0; i < n; i++)
         free(files[i]);
     free(files);

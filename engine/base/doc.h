@@ -41,6 +41,10 @@ typedef de_rc (*de_doc_cb)(void *ctx, json_t *obj, const de_origin *o, de_err *e
  * a document that is not an object is an error naming the file and index. */
 de_rc de_doc_each(const char *path, de_doc_cb cb, void *ctx, de_err *e);
 
+/* One file: regular files only, unless `streams` (a path the user named:
+ * pipes, FIFOs, /dev/stdin, "-"; see dir.h). */
+de_rc de_doc_each_file(const char *file, bool streams, de_doc_cb cb, void *ctx, de_err *e);
+
 /* Same for text already in memory; `name` is used in messages. */
 de_rc de_doc_each_text(const char *name, const char *text, size_t len, de_doc_cb cb,
                        void *ctx, de_err *e);
@@ -50,11 +54,13 @@ de_rc de_doc_each_text(const char *name, const char *text, size_t len, de_doc_cb
 json_t *de_doc_load_one(const char *path, de_err *e);
 json_t *de_doc_parse_one(const char *name, const char *text, size_t len, de_err *e);
 
-/* Sorted list of manifest files under a directory (recursively), or the path
- * itself if it is a file.  Caller frees each string and the array. */
+/* Sorted list of manifest files under a directory (recursively, each
+ * directory once: de_walk in dir.h), or the path itself if it is not a
+ * directory.  Caller frees each string and the array. */
 de_rc de_doc_list_files(const char *path, char ***out, size_t *n, de_err *e);
 
-/* Read a whole file with a size cap. */
+/* Read a whole file with a size cap; the path may be a stream (the user
+ * named it), text only (de_read_input in dir.h). */
 de_rc de_read_file(const char *path, size_t max, char **out, size_t *len, de_err *e);
 
 /* Every non-empty YAML document of a text, whatever its type (scalars and

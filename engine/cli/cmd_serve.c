@@ -13,6 +13,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "../../drivers/kube/kc.h"
 #include "../alloc/al.h"
+#include "../base/dir.h"
 #include "../base/log.h"
 #include "../model/dg.h"
 #include "../policy/polgraph.h"
@@ -252,6 +253,14 @@ enum {
     O_LE_ID, O_BIND, O_PORT, O_LOGFMT, O_WBACKOFF, O_JITTER, O_POLDIR, O_POLWATCH, O_POLRESCAN,
 };
 
+/* What a walk of the policy directory skipped, as a log line. */
+static void notice_to_log(void *ctx, const char *path, const char *what)
+{
+    (void)ctx;
+    const char *kv[] = {"path", path, NULL};
+    de_log_kv(DE_LOG_WARN, 0, __FILE__, __LINE__, what, kv);
+}
+
 /* "--name" of a long option, for messages. */
 static const char *flag_name(const struct option *opts, int val)
 {
@@ -449,6 +458,7 @@ int cli_cmd_serve(int argc, char **argv)
     snprintf(ua, sizeof ua, "draengine/0.1.0 (%s)", ident);
     clo.user_agent = ua;
 
+    de_notice_sink(notice_to_log, NULL);
     serve sv = {0};
     sv.leader_elect = leader_elect;
     sv.started = de_now_ns();

@@ -3,6 +3,8 @@
  */
 #include "cli.h"
 
+#include "../base/dir.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,13 @@ void cli_errorf(const char *cmd, const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+}
+
+/* What a directory walk skipped (a symlink loop, a FIFO named x.yaml, a
+ * dangling link): a warning on stderr, the run goes on. */
+static void notice_to_stderr(void *ctx, const char *path, const char *what)
+{
+    fprintf(stderr, "draengine %s: warning: %s: %s\n", (const char *)ctx, path, what);
 }
 
 int cli_unknown_flag(const char *cmd, char **argv, void (*usage)(FILE *))
@@ -168,8 +177,10 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "--version"))
         return cli_cmd_version(1, argv + 1);
     for (size_t i = 0; i < DE_ARRAY_LEN(commands); i++)
-        if (!strcmp(cmd, commands[i].name))
+        if (!strcmp(cmd, commands[i].name)) {
+            de_notice_sink(notice_to_stderr, (void *)commands[i].name);
             return commands[i].fn(argc - 1, argv + 1);
+        }
     fprintf(stderr, "draengine: unknown command \"%s\"\n\n", cmd);
     usage(stderr);
     return CLI_EXIT_INVALID;

@@ -18,6 +18,8 @@
  */
 #include "graph_int.h"
 
+#include "../base/dir.h"
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -366,11 +368,13 @@ static de_rc load_json_list(load_ctx *c, const char *path, bool *handled, de_err
 {
     *handled = false;
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size < 16 || (uint64_t)st.st_size > DE_DOC_MAX_FILE)
+    int fd;
+    if (de_open_input(path, false, &fd, &st, NULL) != DE_OK)
+        return DE_OK; /* not a regular file: de_doc_each_file reads it, or says why not */
+    if (st.st_size < 16 || (uint64_t)st.st_size > DE_DOC_MAX_FILE) {
+        close(fd);
         return DE_OK;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return DE_OK;
+    }
     size_t len = (size_t)st.st_size;
     char *t = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
@@ -464,19 +468,21 @@ done:
     if (abandon) {
         c->skip_file = path;
         c->skip_items = idx;
-        rc = de_doc_each(path, load_cb, c, e);
+        rc = de_doc_each_file(path, false, load_cb, c, e);
         c->skip_file = NULL;
     }
     return rc;
 }
 
-static de_rc load_file(load_ctx *c, const char *path, de_err *e)
+/* streams: the user named this path (it may be a pipe); a file a directory
+ * walk found must be a regular file. */
+static de_rc load_file(load_ctx *c, const char *path, bool streams, de_err *e)
 {
     bool handled;
     de_rc rc = load_json_list(c, path, &handled, e);
     if (handled)
         return rc;
-    return de_doc_each(path, load_cb, c, e);
+    return de_doc_each_file(path, streams, load_cb, c, e);
 }
 
 de_rc dg_load_path(dg_graph *g, const char *path, de_err *e)
@@ -491,12 +497,12 @@ de_rc dg_load_path(dg_graph *g, const char *path, de_err *e)
         rc = de_doc_list_files(path, &files, &n, e);
         for (size_t i = 0; i < n; i++) {
             if (rc == DE_OK)
-                rc = load_file(&c, files[i], e);
+                rc = load_file(&c, files[i], false, e);
             free(files[i]);
         }
         free(files);
     } else if (strcmp(path, "-")) {
-        rc = load_file(&c, path, e);
+        rc = load_file(&c, path, true, e);
     } else {
         rc = de_doc_each(path, load_cb, &c, e);
     }

@@ -93,44 +93,37 @@ void pol_host_opts_default(pol_host_opts *o)
 
 /* ---- content hash ------------------------------------------------------------ */
 
-static void hash_tree(pol_sha256 *h, const char *dir, const char *rel, int depth)
+/* What the rescan skips needs no report: the loader says it when it loads. */
+static void quiet_notice(void *ctx, const char *path, const char *what)
 {
-    char **names;
-    size_t n;
-    if (depth > 4 || !de_dir_names(dir, &names, &n))
-        return;
-    for (size_t i = 0; i < n; i++) {
-        char *path = de_path_join(dir, names[i]);
-        char *r = rel[0] ? de_path_join(rel, names[i]) : de_xstrdup(names[i]);
-        struct stat st;
-        if (stat(path, &st) == 0) {
-            if (S_ISDIR(st.st_mode)) {
-                hash_tree(h, path, r, depth + 1);
-            } else if (S_ISREG(st.st_mode) && st.st_size <= (off_t)POL_MAX_FILE) {
-                FILE *f = fopen(path, "rb");
-                if (f) {
-                    pol_sha256_update(h, r, strlen(r) + 1);
-                    char buf[8192];
-                    size_t k;
-                    while ((k = fread(buf, 1, sizeof buf, f)) > 0)
-                        pol_sha256_update(h, buf, k);
-                    pol_sha256_update(h, "\0\0", 2);
-                    fclose(f);
-                }
-            }
-        }
-        free(path);
-        free(r);
-    }
-    de_names_free(names, n);
+    (void)ctx, (void)path, (void)what;
 }
 
+/* Every regular file up to 4 levels down (each directory once, FIFOs and
+ * sockets never opened), by path relative to dir, and its bytes. */
 void pol_dir_hash(const char *dir, char hex[65])
 {
     pol_sha256 h;
     uint8_t d[POL_SHA256_LEN];
     pol_sha256_init(&h);
-    hash_tree(&h, dir, "", 0);
+    de_walk_opts o = {.max_depth = 4, .notice = quiet_notice};
+    de_walk_out w;
+    if (de_walk(dir, &o, &w, NULL) == DE_OK) {
+        size_t skip = strlen(dir) + (de_ends_with(dir, "/") ? 0 : 1);
+        for (size_t i = 0; i < w.nfiles; i++) {
+            char *text;
+            size_t len;
+            de_read_opts ro = {.max = POL_MAX_FILE, .binary_ok = true};
+            if (de_read_input(w.files[i], &ro, &text, &len, NULL, NULL) != DE_OK)
+                continue;
+            const char *rel = w.files[i] + skip;
+            pol_sha256_update(&h, rel, strlen(rel) + 1);
+            pol_sha256_update(&h, text, len);
+            pol_sha256_update(&h, "\0\0", 2);
+            free(text);
+        }
+        de_walk_free(&w);
+    }
     pol_sha256_final(&h, d);
     pol_sha256_tohex(d, hex);
 }

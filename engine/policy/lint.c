@@ -332,29 +332,21 @@ static bool sandbox_has(lintctx *c, bool spec, const char *name, const char *fie
     return ok;
 }
 
-static char *slurp(const char *path, size_t *len)
+static char *slurp(const char *path, size_t *len, de_err *e)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = de_xmalloc(POL_MAX_FILE + 1);
-    size_t n = fread(buf, 1, POL_MAX_FILE + 1, f);
-    fclose(f);
-    if (n > POL_MAX_FILE) {
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
+    char *buf;
+    de_read_opts o = {.max = POL_MAX_FILE, .binary_ok = true};
+    return de_read_input(path, &o, &buf, len, NULL, e) == DE_OK ? buf : NULL;
 }
 
 static void lint_globals(lintctx *c, const char *path, bool spec)
 {
     size_t len;
-    char *text = slurp(path, &len);
+    de_err re;
+    de_err_clear(&re);
+    char *text = slurp(path, &len, &re);
     if (!text) {
-        problem(c, path, 0, true, "cannot read the file (or larger than %u bytes)", POL_MAX_FILE);
+        problem(c, path, 0, true, "cannot read the file: %s", re.msg);
         return;
     }
     c->sum->files++;
@@ -404,25 +396,30 @@ static void lint_globals(lintctx *c, const char *path, bool spec)
     }
 }
 
-static void walk(lintctx *c, const char *dir, int depth)
+static bool lua_name(const char *name) { return de_ends_with(name, ".lua"); }
+static bool not_fixtures(const char *name) { return strcmp(name, "fixtures") != 0; }
+
+/* What the walk skips (a FIFO or a dangling link named x.lua, a symlink
+ * loop) is a problem of the directory under lint. */
+static void walk_problem(void *ctx, const char *path, const char *what)
 {
-    if (depth > 4)
+    problem(ctx, path, 0, true, "%s", what);
+}
+
+static void walk(lintctx *c, const char *dir)
+{
+    de_walk_opts o = {.want = lua_name, .max_depth = 4, .enter = not_fixtures, .notice = walk_problem,
+                      .notice_ctx = c};
+    de_walk_out w;
+    de_err e;
+    de_err_clear(&e);
+    if (de_walk(dir, &o, &w, &e) != DE_OK) {
+        problem(c, dir, 0, true, "%s", e.msg);
         return;
-    char **names;
-    size_t n;
-    if (!de_dir_names(dir, &names, &n))
-        return;
-    for (size_t i = 0; i < n; i++) {
-        char *path = de_path_join(dir, names[i]);
-        if (de_is_dir(path)) {
-            if (strcmp(names[i], "fixtures"))
-                walk(c, path, depth + 1);
-        } else if (de_ends_with(names[i], ".lua")) {
-            lint_globals(c, path, de_ends_with(names[i], "_spec.lua"));
-        }
-        free(path);
     }
-    de_names_free(names, n);
+    for (size_t i = 0; i < w.nfiles; i++)
+        lint_globals(c, w.files[i], de_ends_with(w.files[i], "_spec.lua"));
+    de_walk_free(&w);
 }
 
 void pol_lint_dir(const char *dir, const pol_config *cfg, pol_lint_cb cb, void *ctx, pol_lint_summary *sum)
@@ -445,7 +442,7 @@ void pol_lint_dir(const char *dir, const pol_config *cfg, pol_lint_cb cb, void *
         return;
     }
     uint32_t before = sum->errors;
-    walk(&c, dir, 0);
+    walk(&c, dir);
     pol_vm_close(&c.vm);
     pol_vm_close(&c.tvm);
     /* Metadata, hooks, domains and ownership: load the set as the engine

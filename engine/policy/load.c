@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- names ----------------------------------------------------------------- */
 
@@ -124,27 +125,12 @@ static bool entries_overlap(const char *a, const char *b)
 
 /* ---- source helpers -------------------------------------------------------- */
 
+/* Policy sources and pack manifests: regular files only (a FIFO named in a
+ * pack's `policies` would block a read forever), at most POL_MAX_FILE. */
 static de_rc read_source(const char *path, char **out, size_t *len, de_err *e)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return de_errf(e, DE_EIO, "%s: cannot open: %s", path, strerror(errno));
-    char *buf = de_xmalloc(POL_MAX_FILE + 1);
-    size_t n = fread(buf, 1, POL_MAX_FILE + 1, f);
-    bool err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(buf);
-        return de_errf(e, DE_EIO, "%s: read error", path);
-    }
-    if (n > POL_MAX_FILE) {
-        free(buf);
-        return de_errf(e, DE_EINVAL, "%s: larger than %u bytes", path, POL_MAX_FILE);
-    }
-    buf[n] = 0;
-    *out = buf;
-    *len = n;
-    return DE_OK;
+    de_read_opts o = {.max = POL_MAX_FILE, .binary_ok = true};
+    return de_read_input(path, &o, out, len, NULL, e);
 }
 
 /* Line of the first `field =` (not `==`) outside comments and strings, or of
@@ -833,6 +819,22 @@ static de_rc check_ownership(pol_set *s, pack *packs, uint32_t npacks, de_err *e
     return DE_OK;
 }
 
+/* The name is there and leads somewhere, whatever it is (a FIFO counts:
+ * the reader refuses it with its reason).  A dangling link does not: in a
+ * ConfigMap volume the link of a removed key dangles until the kubelet
+ * removes it after the ..data flip, so it reads as absent, with a notice. */
+static bool named(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return true;
+    if (errno == ENOENT && lstat(path, &st) == 0)
+        de_notice(path, "dangling symlink (its target does not exist), skipped");
+    else if (errno == ELOOP)
+        return true; /* the reader says "symlink loop" */
+    return false;
+}
+
 de_rc pol_set_load(const char *dir, de_interner *in, const pol_config *cfg, pol_set **out, de_err *e)
 {
     *out = NULL;
@@ -849,7 +851,7 @@ de_rc pol_set_load(const char *dir, de_interner *in, const pol_config *cfg, pol_
     size_t nnames = 0;
 
     char *self_manifest = de_path_join(dir, "pack.lua");
-    if (de_is_file(self_manifest)) {
+    if (named(self_manifest)) {
         /* the directory itself is a pack */
         names = de_xcalloc(1, sizeof *names);
         names[nnames++] = de_xstrdup(".");
@@ -863,13 +865,18 @@ de_rc pol_set_load(const char *dir, de_interner *in, const pol_config *cfg, pol_
     for (size_t i = 0; i < nnames && rc == DE_OK; i++) {
         char *path = strcmp(names[i], ".") ? de_path_join(dir, names[i]) : de_xstrdup(dir);
         char *manifest = de_path_join(path, "pack.lua");
-        if (de_is_dir(path) && de_is_file(manifest)) {
+        /* A name that is there but cannot be read (a FIFO or a socket
+         * called x.lua or pack.lua) is loaded anyway, so the reader refuses
+         * it with its reason: skipping it would quietly drop a policy from
+         * the revision. */
+        if (de_is_dir(path) && named(manifest)) {
             packs = de_xrealloc(packs, (npacks + 1) * sizeof *packs);
             rc = pack_load(&packs[npacks], path, cfg, in, e);
             npacks++;
             if (rc == DE_OK)
                 rc = load_pack_into(s, &packs[npacks - 1], e);
-        } else if (de_is_file(path) && de_ends_with(names[i], ".lua") && !de_ends_with(names[i], "_spec.lua")) {
+        } else if (de_ends_with(names[i], ".lua") && !de_ends_with(names[i], "_spec.lua") && !de_is_dir(path) &&
+                   named(path)) {
             pol_policy *p = de_xcalloc(1, sizeof *p);
             rc = pol_policy_load(p, path, NULL, cfg, in, false, e);
             if (rc == DE_OK)

@@ -69,8 +69,10 @@ static void spec_files(const char *root, strlist *out)
 {
     strlist a = {0};
     list_dir(root, "_spec.lua", &a);
+    /* not only regular files: a FIFO or a dangling link named x_spec.lua
+     * is read, and refused with its reason, instead of skipped unseen */
     for (size_t i = 0; i < a.n; i++)
-        if (de_is_file(a.v[i]))
+        if (!de_is_dir(a.v[i]))
             push(out, de_xstrdup(a.v[i]));
     free_list(&a);
     char *sd = de_path_join(root, "spec");
@@ -78,7 +80,7 @@ static void spec_files(const char *root, strlist *out)
         strlist b = {0};
         list_dir(sd, "_spec.lua", &b);
         for (size_t i = 0; i < b.n; i++)
-            if (de_is_file(b.v[i]))
+            if (!de_is_dir(b.v[i]))
                 push(out, de_xstrdup(b.v[i]));
         free_list(&b);
     }
@@ -87,20 +89,8 @@ static void spec_files(const char *root, strlist *out)
 
 static de_rc read_all(const char *path, char **out, size_t *len, de_err *e)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return de_errf(e, DE_EIO, "%s: cannot open: %s", path, strerror(errno));
-    char *buf = de_xmalloc(POL_MAX_FILE + 1);
-    size_t n = fread(buf, 1, POL_MAX_FILE + 1, f);
-    fclose(f);
-    if (n > POL_MAX_FILE) {
-        free(buf);
-        return de_errf(e, DE_EINVAL, "%s: larger than %u bytes", path, POL_MAX_FILE);
-    }
-    buf[n] = 0;
-    *out = buf;
-    *len = n;
-    return DE_OK;
+    de_read_opts o = {.max = POL_MAX_FILE, .binary_ok = true};
+    return de_read_input(path, &o, out, len, NULL, e);
 }
 
 /* Lua names a chunk in positions by at most LUA_IDSIZE bytes, so a spec
