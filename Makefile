@@ -41,7 +41,7 @@ LIBA   := $(BUILD)/libdraengine.a
 LUAMOD := $(BUILD)/lua/draengine/core.so
 STAMP  := $(BUILD)/.deps-ok
 
-.PHONY: all deps run test test-asan fuzz-cel bench clean conformance bench-serve
+.PHONY: all deps run test test-asan fuzz-cel bench clean conformance bench-serve e2e e2e-run-only k8s
 all: $(BIN) $(LUAMOD)
 
 # ---- Debian packages ------------------------------------------------------
@@ -103,7 +103,8 @@ run: all
 BUSTED = DRAENGINE_BIN=$(abspath $(BIN)) DRAENGINE_ROOT=$(CURDIR) \
          LUA_CPATH="$(abspath $(BUILD))/lua/?.so;;" LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/spec/?.lua;;" \
          lua5.4 /usr/bin/busted --lua=lua5.4 --helper=spec/support/tmp.lua -o spec/support/summary.lua \
-         $(BUSTED_ARGS) spec
+         $(BUSTED_ARGS) $(SPEC_DIR)
+SPEC_DIR ?= spec
 # (mktemp and rm run without test-asan's LD_PRELOAD: LeakSanitizer would
 # fail them for what they do not free at exit)
 RUN_BUSTED = d=$$(LD_PRELOAD= mktemp -d "$${TMPDIR:-/tmp}/draengine-spec.XXXXXX") && \
@@ -125,6 +126,20 @@ test-asan: | $(STAMP)
 
 test-run-only:
 	@$(RUN_BUSTED)
+
+# ---- end to end: a real Kubernetes 1.37 control plane ----------------------
+# spec/e2e/cluster.py builds (once, cached outside the repo) and starts etcd,
+# kube-apiserver and kube-controller-manager on 127.0.0.1, runs the *_e2e.lua
+# specs against them and stops everything; E2E_KEEP=1 keeps the logs.
+k8s:
+	@spec/e2e/k8s/build.sh >/dev/null
+
+e2e: all k8s
+	@python3 spec/e2e/cluster.py run $(if $(E2E_KEEP),--keep) -- \
+	  $(MAKE) --no-print-directory e2e-run-only
+
+e2e-run-only:
+	@$(MAKE) --no-print-directory test-run-only SPEC_DIR=spec/e2e BUSTED_ARGS="--pattern=_e2e $(E2E_ARGS)"
 
 # `draengine serve` against the test API server: 1,000 pods, wall time.
 bench-serve: all

@@ -91,6 +91,9 @@ typedef struct kc_client_opts {
     int max_retries;   /* retries after 429/5xx/transport errors, default 5 */
     long timeout_ms;   /* per request, default 30000 */
     const char *user_agent; /* default "draengine/<version>" */
+    /* fieldValidation sent with every write ("Strict", "Warn", "Ignore");
+     * NULL or "" sends none, so the server's default (Warn) applies. */
+    const char *field_validation;
 } kc_client_opts;
 
 /* The client borrows cfg (which must outlive it). */
@@ -116,6 +119,7 @@ typedef struct kc_stats {
     uint64_t rate_limited_ns; /* time spent waiting for a QPS token */
     uint64_t watch_restarts;  /* watches re-established after a drop or EOF */
     uint64_t relists;         /* relists after 410 Gone */
+    uint64_t warnings;        /* Warning headers the server sent (each one is logged) */
 } kc_stats;
 void kc_client_stats(const kc_client *cl, kc_stats *out);
 

@@ -11,6 +11,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "kc_int.h"
 
+#include "../../engine/base/log.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,7 +225,32 @@ struct curl_slist *kc_client_headers(kc_client *cl, bool force, const char *cont
 typedef struct resp {
     de_buf body;
     long retry_after; /* seconds, -1 = none */
+    kc_client *cl;
+    const char *method, *path;
 } resp;
+
+/* A Warning header (RFC 7234: `299 - "text"`) means the server accepted the
+ * request but dropped or doubted part of it (an unknown field under
+ * fieldValidation=Warn, a deprecated API): logged as client-go's default
+ * handler does, and counted. */
+static void on_warning(resp *r, const char *v, size_t n)
+{
+    while (n && (*v == ' ' || *v == '\t'))
+        v++, n--;
+    while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
+        n--;
+    /* drop the "299 - " code and agent, keep the quoted text */
+    const char *q = memchr(v, '"', n);
+    if (q && n - (size_t)(q - v) >= 2 && v[n - 1] == '"') {
+        n = (size_t)(v + n - 1 - (q + 1));
+        v = q + 1;
+    }
+    r->cl->st.warnings++;
+    char m[768];
+    snprintf(m, sizeof m, "%.*s", (int)DE_MIN(n, 600), v);
+    kc_redact(r->cl->cfg, m);
+    DE_WARN("server warning on %s %s: %s", r->method, r->path, m);
+}
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 {
@@ -244,6 +271,8 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
         tmp[k] = 0;
         long v = strtol(tmp, NULL, 10);
         r->retry_after = v < 0 ? 0 : v;
+    } else if (len > 8 && !strncasecmp(p, "Warning:", 8)) {
+        on_warning(r, p + 8, len - 8);
     }
     return len;
 }
@@ -295,7 +324,12 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
 
     char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
     char url[4096];
-    snprintf(url, sizeof url, "%s%s", kc_config_url(cl->cfg), path);
+    const char *fv = cl->o.field_validation;
+    if (write && fv && *fv && strcmp(method, "DELETE"))
+        snprintf(url, sizeof url, "%s%s%cfieldValidation=%s", kc_config_url(cl->cfg), path,
+                 strchr(path, '?') ? '&' : '?', fv);
+    else
+        snprintf(url, sizeof url, "%s%s", kc_config_url(cl->cfg), path);
     int attempt = 0, throttles = 0;
     bool token_retry = false;
     de_rc rc = DE_OK;
@@ -306,6 +340,9 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
         resp r;
         de_buf_init(&r.body, MAX_RESPONSE);
         r.retry_after = -1;
+        r.cl = cl;
+        r.method = method;
+        r.path = path;
         CURL *h = cl->h;
         curl_easy_reset(h);
         kc_client_setup_easy(cl, h);

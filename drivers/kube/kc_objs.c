@@ -132,8 +132,11 @@ de_rc kc_event_create(kc_client *cl, const kc_event *ev, de_err *e)
     int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     char when[64];
     kc_format_microtime(now, when, sizeof when);
-    char gen[300];
-    snprintf(gen, sizeof gen, "%.200s.", md_str(reg, "name"));
+    /* Named as client-go's event recorder names them, <object>.<hex ns>: a
+     * generateName of "<object>." is refused by the API server (a name prefix
+     * must itself be a valid name, and it may not end in a dot). */
+    char name[300];
+    snprintf(name, sizeof name, "%.230s.%llx", md_str(reg, "name"), (unsigned long long)now);
     json_t *ref = json_object();
     json_t *kind = json_object_get(reg, "kind"), *av = json_object_get(reg, "apiVersion");
     if (kind)
@@ -149,7 +152,7 @@ de_rc kc_event_create(kc_client *cl, const kc_event *ev, de_err *e)
         json_object_set_new(ref, "resourceVersion", json_string(md_str(reg, "resourceVersion")));
     json_t *body = json_pack("{s:s, s:s, s:{s:s, s:s}, s:s, s:o, s:o, s:o, s:o, s:s, s:s}",
                              "apiVersion", "events.k8s.io/v1", "kind", "Event", "metadata",
-                             "generateName", gen, "namespace", ns, "eventTime", when, "regarding",
+                             "name", name, "namespace", ns, "eventTime", when, "regarding",
                              ref, "reason", utf8_cut(ev->reason ? ev->reason : "", 128), "action",
                              utf8_cut(ev->action ? ev->action : "", 128), "note",
                              utf8_cut(ev->note ? ev->note : "", 1024), "type",

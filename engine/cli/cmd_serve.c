@@ -55,6 +55,8 @@ static void usage(FILE *f)
         "  --master URL                          API server URL (overrides the kubeconfig)\n"
         "  --kube-api-qps QPS                    write requests per second (default 50)\n"
         "  --kube-api-burst N                    write burst (default 100)\n"
+        "  --field-validation Strict|Warn|Ignore fieldValidation of every write (default: the\n"
+        "                                        server's, Warn); server warnings are logged\n"
         "\n"
         "Scheduling:\n"
         "  --scheduler-name NAME                 pods to schedule (default draengine)\n"
@@ -201,6 +203,9 @@ static int on_http(void *ctx, const char *method, const char *path, const char *
         sch_prom_sample(body, "draengine_kube_api_errors_total", "kind=\"throttled\"", (double)ks.throttled);
         sch_prom_sample(body, "draengine_kube_api_errors_total", "kind=\"unauthorized\"", (double)ks.unauthorized);
         sch_prom_sample(body, "draengine_kube_api_errors_total", "kind=\"transport\"", (double)ks.by_code[0]);
+        sch_prom_head(body, "draengine_kube_api_warnings_total", "counter",
+                      "Warning headers from the API server (each is logged).");
+        sch_prom_sample(body, "draengine_kube_api_warnings_total", "", (double)ks.warnings);
         sch_prom_head(body, "draengine_kube_api_retries_total", "counter", "Requests retried.");
         sch_prom_sample(body, "draengine_kube_api_retries_total", "", (double)ks.retries);
         sch_prom_head(body, "draengine_kube_watch_restarts_total", "counter",
@@ -251,6 +256,7 @@ enum {
     O_KUBECONFIG = 256, O_CONTEXT, O_MASTER, O_QPS, O_BURST, O_SCHEDNAME, O_GATES, O_IBACKOFF,
     O_MBACKOFF, O_NOEVENTS, O_LE, O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_NAME, O_LE_NS,
     O_LE_ID, O_BIND, O_PORT, O_LOGFMT, O_WBACKOFF, O_JITTER, O_POLDIR, O_POLWATCH, O_POLRESCAN,
+    O_FIELDVAL,
 };
 
 /* What a walk of the policy directory skipped, as a log line. */
@@ -317,6 +323,7 @@ int cli_cmd_serve(int argc, char **argv)
         {"master", required_argument, NULL, O_MASTER},
         {"kube-api-qps", required_argument, NULL, O_QPS},
         {"kube-api-burst", required_argument, NULL, O_BURST},
+        {"field-validation", required_argument, NULL, O_FIELDVAL},
         {"scheduler-name", required_argument, NULL, O_SCHEDNAME},
         {"feature-gates", required_argument, NULL, O_GATES},
         {"pod-initial-backoff", required_argument, NULL, O_IBACKOFF},
@@ -372,6 +379,13 @@ int cli_cmd_serve(int argc, char **argv)
             if (!cli_flag_u64("serve", "--kube-api-burst", optarg, 1, 1000000, &n))
                 return CLI_EXIT_INVALID;
             clo.burst = (int)n;
+            break;
+        case O_FIELDVAL:
+            if (strcmp(optarg, "Strict") && strcmp(optarg, "Warn") && strcmp(optarg, "Ignore")) {
+                cli_errorf("serve", "--field-validation: \"%s\" is not Strict, Warn or Ignore", optarg);
+                return CLI_EXIT_INVALID;
+            }
+            clo.field_validation = optarg;
             break;
         case O_SCHEDNAME: so.scheduler_name = optarg; break;
         case O_GATES:
