@@ -8,7 +8,7 @@
 It starts etcd, kube-apiserver (token auth, RBAC, service-account keys, the
 resource.k8s.io and scheduling.k8s.io versions, audit log) and
 kube-controller-manager (resourceclaim, device-taint-eviction, garbage-collector,
-namespace and resourcepoolstatusrequest controllers), all from the binaries that
+namespace, resourcepoolstatusrequest and podgroup-protection controllers), all from the binaries that
 spec/e2e/k8s/build.sh builds (and builds when missing), then applies
 examples/deploy/rbac.yaml and writes a kubeconfig with a token of the draengine
 ServiceAccount, so `draengine serve` runs with exactly the rights the example
@@ -54,7 +54,7 @@ RUNTIME_CONFIG = ",".join(v + "=true" for v in [
 CONTROLLERS = ",".join([
     "resourceclaim-controller", "device-taint-eviction-controller",
     "garbage-collector-controller", "namespace-controller",
-    "resourcepoolstatusrequest-controller",
+    "resourcepoolstatusrequest-controller", "podgroup-protection-controller",
 ])
 
 ADMIN_TOKEN = "e2e-admin-token-7f3c0a9d2b"
@@ -150,11 +150,15 @@ class Cluster:
             os.kill(pid, 0)
         except OSError:
             return False
-        # a zombie child of ours counts as gone
+        # A zombie counts as gone, but only a whole one: a Go program whose
+        # first thread ended shows state Z while its other threads still run
+        # (and still hold its listening socket).
         try:
-            with open("/proc/%d/stat" % pid) as f:
-                return f.read().split(") ")[-1][:1] != "Z"
-        except OSError:
+            with open("/proc/%d/status" % pid) as f:
+                st = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+            return not (st.get("State", "").strip().startswith("Z") and
+                        int(st.get("Threads", "1").strip() or 1) <= 1)
+        except (OSError, ValueError):
             return False
 
     @staticmethod
@@ -439,6 +443,22 @@ def cmd_restart(argv):
     if name not in c.cmds:
         raise SystemExit("e2e-cluster: no component %s" % name)
     c.stop_component(name)
+    if name == "kube-apiserver":
+        # its port must be free again before the new one binds it
+        port = int(c.server.rsplit(":", 1)[1])
+        deadline = time.time() + 30
+        while True:
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise SystemExit("e2e-cluster: port %d still in use after stopping kube-apiserver" % port)
+                time.sleep(0.1)
+            finally:
+                s.close()
     c.spawn(name)
     if name == "kube-apiserver":
         c.wait_apiserver()

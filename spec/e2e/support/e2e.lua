@@ -369,10 +369,24 @@ function M.reset()
   end
   local left = M.namespaces
   M.namespaces = {}
-  M.wait(function()
+  local ok = K.wait_for(function()
     for ns in pairs(left) do if M.get("Namespace", nil, ns) then return false end end
     return true
-  end, 90, "the spec's namespaces to be deleted")
+  end, 90, 0.1)
+  if not ok then
+    -- say what holds a namespace: objects left and their finalizers
+    local held = {}
+    for ns in pairs(left) do
+      for _, kind in ipairs({ "Pod", "ResourceClaim", "PodGroup" }) do
+        for _, o in ipairs(M.list(kind, ns)) do
+          held[#held + 1] = string.format("%s %s/%s finalizers=%s reservedFor=%s", kind, ns, o.metadata.name,
+            table.concat(o.metadata.finalizers or {}, ","),
+            core.json_encode((o.status or {}).reservedFor or {}))
+        end
+      end
+    end
+    error("the spec's namespaces were not deleted within 90 s:\n  " .. table.concat(held, "\n  "))
+  end
 end
 
 -- Restart kube-apiserver (same flags, same etcd); returns when it is ready.
