@@ -1,5 +1,7 @@
 -- sched_deploy_spec.lua - the manifests under examples/deploy parse, and the
--- RBAC rules grant exactly what `draengine serve` uses.
+-- RBAC rules grant exactly what `draengine serve` uses (the list here is the
+-- one `make e2e` proved against a real kube-apiserver: spec/e2e reads its
+-- audit log and fails on any 403).
 local H = require "support.helper"
 local core = require "draengine.core"
 
@@ -34,15 +36,16 @@ describe("deploy manifests", function()
     assert.are.same({
       "coordination.k8s.io/leases:create", "coordination.k8s.io/leases:get", "coordination.k8s.io/leases:update",
       "core/namespaces:list", "core/namespaces:watch", "core/nodes:list", "core/nodes:watch",
-      "core/pods/binding:create", "core/pods:get", "core/pods:list", "core/pods:watch",
+      "core/pods/binding:create", "core/pods/status:patch", "core/pods:get", "core/pods:list", "core/pods:watch",
       "events.k8s.io/events:create",
       "resource.k8s.io/deviceclasses:list", "resource.k8s.io/deviceclasses:watch",
       "resource.k8s.io/devicetaintrules:list", "resource.k8s.io/devicetaintrules:watch",
       "resource.k8s.io/resourceclaims/binding:update", "resource.k8s.io/resourceclaims/status:update",
-      "resource.k8s.io/resourceclaims:get", "resource.k8s.io/resourceclaims:list",
+      "resource.k8s.io/resourceclaims:create", "resource.k8s.io/resourceclaims:get", "resource.k8s.io/resourceclaims:list",
       "resource.k8s.io/resourceclaims:update", "resource.k8s.io/resourceclaims:watch",
       "resource.k8s.io/resourceclaimtemplates:list", "resource.k8s.io/resourceclaimtemplates:watch",
       "resource.k8s.io/resourceslices:list", "resource.k8s.io/resourceslices:watch",
+      "scheduling.k8s.io/podgroups:list", "scheduling.k8s.io/podgroups:watch",
     }, grants)
     local sa = by_kind(objs, "ServiceAccount")[1]
     for _, b in ipairs(by_kind(objs, "ClusterRoleBinding")) do
