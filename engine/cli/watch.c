@@ -10,7 +10,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <unistd.h>
 
 /* ---- stopping ------------------------------------------------------------------- */
@@ -99,30 +98,15 @@ void cli_watch_event_line(FILE *out, const fd_event *ev)
 
 struct cli_polwatch {
     char *dir;
-    int ifd;
+    pol_dirwatch *dw;
     char hash[65];
 };
-
-static void arm(cli_polwatch *w)
-{
-    /* inotify_add_watch on a path already watched just updates it, and the
-     * watches of removed folders go away by themselves (IN_IGNORED) */
-    pol_dir_watch(w->ifd, w->dir, NULL, 257);
-}
-
-static void drain(int fd)
-{
-    char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
-    while (read(fd, buf, sizeof buf) > 0) {
-    }
-}
 
 cli_polwatch *cli_polwatch_open(const char *dir)
 {
     cli_polwatch *w = de_xcalloc(1, sizeof *w);
     w->dir = de_xstrdup(dir);
-    w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    arm(w);
+    w->dw = pol_dirwatch_open(dir);
     pol_dir_hash(dir, w->hash);
     return w;
 }
@@ -131,26 +115,26 @@ void cli_polwatch_close(cli_polwatch *w)
 {
     if (!w)
         return;
-    if (w->ifd >= 0)
-        close(w->ifd);
+    pol_dirwatch_close(w->dw);
     free(w->dir);
     free(w);
 }
 
-int cli_polwatch_fd(const cli_polwatch *w) { return w ? w->ifd : -1; }
+int cli_polwatch_fd(const cli_polwatch *w) { return w ? pol_dirwatch_fd(w->dw) : -1; }
 
 bool cli_polwatch_changed(cli_polwatch *w, uint32_t quiet_ms)
 {
-    if (w->ifd >= 0) {
-        drain(w->ifd);
-        struct pollfd p = {w->ifd, POLLIN, 0};
+    if (w->dw) {
+        pol_dirwatch_drain(w->dw);
+        /* quiet: no relevant event for quiet_ms (at most 10 rounds) */
+        struct pollfd p = {pol_dirwatch_fd(w->dw), POLLIN, 0};
         for (int i = 0; i < 10 && !stop_asked; i++) {
             p.revents = 0;
             if (poll(&p, 1, (int)quiet_ms) <= 0)
                 break;
-            drain(w->ifd);
+            if (!pol_dirwatch_drain(w->dw))
+                break;
         }
-        arm(w);
     }
     char h[65];
     pol_dir_hash(w->dir, h);

@@ -29,11 +29,10 @@ const char *cli_watch_op(fd_op op);
 /* One line: "MODIFIED  ResourceSlice  ns/name  (file)". */
 void cli_watch_event_line(FILE *out, const fd_event *ev);
 
-/* A policy directory under watch: inotify on it and its folders (packs),
- * re-armed after every change (a ConfigMap's `..data` flip replaces the
- * folders the links point to), and the content hash of the tree
- * (pol_dir_hash) so that a touch or a rewrite with the same bytes is no
- * change. */
+/* A policy directory under watch: pol_dirwatch (inotify on it, its folders
+ * and its parent, kept in step with the tree; a ConfigMap's `..data` flip
+ * included), and the content hash of the tree (pol_dir_hash) so that a
+ * touch or a rewrite with the same bytes is no change. */
 typedef struct cli_polwatch cli_polwatch;
 cli_polwatch *cli_polwatch_open(const char *dir);
 void cli_polwatch_close(cli_polwatch *w);

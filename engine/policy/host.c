@@ -32,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,9 +70,7 @@ struct pol_host {
     bool requested;
     sig_atomic_t sighup_seen;
     /* watching */
-    int ifd;
-    int wds[64];
-    int nwds;
+    pol_dirwatch *dw;
     bool dirty;
     uint64_t last_event;
     uint64_t next_rescan;
@@ -130,68 +127,14 @@ void pol_dir_hash(const char *dir, char hex[65])
 
 /* ---- watching -------------------------------------------------------------- */
 
-#define WATCH_MASK                                                                                   \
-    (IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB | \
-     IN_DELETE_SELF | IN_MOVE_SELF)
-
-int pol_dir_watch(int ifd, const char *dir, int *wds, int cap)
-{
-    int n = 0;
-    if (ifd < 0 || cap <= 0)
-        return 0;
-    int wd = inotify_add_watch(ifd, dir, WATCH_MASK);
-    if (wd >= 0) {
-        if (wds)
-            wds[n] = wd;
-        n++;
-    }
-    char **names;
-    size_t nn;
-    if (!de_dir_names(dir, &names, &nn))
-        return n;
-    for (size_t i = 0; i < nn && n < cap; i++) {
-        char *p = de_path_join(dir, names[i]);
-        if (de_is_dir(p) && (wd = inotify_add_watch(ifd, p, WATCH_MASK)) >= 0) {
-            if (wds)
-                wds[n] = wd;
-            n++;
-        }
-        free(p);
-    }
-    de_names_free(names, nn);
-    return n;
-}
-
-static void watch_reset(pol_host *h)
-{
-    if (h->ifd < 0)
-        return;
-    for (int i = 0; i < h->nwds; i++)
-        inotify_rm_watch(h->ifd, h->wds[i]);
-    h->nwds = pol_dir_watch(h->ifd, h->dir, h->wds, (int)DE_ARRAY_LEN(h->wds));
-}
-
+/* Every relevant event restarts the quiet period; IN_IGNORED and the like
+ * never do (dirwatch.c), so the debounce expires after the last real one. */
 static void watch_drain(pol_host *h)
 {
-    if (h->ifd < 0)
-        return;
-    char buf[8192] __attribute__((aligned(__alignof__(struct inotify_event))));
-    bool lost_root = false;
-    for (;;) {
-        ssize_t n = read(h->ifd, buf, sizeof buf);
-        if (n <= 0)
-            break;
-        for (char *p = buf; p < buf + n;) {
-            struct inotify_event *ev = (struct inotify_event *)p;
-            if (ev->mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED))
-                lost_root = true;
-            h->dirty = true;
-            h->last_event = de_now_ns();
-            p += sizeof *ev + ev->len;
-        }
+    if (pol_dirwatch_drain(h->dw)) {
+        h->dirty = true;
+        h->last_event = de_now_ns();
     }
-    if (lost_root)
-        watch_reset(h);
 }
 
 /* ---- reporting -------------------------------------------------------------- */
@@ -227,7 +170,6 @@ de_rc pol_host_new(const char *dir, dg_graph *g, const pol_host_opts *o, pol_hos
         h->o = *o;
     else
         pol_host_opts_default(&h->o);
-    h->ifd = -1;
     h->sighup_seen = sighups;
     pol_dir_hash(dir, h->active_hash);
     pol_set *s;
@@ -243,10 +185,8 @@ de_rc pol_host_new(const char *dir, dg_graph *g, const pol_host_opts *o, pol_hos
     pol_set_publish(s, g, &st);
     install(h, s);
     h->stats.reloads_ok++;
-    if (h->o.watch) {
-        h->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        watch_reset(h);
-    }
+    if (h->o.watch)
+        h->dw = pol_dirwatch_open(dir);
     if (h->o.rescan_ns)
         h->next_rescan = de_now_ns() + h->o.rescan_ns;
     *out = h;
@@ -261,8 +201,7 @@ void pol_host_free(pol_host *h)
     pol_hookctx_free(h->hooks);
     pol_set_free(h->active);
     pol_set_free(h->pending);
-    if (h->ifd >= 0)
-        close(h->ifd);
+    pol_dirwatch_close(h->dw);
     free(h->dir);
     free(h);
 }
@@ -402,11 +341,13 @@ de_rc pol_host_cycle(pol_host *h, pol_cycle *out)
     st.first.reason = POL_R_NONE;
     de_err_clear(&st.first.err);
     out->devices_updated = pol_set_sync(h->active, h->g, &st);
+    /* drained while a revision is prepared too: a change made meanwhile is
+     * picked up after the swap (the new content hashes differently) */
+    watch_drain(h);
     if (h->pending) {
         advance(h, out, h->o.prepare_slice_ns);
         return DE_OK;
     }
-    watch_drain(h);
     uint64_t now = de_now_ns();
     bool trigger = false, force = false;
     if (h->requested) {
@@ -428,11 +369,8 @@ de_rc pol_host_cycle(pol_host *h, pol_cycle *out)
     if (!trigger)
         return DE_OK;
     begin(h, out, force);
-    if (h->pending) {
-        if (h->ifd >= 0)
-            watch_reset(h);
+    if (h->pending)
         advance(h, out, h->o.prepare_slice_ns);
-    }
     return DE_OK;
 }
 

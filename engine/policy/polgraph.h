@@ -114,11 +114,19 @@ void pol_host_free_for_allocate(pol_host *h);
 
 /* Content hash of a policy directory (file names and contents). */
 void pol_dir_hash(const char *dir, char hex[65]);
-/* Watch a policy directory and its folders (packs; a ConfigMap is flat,
- * git-sync checkouts are not) on the inotify instance ifd, for the events a
- * policy change makes.  The watch descriptors go to wds (NULL: not kept), at
- * most cap of them, the directory's own first; returns how many. */
-int pol_dir_watch(int ifd, const char *dir, int *wds, int cap);
+/* inotify on a policy directory, its folders (packs) and, for its own
+ * name, its parent (dirwatch.c says why the set is kept in step rather
+ * than re-armed).  NULL when inotify is not available. */
+typedef struct pol_dirwatch pol_dirwatch;
+pol_dirwatch *pol_dirwatch_open(const char *dir);
+void pol_dirwatch_close(pol_dirwatch *w);
+/* The descriptor to poll(2) for readability. */
+int pol_dirwatch_fd(const pol_dirwatch *w);
+/* Read every queued event; true when one may change the policies (the
+ * watch set's own bookkeeping, IN_IGNORED, never does).  Never blocks. */
+bool pol_dirwatch_drain(pol_dirwatch *w);
+/* Watches held (the directory, its folders, the parent). */
+size_t pol_dirwatch_count(const pol_dirwatch *w);
 
 typedef struct pol_host_stats {
     uint64_t reloads_ok, reloads_failed, swaps;
