@@ -27,7 +27,7 @@ CFLAGS  = $(CFLAGS_BASE) $(SANITIZE) $(PKG_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  = $(PKG_LIBS) -lm -pthread
 
 LIB_SRC := $(sort $(wildcard engine/base/*.c engine/model/*.c engine/cel/*.c engine/alloc/*.c \
-            engine/policy/*.c engine/sched/*.c drivers/*/*.c))
+            engine/policy/*.c engine/sched/*.c engine/ctrl/*.c drivers/*/*.c))
 CLI_SRC := $(sort $(wildcard engine/cli/*.c bench/*.c))
 LUA_SRC := $(sort $(wildcard lua/*.c))
 

@@ -222,6 +222,40 @@ spec:
     assert.matches("3 requests need different values, but their usable devices offer only 0, 1", err, 1, true)
   end)
 
+  it("stops at --dra-filter-timeout (DRASchedulerFilterTimeout) as kube-scheduler's Filter does", function()
+    -- five distinct devices of forty for one request, then a request nothing serves:
+    -- C(40,5) combinations before the search gives up
+    local devs = {}
+    for i = 0, 39 do
+      devs[#devs + 1] = string.format("  - name: dev-%02d\n    attributes: {idx: {int: %d}}\n", i, i)
+    end
+    local deep = "---\napiVersion: v1\nkind: Node\nmetadata: {name: trap-node}\n---\n" ..
+      "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: trap-slice}\nspec:\n" ..
+      "  driver: gpu.example.com\n  nodeName: trap-node\n  pool: {name: trap, generation: 1, resourceSliceCount: 1}\n" ..
+      "  devices:\n" .. table.concat(devs) .. claim("deep", [[
+    requests:
+    - name: a
+      exactly: {deviceClassName: gpu.example.com, count: 5}
+    - name: b
+      exactly:
+        deviceClassName: gpu.example.com
+        selectors: [{cel: {expression: 'device.attributes["gpu.example.com"].idx > 100'}}]
+    constraints:
+    - distinctAttribute: gpu.example.com/idx
+]])
+    local rc, _, err = allocate("trap-node", deep, {"--dra-filter-timeout", "20ms"})
+    assert.are.equal(2, rc)
+    assert.matches("node trap-node: timed out trying to allocate devices", err, 1, true)
+    -- without the timeout (0s) the step budget ends it instead
+    rc, _, err = allocate("trap-node", deep, {"--dra-filter-timeout", "0s"})
+    assert.are.equal(2, rc)
+    assert.matches("search limit reached on node trap-node: more than 1000000 steps", err, 1, true)
+    -- with the gate off the flag is refused, as kube-scheduler refuses filterTimeout
+    rc, _, err = allocate("trap-node", text, {"--dra-filter-timeout", "1ms", "--feature-gates", "DRASchedulerFilterTimeout=false"})
+    assert.are.equal(2, rc)
+    assert.matches("--dra-filter-timeout: Forbidden: DRASchedulingFilterTimeout feature gate is disabled", err, 1, true)
+  end)
+
   it("reports the steps used through core.allocate", function()
     local r = core.allocate{node = "trap-node", file = NODES, text = text, max_steps = 100000}
     assert.are.equal("unsatisfiable", r.status)

@@ -54,6 +54,21 @@ describe("deploy manifests", function()
     end
   end)
 
+  it("the pool status controller's extra RBAC grants exactly its calls", function()
+    local objs = docs("rbac-pool-status.yaml")
+    local grants = {}
+    for _, rule in ipairs(by_kind(objs, "ClusterRole")[1].rules) do
+      for _, r in ipairs(rule.resources) do
+        for _, v in ipairs(rule.verbs) do grants[#grants + 1] = rule.apiGroups[1] .. "/" .. r .. ":" .. v end
+      end
+    end
+    table.sort(grants)
+    assert.are.same({ "resource.k8s.io/resourcepoolstatusrequests/status:update",
+      "resource.k8s.io/resourcepoolstatusrequests:delete", "resource.k8s.io/resourcepoolstatusrequests:list",
+      "resource.k8s.io/resourcepoolstatusrequests:watch" }, grants)
+    assert.are.equal("draengine", by_kind(objs, "ClusterRoleBinding")[1].subjects[1].name)
+  end)
+
   it("the Deployment elects a leader, probes /livez and /readyz and mounts the policies directory", function()
     local d = by_kind(docs("deployment.yaml"), "Deployment")[1]
     local c = d.spec.template.spec.containers[1]

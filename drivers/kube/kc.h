@@ -153,6 +153,7 @@ typedef enum kc_res {
     KC_RES_PODS,
     KC_RES_NAMESPACES,
     KC_RES_PODGROUPS, /* scheduling.k8s.io/v1beta1, only with DRAWorkloadResourceClaims */
+    KC_RES_POOL_STATUS_REQUESTS, /* resource.k8s.io/v1alpha3, only with the pool status controller */
     KC_RES_COUNT
 } kc_res;
 

@@ -43,6 +43,8 @@ static const resinfo RES[KC_RES_COUNT] = {
     {"pods", "Pod", "v1", "/api/v1/pods", true},
     {"namespaces", "Namespace", "v1", "/api/v1/namespaces", false},
     {"podgroups", "PodGroup", "scheduling.k8s.io/v1beta1", "/apis/scheduling.k8s.io/v1beta1/podgroups", true},
+    {"resourcepoolstatusrequests", "ResourcePoolStatusRequest", "resource.k8s.io/v1alpha3",
+     "/apis/resource.k8s.io/v1alpha3/resourcepoolstatusrequests", false},
 };
 
 const char *kc_res_name(kc_res r) { return r < KC_RES_COUNT ? RES[r].name : "?"; }

@@ -43,6 +43,10 @@ typedef struct al_allocator al_allocator;
  * attempt to fill one device slot, upstream's allocateOne invocation). */
 #define AL_DEFAULT_MAX_STEPS 1000000u
 
+/* kube-scheduler's DynamicResourcesArgs.filterTimeout default (10 s), used
+ * while DRASchedulerFilterTimeout is on. */
+#define AL_DEFAULT_FILTER_TIMEOUT_NS 10000000000ull
+
 /* Upstream's per-claim result limit (AllocationResultsMaxSize). */
 #define AL_MAX_RESULTS 32
 
@@ -51,6 +55,12 @@ typedef struct al_opts {
     uint64_t max_steps; /* per node and Allocate call; 0 = AL_DEFAULT_MAX_STEPS */
     uint64_t seed;      /* seed of the shareID generator (byte-stable output) */
     cel_env *cel;       /* optional shared CEL env (must match the gates); NULL = own */
+    /* DRASchedulerFilterTimeout: wall-clock limit of one node's search, after
+     * which Allocate fails with DE_ETIMEOUT "node N: timed out trying to
+     * allocate devices" (a transient error upstream: the pod backs off).
+     * Unset = the 10 s default; set to 0 = none; no limit with the gate off. */
+    uint64_t filter_timeout_ns;
+    bool filter_timeout_set;
 } al_opts;
 
 /* ---- policy hooks ---------------------------------------------------------

@@ -90,6 +90,10 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
     if (!a->opts.max_steps)
         a->opts.max_steps = AL_DEFAULT_MAX_STEPS;
     const bool *on = a->opts.gates.on;
+    if (!on[DE_GATE_SCHEDULER_FILTER_TIMEOUT])
+        a->opts.filter_timeout_ns = 0;
+    else if (!a->opts.filter_timeout_set)
+        a->opts.filter_timeout_ns = AL_DEFAULT_FILTER_TIMEOUT_NS;
     a->f_admin = on[DE_GATE_ADMIN_ACCESS];
     a->f_prio = on[DE_GATE_PRIORITIZED_LIST];
     a->f_part = on[DE_GATE_PARTITIONABLE_DEVICES];

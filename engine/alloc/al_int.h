@@ -490,6 +490,7 @@ struct al_call {
     uint32_t nundo, capundo;
     /* search */
     uint64_t steps, max_steps;
+    uint64_t deadline;       /* de_now_ns() limit of the search (filter timeout), 0 = none */
     bool pure;               /* no side effects on failure: pruning allowed */
     de_err *e;
     int64_t score;

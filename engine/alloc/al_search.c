@@ -300,6 +300,11 @@ static bool prune_ok(al_call *c, al_rq *rq, int64_t left, uint32_t from)
 static int solve(al_call *c, uint32_t ci, uint32_t ri, uint32_t si, int64_t k, bool in_sub,
                  uint32_t start)
 {
+    /* the clock is read every 1024 steps (a step is well under a microsecond) */
+    if (c->deadline && (c->steps & 1023) == 1023 && de_now_ns() > c->deadline) {
+        de_errf(c->e, DE_ETIMEOUT, "node %s: timed out trying to allocate devices", al_str(c->a, c->node_name));
+        return AL_S_ERR;
+    }
     if (++c->steps > c->max_steps) {
         de_errf(c->e, DE_EBUDGET,
                 "search limit reached on node %s: more than %llu steps; the claims allow too many combinations (raise --max-search-steps)",
@@ -508,6 +513,7 @@ static void call_init(al_call *c, al_allocator *a, al_ntab *t, de_arena *ar, uin
     de_map_init(&c->cgskip);
     de_map_init(&c->pgrp_idx);
     c->max_steps = a->opts.max_steps;
+    c->deadline = a->opts.filter_timeout_ns ? de_now_ns() + a->opts.filter_timeout_ns : 0;
 }
 
 static void call_done(al_call *c)

@@ -61,7 +61,7 @@ static void usage(FILE *o)
     fprintf(o,
             "usage: draengine allocate -f PATH... [--node NAME] [--feature-gates A=true,...]\n"
             "                          [--policies DIR] [--max-search-steps N] [--seed N]\n"
-            "                          [-o json|yaml|table] [--watch]\n\n"
+            "                          [--dra-filter-timeout D] [-o json|yaml|table] [--watch]\n\n"
             "Allocate pending ResourceClaims offline, with kube-scheduler 1.37 semantics.\n\n"
             "  -f, --filename PATH   manifests (file, directory, or - for stdin); repeatable\n"
             "  --node NAME           allocate every pending claim together for one pod on NAME\n"
@@ -75,6 +75,8 @@ static void usage(FILE *o)
             "                        and allocate anyway, as the scheduler works on what it gets;\n"
             "                        strict: refuse them (exit 2); none: no checks\n"
             "  --max-search-steps N  per-node search budget (default %u)\n"
+            "  --dra-filter-timeout D  wall-clock limit of one node's search, kube-scheduler's\n"
+            "                        filterTimeout (default 10s, 0s: none; DRASchedulerFilterTimeout)\n"
             "  --seed N              seed for generated shareIDs (default 0)\n"
             "  -o, --output FORMAT   json (default), yaml, or table\n"
             "  -w, --watch           keep running: print the plan, then re-plan from scratch on\n"
@@ -673,6 +675,11 @@ int cli_cmd_allocate(int argc, char **argv)
             VALUE();
             if (!cli_flag_u64("allocate", "--max-search-steps", val, 1, UINT64_MAX, &opts.max_steps))
                 goto done;
+        } else if (FLAG("--dra-filter-timeout")) {
+            VALUE();
+            if (!cli_flag_duration("allocate", "--dra-filter-timeout", val, 0, CLI_DURATION_MAX, &opts.filter_timeout_ns))
+                goto done;
+            opts.filter_timeout_set = true;
         } else if (FLAG("--seed")) {
             VALUE();
             if (!cli_flag_u64("allocate", "--seed", val, 0, UINT64_MAX, &opts.seed))
@@ -696,6 +703,11 @@ int cli_cmd_allocate(int argc, char **argv)
         }
 #undef FLAG
 #undef VALUE
+    }
+    if (opts.filter_timeout_set && !opts.gates.on[DE_GATE_SCHEDULER_FILTER_TIMEOUT]) {
+        /* kube-scheduler refuses filterTimeout with the gate off (its typo kept) */
+        cli_errorf("allocate", "--dra-filter-timeout: Forbidden: DRASchedulingFilterTimeout feature gate is disabled");
+        goto done;
     }
     if (!nfiles) {
         cli_errorf("allocate", "no input: give manifests with -f PATH");

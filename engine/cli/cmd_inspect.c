@@ -640,6 +640,8 @@ json_t *cli_inspect_report(const cli_inspect *c, bool json, FILE *out)
     }
     if (json)
         json_object_set_new(root, "claims", jcl);
+    cli_inspect_pool_status(c, root, out);
+    cli_inspect_evictions(c, root, out);
     free(nodes);
     free(spools);
     free(classes);
@@ -682,6 +684,8 @@ void cli_inspect_changes(const cli_inspect *c, uint32_t *wnodes, uint32_t nwnode
             pool_table(c, spools[k], not_local, 0, out);
         free(spools);
     }
+    cli_inspect_pool_status(c, NULL, out);
+    cli_inspect_evictions(c, NULL, out);
     free(nodes);
 }
 

@@ -15,6 +15,7 @@
 #include "../alloc/al.h"
 #include "../base/dir.h"
 #include "../base/log.h"
+#include "../ctrl/ctl_serve.h"
 #include "../model/dg.h"
 #include "../policy/polgraph.h"
 #include "../sched/sch.h"
@@ -64,6 +65,14 @@ static void usage(FILE *f)
         "  --pod-initial-backoff DURATION        first retry delay of a failed pod (default 1s, 0s: none)\n"
         "  --pod-max-backoff DURATION            longest retry delay, >= the first (default 10s)\n"
         "  --no-events                           do not write events.k8s.io Events\n"
+        "  --dra-filter-timeout DURATION         limit of one node's device search (filterTimeout;\n"
+        "                                        default 10s, 0s: none; DRASchedulerFilterTimeout)\n"
+        "\n"
+        "Controllers of kube-controller-manager:\n"
+        "  --pool-status-controller[=true|false] answer ResourcePoolStatusRequests (default false;\n"
+        "                                        needs DRAResourcePoolStatus)\n"
+        "  Pods that the device taint eviction controller deletes for untolerated NoExecute\n"
+        "  device taints are reported as Events (DeviceTaintNoExecute) and in /metrics.\n"
         "\n"
         "Policies (Lua, hot-reloaded at cycle boundaries; the last good revision stays\n"
         "active when a reload fails):\n"
@@ -109,6 +118,7 @@ typedef struct serve {
     sch_sched *s;
     sch_http *http;
     pol_host *pol;
+    ctl_serve *ctl;
     bool leader_elect;
     uint64_t started;
 } serve;
@@ -116,7 +126,10 @@ typedef struct serve {
 static void on_event(void *ctx, kc_res res, kc_evtype type, json_t *obj)
 {
     serve *sv = ctx;
-    sch_observe(sv->s, res, type, obj);
+    if (res == KC_RES_POOL_STATUS_REQUESTS)
+        ctl_serve_observe(sv->ctl, type, obj);
+    else
+        sch_observe(sv->s, res, type, obj);
 }
 
 /* ---- /livez /readyz /metrics ------------------------------------------------ */
@@ -187,6 +200,7 @@ static int on_http(void *ctx, const char *method, const char *path, const char *
     if (!strcmp(path, "/metrics")) {
         *ctype = "text/plain; version=0.0.4; charset=utf-8";
         sch_metrics(sv->s, body);
+        ctl_serve_metrics(sv->ctl, body);
         kc_stats ks;
         kc_client_stats(sv->cl, &ks);
         static const char *const cls[] = {"error", "1xx", "2xx", "3xx", "4xx", "5xx"};
@@ -256,7 +270,7 @@ enum {
     O_KUBECONFIG = 256, O_CONTEXT, O_MASTER, O_QPS, O_BURST, O_SCHEDNAME, O_GATES, O_IBACKOFF,
     O_MBACKOFF, O_NOEVENTS, O_LE, O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_NAME, O_LE_NS,
     O_LE_ID, O_BIND, O_PORT, O_LOGFMT, O_WBACKOFF, O_JITTER, O_POLDIR, O_POLWATCH, O_POLRESCAN,
-    O_FIELDVAL,
+    O_FIELDVAL, O_POOLSTATUS, O_FILTERTIMEOUT,
 };
 
 /* What a walk of the policy directory skipped, as a log line. */
@@ -345,6 +359,8 @@ int cli_cmd_serve(int argc, char **argv)
         {"policy-dir", required_argument, NULL, O_POLDIR},
         {"policy-watch", optional_argument, NULL, O_POLWATCH},
         {"policy-rescan", required_argument, NULL, O_POLRESCAN},
+        {"pool-status-controller", optional_argument, NULL, O_POOLSTATUS},
+        {"dra-filter-timeout", required_argument, NULL, O_FILTERTIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -360,6 +376,8 @@ int cli_cmd_serve(int argc, char **argv)
     uint64_t wbackoff = 0, jitter = 0, rescan = 30000000000ull;
     const char *policy_dir = NULL;
     bool policy_watch = true, ibackoff_set = false, mbackoff_set = false;
+    bool pool_status = false, filter_timeout_set = false;
+    uint64_t filter_timeout = 0;
     char ident[320] = "";
     de_err e;
     de_err_clear(&e);
@@ -415,6 +433,15 @@ int cli_cmd_serve(int argc, char **argv)
             break;
         }
         case O_NOEVENTS: so.no_events = true; break;
+        case O_POOLSTATUS:
+            if (!cli_flag_bool("serve", "--pool-status-controller", optarg, &pool_status))
+                return CLI_EXIT_INVALID;
+            break;
+        case O_FILTERTIMEOUT:
+            if (!cli_flag_duration("serve", "--dra-filter-timeout", optarg, 0, CLI_DURATION_MAX, &filter_timeout))
+                return CLI_EXIT_INVALID;
+            filter_timeout_set = true;
+            break;
         case O_POLDIR: policy_dir = optarg; break;
         case O_POLWATCH:
             if (!cli_flag_bool("serve", "--policy-watch", optarg, &policy_watch))
@@ -464,6 +491,16 @@ int cli_cmd_serve(int argc, char **argv)
         return CLI_EXIT_INVALID;
     if (!check_periods(&so, &lo, ibackoff_set, mbackoff_set))
         return CLI_EXIT_INVALID;
+    if (filter_timeout_set && !gates.on[DE_GATE_SCHEDULER_FILTER_TIMEOUT]) {
+        /* kube-scheduler refuses filterTimeout with the gate off (its typo kept) */
+        cli_errorf("serve", "--dra-filter-timeout: Forbidden: DRASchedulingFilterTimeout feature gate is disabled");
+        return CLI_EXIT_INVALID;
+    }
+    if (pool_status && !gates.on[DE_GATE_RESOURCE_POOL_STATUS]) {
+        cli_errorf("serve", "--pool-status-controller needs the DRAResourcePoolStatus feature gate "
+                            "(kube-controller-manager runs that controller only with it)");
+        return CLI_EXIT_INVALID;
+    }
     if (!ident[0])
         default_identity(ident, sizeof ident);
     lo.identity = ident;
@@ -494,6 +531,8 @@ int cli_cmd_serve(int argc, char **argv)
     sv.g = dg_new(NULL, &gopts);
     al_opts ao = {0};
     ao.gates = gates;
+    ao.filter_timeout_ns = filter_timeout;
+    ao.filter_timeout_set = filter_timeout_set;
     sv.al = al_new(sv.g, &ao, &e);
     if (!sv.al) {
         cli_errorf("serve", "allocator: %s", e.msg);
@@ -502,6 +541,8 @@ int cli_cmd_serve(int argc, char **argv)
     }
     so.workload_claims = gates.on[DE_GATE_WORKLOAD_RESOURCE_CLAIMS];
     sv.s = sch_new(sv.g, sv.al, sv.cl, &so);
+    ctl_serve_opts cso = {.pool_status = pool_status, .no_events = so.no_events, .identity = ident};
+    sv.ctl = ctl_serve_new(sv.g, sv.cl, &gates, &cso);
     if (policy_dir) {
         pol_host_opts po;
         pol_host_opts_default(&po);
@@ -541,6 +582,8 @@ int cli_cmd_serve(int argc, char **argv)
         io.want[i] = true;
     /* PodGroups (KEP-5729) exist only where the workload APIs are served. */
     io.want[KC_RES_PODGROUPS] = gates.on[DE_GATE_WORKLOAD_RESOURCE_CLAIMS];
+    /* the v1alpha3 API is served only where the alpha is switched on */
+    io.want[KC_RES_POOL_STATUS_REQUESTS] = pool_status;
     io.backoff_initial_ns = wbackoff;
     io.jitter_seed = jitter;
     sv.inf = kc_informer_new(sv.cl, &io, on_event, &sv);
@@ -562,6 +605,8 @@ int cli_cmd_serve(int argc, char **argv)
         for (unsigned i = 0; i < n; i++)
             wf[i] = (kc_waitfd){pfd[i].fd, pfd[i].events, 0};
         uint64_t due = sch_next_due_ns(sv.s);
+        if (was_synced && (!sv.lease || was_leader)) /* only the leader's controllers act */
+            due = DE_MIN(due, ctl_serve_next_due_ns(sv.ctl));
         if (sv.lease)
             due = DE_MIN(due, kc_lease_next_due_ns(sv.lease));
         int timeout = due == UINT64_MAX ? 200 : (int)DE_MIN(due / 1000000ull, 200);
@@ -606,8 +651,10 @@ int cli_cmd_serve(int argc, char **argv)
                     gs.nodes, gs.slices, gs.devices, gs.classes, gs.claims, gs.pods);
         }
         was_synced = synced;
-        if (leader && synced)
+        if (leader && synced) {
             sch_run(sv.s, 50000000ull);
+            ctl_serve_run(sv.ctl);
+        }
     }
     if (stop_requested)
         DE_INFO(0, "shutting down");
@@ -617,6 +664,7 @@ out:
     kc_lease_free(sv.lease);
     kc_informer_free(sv.inf);
     sch_http_free(sv.http);
+    ctl_serve_free(sv.ctl);
     sch_free(sv.s);
     al_free(sv.al);
     pol_host_free(sv.pol); /* before the graph: it clears what it published */

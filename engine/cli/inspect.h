@@ -39,6 +39,14 @@ json_t *cli_inspect_report(const cli_inspect *c, bool json, FILE *out);
  * are gone, and with `network` the pools that are not node-local. */
 void cli_inspect_changes(const cli_inspect *c, uint32_t *nodes, uint32_t nnodes, bool network, FILE *out);
 
+/* What kube-controller-manager's DRA controllers would do (inspect_ctl.c):
+ * the status of each ResourcePoolStatusRequest, and the pods the device
+ * taint eviction controller would delete.  With root, added to it as
+ * "poolStatusRequests" and "evictions"; else printed on out (nothing when
+ * there is nothing to say). */
+void cli_inspect_pool_status(const cli_inspect *c, json_t *root, FILE *out);
+void cli_inspect_evictions(const cli_inspect *c, json_t *root, FILE *out);
+
 /* inspect --watch (inspect_watch.c): runs until SIGINT/SIGTERM; the exit code. */
 int cli_inspect_watch(const char **paths, int npaths, bool json, const de_gates *gates);
 

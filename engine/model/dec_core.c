@@ -91,6 +91,8 @@ dg_pool_status_request *dec_pool_status_request(dec *d, json_t *obj)
         return NULL;
     dec_meta(d, obj, &r->meta, 0);
     r->limit = 100;
+    json_t *st = json_object_get(obj, "status");
+    r->has_status = st && !json_is_null(st);
     json_t *spec = dec_get_obj(d, obj, "spec");
     size_t sm = dec_field(d, "spec");
     if (!spec) {
@@ -120,7 +122,7 @@ dg_pool_status_request *dec_pool_status_request(dec *d, json_t *obj)
     }
     if (dec_get_str(d, spec, "defaultPartitionTypeAttribute", &s, &sl)) {
         r->default_partition_type_attr = dec_intern(d, s, sl);
-        if (d->validate)
+        if (d->validate && d->gates.on[DE_GATE_PARTITIONABLE_DEVICES_TYPE])
             dec_fq_name(d, "defaultPartitionTypeAttribute", s, sl, NULL, NULL);
     }
     dec_pop(d, sm);

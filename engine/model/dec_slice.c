@@ -217,7 +217,9 @@ dg_slice *dec_slice(dec *d, json_t *obj)
     size_t ptl;
     if (dec_get_str(d, spec, "partitionTypeAttribute", &pta, &ptl)) {
         s->partition_type_attr = dec_intern(d, pta, ptl);
-        if (d->validate)
+        /* without DRAPartitionableDevicesType the API server drops the field
+         * before validating; the pool status controller then ignores it too */
+        if (d->validate && d->gates.on[DE_GATE_PARTITIONABLE_DEVICES_TYPE])
             check_partition_type(d, s, pta, ptl, st.consumes);
     }
 

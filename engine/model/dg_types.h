@@ -416,6 +416,7 @@ typedef struct dg_pool_status_request {
     uint32_t pool_name; /* 0 = all pools of the driver */
     int32_t limit;      /* defaulted to 100 */
     uint32_t default_partition_type_attr;
+    bool has_status;    /* the controller already wrote a status */
 } dg_pool_status_request;
 
 /* ---- core v1 Node, Pod, Namespace -------------------------------------- */

@@ -49,8 +49,9 @@ RESOURCES = {
     ("coordination.k8s.io", "v1", "leases"): ("Lease", True),
     ("events.k8s.io", "v1", "events"): ("Event", True),
     ("scheduling.k8s.io", "v1beta1", "podgroups"): ("PodGroup", True),
+    ("resource.k8s.io", "v1alpha3", "resourcepoolstatusrequests"): ("ResourcePoolStatusRequest", False),
 }
-STATUS_SUB = {"pods", "resourceclaims", "nodes"}
+STATUS_SUB = {"pods", "resourceclaims", "nodes", "resourcepoolstatusrequests"}
 KIND_TO_RES = {v[0]: k for k, v in RESOURCES.items()}
 NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 FINALIZER = "resource.kubernetes.io/delete-protection"
@@ -678,6 +679,11 @@ class Handler(BaseHTTPRequestHandler):
                         new["metadata"]["resourceVersion"] = (body.get("metadata") or {}).get("resourceVersion", "")
                     out, code = STORE.update(res, ns, name, new, sub), 200
                 elif method == "DELETE" and name is not None:
+                    want = ((body or {}).get("preconditions") or {}).get("uid") if isinstance(body, dict) else None
+                    cur = STORE.get(res, ns, name)
+                    if want and want != cur["metadata"].get("uid"):
+                        raise ApiError(409, "Conflict", "Precondition failed: UID in precondition: %s, UID in object meta: %s"
+                                       % (want, cur["metadata"].get("uid")))
                     out, code = STORE.delete(res, ns, name), 200
                 else:
                     raise ApiError(405, "MethodNotAllowed", "method not allowed")
