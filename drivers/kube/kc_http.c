@@ -246,8 +246,15 @@ static void on_warning(resp *r, const char *v, size_t n)
         v = q + 1;
     }
     r->cl->st.warnings++;
+    /* the text is a quoted-string: undo its backslash escapes */
     char m[768];
-    snprintf(m, sizeof m, "%.*s", (int)DE_MIN(n, 600), v);
+    size_t k = 0;
+    for (size_t i = 0; i < n && k < 600; i++) {
+        if (v[i] == '\\' && i + 1 < n)
+            i++;
+        m[k++] = v[i];
+    }
+    m[k] = 0;
     kc_redact(r->cl->cfg, m);
     DE_WARN("server warning on %s %s: %s", r->method, r->path, m);
 }

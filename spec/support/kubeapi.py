@@ -90,7 +90,8 @@ class Store:
         self.claim_controller = claim_controller
         self.snapshots = {}
         self.faults = {"rules": [], "conflict_rate": 0.0, "error_rate": 0.0, "slow_ms": 0,
-                       "watch_gone": 0, "gone_mode": "event", "expire_continue": 0}
+                       "watch_gone": 0, "gone_mode": "event", "expire_continue": 0,
+                       "warnings": 0}
         self.valid_tokens = set()
         self.valid_basic = set()   # "user:password"
         self.stats = {"requests": 0, "watches": 0, "lists": 0, "active_watches": 0,
@@ -349,7 +350,17 @@ class Handler(BaseHTTPRequestHandler):
     # -- plumbing -----------------------------------------------------------------
     def _send_json(self, code, obj, headers=None):
         data = json.dumps(obj, separators=(",", ":")).encode()
+        warn = False
+        if self.command != "GET" and not self.path.startswith("/_test/") and \
+                not self.headers.get("X-Test-Bypass"):
+            with STORE.cv:
+                if STORE.faults["warnings"] > 0:
+                    STORE.faults["warnings"] -= 1
+                    warn = True
         self.send_response(code)
+        if warn:
+            # as the real server answers fieldValidation=Warn with an unknown field
+            self.send_header("Warning", '299 - "unknown field \\"spec.injected\\" (injected)"')
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
@@ -637,7 +648,8 @@ class Handler(BaseHTTPRequestHandler):
         sent = None
         if isinstance(body, dict):
             sent = (body.get("metadata") or {}).get("resourceVersion")
-        STORE.writes.append({"method": method, "path": urlsplit(self.path).path, "resource": res[2],
+        STORE.writes.append({"method": method, "path": urlsplit(self.path).path,
+                             "query": urlsplit(self.path).query, "resource": res[2],
                              "namespace": ns, "name": name, "subresource": sub,
                              "sentResourceVersion": sent, "currentResourceVersion": cur_rv,
                              "status": code, "time": time.time(),
@@ -717,7 +729,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self._send_json(200, {"rv": STORE.rv, "objects": out})
             if path == "/_test/faults" and method == "POST":
                 b = body or {}
-                for k in ("conflict_rate", "error_rate", "slow_ms", "watch_gone", "gone_mode", "expire_continue"):
+                for k in ("conflict_rate", "error_rate", "slow_ms", "watch_gone", "gone_mode", "expire_continue",
+                          "warnings"):
                     if k in b:
                         STORE.faults[k] = b[k]
                 for r in b.get("rules") or []:
