@@ -212,6 +212,7 @@ static int l_schedule(lua_State *L)
     } else if (rc == DE_EUNSAT) {
         lb_set_str(L, "status", "unschedulable");
         lb_set_str(L, "reason", po.why);
+        lb_set_str(L, "k8s_reason", po.k8s_why);
     } else {
         lb_set_str(L, "status", "error");
         lb_set_str(L, "error", e.msg);

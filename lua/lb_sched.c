@@ -34,10 +34,16 @@ static int l_node_fit(lua_State *L)
     uint32_t nid = dg_node_find(g, de_intern_cstr(dg_intern(g), luaL_checkstring(L, 4)));
     if (nid == DG_NONE)
         return luaL_error(L, "no node %s", lua_tostring(L, 4));
-    sch_sched *s = sch_new(g, NULL, NULL, NULL);
+    de_err e;
+    de_err_clear(&e);
+    al_allocator *al = al_new(g, NULL, &e);
+    if (!al)
+        return luaL_error(L, "%s", e.msg);
+    sch_sched *s = sch_new(g, al, NULL, NULL);
     char why[512];
     unsigned bits = sch_node_fit(s, pid, nid, why, sizeof why);
     sch_free(s);
+    al_free(al);
     static const char *const names[] = {"unschedulable", "selector", "taint", "resources",
                                         "claim-node", "devices"};
     lua_pushboolean(L, bits == 0);
@@ -56,16 +62,14 @@ static int l_pod_requests(lua_State *L)
 {
     dg_graph *g = graph_arg(L, 1);
     uint32_t pid = find_pod(L, g, 2);
-    sch_sched *s = sch_new(g, NULL, NULL, NULL);
-    amount *a = NULL;
-    uint32_t n = sch_pod_requests(s, dg_pod_get(g, pid), &a);
+    al_amount *a = NULL;
+    uint32_t n = al_pod_requests(dg_pod_get(g, pid), &a);
     lua_newtable(L);
     for (uint32_t i = 0; i < n; i++) {
         lua_pushinteger(L, a[i].milli);
         lua_setfield(L, -2, de_intern_str(dg_intern(g), a[i].name));
     }
     free(a);
-    sch_free(s);
     return 1;
 }
 

@@ -117,7 +117,14 @@ describe("allocate command without --node", function()
     os.remove(pod)
     assert.are.equal(1, rc)
     assert.matches("pod default/p0: unschedulable: 0/3 nodes are available: 3 x node%(s%) didn't match the requested node name", err)
-    assert.are.same({}, core.json_decode(out).items)
+    -- the List holds the pod only (no claim was allocated), with kube-scheduler's condition
+    local items = core.json_decode(out).items
+    assert.are.equal(1, #items)
+    assert.are.equal("Pod", items[1].kind)
+    local c = items[1].status.conditions[1]
+    assert.are.same({ "PodScheduled", "False", "Unschedulable" }, { c.type, c.status, c.reason })
+    assert.are.equal("0/3 nodes are available: 3 node(s) didn't match the requested node name. preemption: 0/3 "
+      .. "nodes are available: 3 Preemption is not helpful for scheduling.", c.message)
   end)
 end)
 

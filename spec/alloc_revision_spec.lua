@@ -42,12 +42,17 @@ describe("the policy revision in allocate's decisions", function()
     local rc, out, err = H.run({ "allocate", "-f", dir, "--policies", pol, "-o", "json" })
     assert.are.equal(0, rc, err)
     local doc = core.json_decode(out)
-    assert.are.equal(2, #doc.items)
+    local claims = {}
     for _, item in ipairs(doc.items) do
+      if item.kind == "ResourceClaim" then claims[#claims + 1] = item end
+    end
+    assert.are.equal(4, #doc.items, "two claims and the two pods they were allocated for")
+    assert.are.equal(2, #claims)
+    for _, item in ipairs(claims) do
       assert.are.equal(rev, item.metadata.annotations[ANN])
       assert.truthy(item.status.allocation)
     end
-    assert.are.equal("ml", doc.items[1].metadata.annotations.team)
+    assert.are.equal("ml", claims[1].metadata.annotations.team)
     rc, out = H.run({ "allocate", "-f", dir, "--policies", pol, "-o", "yaml" })
     assert.are.equal(0, rc)
     assert.are.equal(2, select(2, out:gsub("      " .. ANN:gsub("%p", "%%%0") .. ": " .. rev .. "\n", "")))

@@ -207,6 +207,8 @@ typedef struct al_pod_outcome {
     uint32_t nodes_feasible; /* feasible nodes seen (with a score hook: all of them) */
     uint32_t nodes_checked;  /* nodes past the pod filters that this call evaluated */
     const char *why;         /* unschedulable: summary over nodes (top reasons) */
+    const char *k8s_why;     /* unschedulable: the message kube-scheduler gives (its FitError
+                              * and DefaultPreemption's PostFilter), for PodScheduled=False */
 } al_pod_outcome;
 
 /*
@@ -223,6 +225,55 @@ typedef struct al_pod_outcome {
  */
 de_rc al_schedule_pod(al_allocator *a, uint32_t pod, de_arena *arena, al_pod_outcome *out,
                       de_err *e);
+
+/* ---- node fit beyond devices (al_fit.c) ----------------------------------------------
+ *
+ * The filters kube-scheduler runs before DynamicResources, in its order
+ * (NodeName, NodeUnschedulable, TaintToleration, NodeAffinity,
+ * NodeResourcesFit) with its reasons, shared by al_schedule_pod and the
+ * scheduler of `draengine serve`.  Node usage is kept by the allocator: the
+ * pods the graph shows on a node plus the pods placed by the scheduler
+ * (al_pod_assume) until the graph shows them bound. */
+
+typedef struct al_amount {
+    uint32_t name;  /* interned resource name */
+    int64_t milli;  /* milli-units */
+} al_amount;
+
+enum {
+    AL_FIT_UNSCHEDULABLE = 1u << 0, /* node.spec.unschedulable */
+    AL_FIT_SELECTOR = 1u << 1,      /* nodeSelector / required node affinity */
+    AL_FIT_TAINT = 1u << 2,         /* untolerated NoSchedule/NoExecute taint */
+    AL_FIT_RESOURCES = 1u << 3,     /* cpu, memory, pods, extended resources */
+    AL_FIT_CLAIM_NODE = 1u << 4,    /* an allocated claim is not available on the node */
+    AL_FIT_NODE_NAME = 1u << 6,     /* pod.spec.nodeName names another node */
+};
+
+typedef struct al_fit {
+    unsigned bit;        /* AL_FIT_* of the filter that failed, 0 = fits */
+    bool unresolvable;   /* kube-scheduler's UnschedulableAndUnresolvable */
+    char reasons[512];   /* upstream's reasons, one per line ("Insufficient cpu") */
+} al_fit;
+
+/* The pod's requests (malloc'd, free()): regular and sidecar containers
+ * add up, an init container needs its own plus the sidecars before it. */
+uint32_t al_pod_requests(const dg_pod *pod, al_amount **out);
+/* What a bound pod counts on its node (malloc'd). */
+uint32_t al_pod_usage(al_allocator *a, const dg_pod *pod, al_amount **out);
+int64_t al_amount_get(const al_amount *a, uint32_t n, uint32_t name);
+/* 0 = fits; else the AL_FIT_* bit with the reasons in *f. */
+unsigned al_node_fit(al_allocator *a, const dg_pod *pod, const al_amount *req, uint32_t nreq,
+                     const dg_node *node, al_fit *f);
+/* The reasons on one line, ", "-separated. */
+void al_fit_text(const al_fit *f, char *buf, size_t cap);
+/* NodeResourcesFit's least-allocated score over cpu and memory (0-100). */
+double al_least_allocated(al_allocator *a, const al_amount *req, uint32_t nreq, const dg_node *node);
+/* Count the pod on node_name until the graph shows it elsewhere or it
+ * ends; al_pod_forget undoes an assumption the graph has not confirmed. */
+void al_pod_assume(al_allocator *a, uint32_t pod, uint32_t node_name);
+void al_pod_forget(al_allocator *a, uint32_t pod);
+uint32_t al_node_pods(al_allocator *a, uint32_t node_name);
+int64_t al_node_requested(al_allocator *a, uint32_t node_name, uint32_t resource);
 
 /* ---- offline input ------------------------------------------------------------------ */
 

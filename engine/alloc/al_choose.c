@@ -22,7 +22,8 @@
  *    invalidate every table below.
  *  - Score tables.  A pod's *signature* is everything the filters, Allocate
  *    and the score can see of it: its nodeName, nodeSelector, required
- *    affinity and tolerations, the node selectors of its allocated claims,
+ *    affinity, tolerations and requests (NodeResourcesFit: a node's usage
+ *    moves its generation), the node selectors of its allocated claims,
  *    and the namespace and full spec of each pending claim, in pod order -
  *    not claim names or UIDs, so the pods of one template share it.  Per
  *    signature a table holds, per node, the generation it was evaluated at
@@ -86,6 +87,8 @@ typedef struct ent {
     double ps;        /* policy score */
     int64_t k8s;
     uint32_t reason;  /* filtered/infeasible: reason index, or UNEXPLAINED; else NONE */
+    uint32_t kreason; /* filtered/infeasible: upstream's reasons (reason index); else NONE */
+    bool kres;        /* ... and kube-scheduler could resolve them by preemption */
     uint32_t hpos;    /* heap position, NONE = not in the heap */
     uint8_t state;
     al_saved *sv;     /* feasible: its allocation, when saved (al_saved.c) */
@@ -107,7 +110,9 @@ typedef struct stable {
     de_map ridx;      /* text hash + probe -> index + 1 */
     char **rtext;
     uint32_t *rcount;
+    uint32_t *kcount; /* nodes giving each text as upstream's reasons */
     uint32_t nr, capr;
+    uint32_t nres;    /* nodes whose upstream status is resolvable */
     uint32_t *unexpl; /* ranks that may be UNEXPLAINED */
     uint32_t nunexpl, capunexpl;
     uint64_t used;    /* LRU tick */
@@ -209,6 +214,7 @@ static void st_free(struct al_chooser *c, stable *t)
         free(t->rtext[i]);
     free(t->rtext);
     free(t->rcount);
+    free(t->kcount);
     de_map_destroy(&t->ridx);
     free(t->unexpl);
     free(t->heap);
@@ -253,8 +259,8 @@ static void st_reset(al_allocator *a, stable *t)
         t->heap = de_xmalloc((t->n ? t->n : 1) * sizeof *t->heap);
     }
     for (uint32_t r = 0; r < t->n; r++)
-        t->e[r] = (ent){.reason = NONE, .hpos = NONE};
-    t->nheap = t->nerr = 0;
+        t->e[r] = (ent){.reason = NONE, .kreason = NONE, .hpos = NONE};
+    t->nheap = t->nerr = t->nres = 0;
     for (uint32_t i = 0; i < t->nr; i++)
         free(t->rtext[i]);
     t->nr = 0;
@@ -384,9 +390,11 @@ static uint32_t reason_ref(stable *t, const char *s)
         t->capr = t->capr ? t->capr * 2 : 16;
         t->rtext = de_xrealloc(t->rtext, t->capr * sizeof *t->rtext);
         t->rcount = de_xrealloc(t->rcount, t->capr * sizeof *t->rcount);
+        t->kcount = de_xrealloc(t->kcount, t->capr * sizeof *t->kcount);
     }
     t->rtext[t->nr] = de_xstrdup(s);
     t->rcount[t->nr] = 0;
+    t->kcount[t->nr] = 0;
     uint64_t k = h;
     while (de_map_get(&t->ridx, k, NULL))
         k++;
@@ -458,6 +466,8 @@ de_rc al_score_node(al_allocator *a, uint32_t podid, uint32_t rank, const uint32
 typedef struct nodeeval {
     uint8_t state;
     const char *reason; /* filtered/infeasible; NULL = not explained */
+    const char *kreasons; /* filtered/infeasible: upstream's reasons */
+    bool kres;          /* ... resolvable by preemption */
     al_outcome o;       /* feasible */
     double ps;
     de_rc rc;           /* error */
@@ -470,16 +480,20 @@ static void eval_node(al_allocator *a, const al_podctx *p, uint32_t r, de_arena 
                       uint32_t *checked)
 {
     v->reason = NULL;
+    v->kreasons = AL_K8S_CANNOT_ALLOCATE;
+    v->kres = false;
     v->ps = 0;
     v->rc = DE_OK;
     de_err_clear(&v->err);
     const dg_node *node = al_node_at(a, r);
-    const char *f = al_pod_filter(a, p->pod, node);
-    if (!f && !al_node_matches_allocated(a, p->claims, p->nclaims, node))
-        f = "node(s) didn't match the node selector of an allocated claim";
+    al_fit fit;
+    char buf[512];
+    const char *f = al_pod_filter(a, p, node, &fit, buf, sizeof buf);
     if (f) {
         v->state = E_FILTERED;
-        v->reason = f;
+        v->reason = de_arena_strdup(ar, f);
+        v->kreasons = de_arena_strdup(ar, fit.reasons);
+        v->kres = !fit.unresolvable;
         return;
     }
     (*checked)++;
@@ -500,6 +514,8 @@ static void eval_node(al_allocator *a, const al_podctx *p, uint32_t r, de_arena 
     a->no_explain = false;
     if (rc != DE_OK) {
         v->state = rc == DE_EUNSAT || v->o.invalid_pools || rc == DE_EBUDGET ? E_INFEASIBLE : E_ERROR;
+        if (v->o.invalid_pools)
+            v->kreasons = AL_K8S_INVALID_POOLS;
         v->rc = rc;
         return;
     }
@@ -529,6 +545,12 @@ static void ent_clear(al_allocator *a, stable *t, uint32_t r)
         t->nerr--;
     if (x->reason < UNEXPLAINED)
         t->rcount[x->reason]--;
+    if (x->kreason != NONE) {
+        t->kcount[x->kreason]--;
+        t->nres -= x->kres;
+    }
+    x->kreason = NONE;
+    x->kres = false;
     saved_free(a->chooser, x);
     x->reason = NONE;
     x->state = E_UNKNOWN;
@@ -577,6 +599,10 @@ static void refresh(al_allocator *a, const al_podctx *p, stable *t, uint32_t r, 
     switch (v.state) {
     case E_FILTERED:
     case E_INFEASIBLE:
+        x->kreason = reason_ref(t, v.kreasons);
+        t->kcount[x->kreason]++;
+        x->kres = v.kres;
+        t->nres += x->kres;
         if (v.reason) {
             x->reason = reason_ref(t, v.reason);
             t->rcount[x->reason]++;
@@ -819,6 +845,13 @@ static void build_sig(al_allocator *a, const al_podctx *p)
     }
     *w++ = pod->has_required_affinity;
     done(c, w);
+    w = reserve(c, 1 + 3 * p->nreq);
+    *w++ = p->nreq;
+    for (uint32_t i = 0; i < p->nreq; i++) {
+        *w++ = p->req[i].name;
+        w = w64(w, (uint64_t)p->req[i].milli);
+    }
+    done(c, w);
     if (pod->has_required_affinity)
         put_nodesel(c, &pod->required_affinity);
     *reserve(c, 1) = p->nclaims;
@@ -874,6 +907,20 @@ static const char *summary(al_allocator *a, const al_podctx *p, stable *t, de_ar
     return s;
 }
 
+/* kube-scheduler's message: upstream's reasons of every node, kept per
+ * table as the human ones are. */
+static const char *k8s_summary(al_allocator *a, const al_podctx *p, stable *t, de_arena *ar)
+{
+    al_reasons ks = {0};
+    de_map_init(&ks.idx);
+    for (uint32_t i = 0; i < t->nr; i++)
+        if (t->kcount[i])
+            al_kreason_add(&ks, t->rtext[i], t->kcount[i]);
+    const char *s = al_k8s_message(&ks, ar, a->nnodes, t->nres, p->pod->preempt_never);
+    al_reasons_free(&ks);
+    return s;
+}
+
 de_rc al_choose(al_allocator *a, const al_podctx *p, de_arena *ar, al_choice *ch, de_err *e)
 {
     memset(ch, 0, sizeof *ch);
@@ -912,6 +959,7 @@ de_rc al_choose(al_allocator *a, const al_podctx *p, de_arena *ar, al_choice *ch
             t->e[r].gen = ~0ull;
         } else if (!t->nheap) {
             ch->why = summary(a, p, t, ar);
+            ch->k8s_why = k8s_summary(a, p, t, ar);
             ch->checked = my.checked;
             return DE_EUNSAT;
         } else {

@@ -130,6 +130,12 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
     de_map_init(&a->pool_tabs);
     a->scratch = de_arena_new(64u << 20);
     a->s_metadata_name = al_intern(a, "metadata.name");
+    a->s_pods = al_intern(a, "pods");
+    a->s_cpu = al_intern(a, "cpu");
+    a->s_memory = al_intern(a, "memory");
+    a->s_unsched_taint = al_intern(a, "node.kubernetes.io/unschedulable");
+    a->s_noschedule = al_intern(a, "NoSchedule");
+    a->s_noexecute = al_intern(a, "NoExecute");
     a->s_in = al_intern(a, "In");
     a->epoch = 1;
     a->order_dirty = true;
@@ -180,6 +186,7 @@ void al_free(al_allocator *a)
     dg_remove_device_listener(a->g, on_device, a);
     al_choose_free(a);
     al_counts_free(a);
+    al_usage_free(a);
     free(a->dirty);
     free(a->dirty_bits);
     for (uint32_t i = 0; i < a->ntabsets; i++)
@@ -621,8 +628,11 @@ static void on_change(void *ctx, dg_kind kind, dg_op op, uint32_t id)
     case DG_KIND_NODE:
         on_node(a, op, id);
         break;
+    case DG_KIND_POD:
+        al_usage_pod_event(a, op, id); /* what pods take from their nodes (al_fit.c) */
+        break;
     default:
-        break; /* taint rules (their devices: on_device), pods, templates,
+        break; /* taint rules (their devices: on_device), templates,
                 * namespaces, pool status requests */
     }
 }

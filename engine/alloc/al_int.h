@@ -16,6 +16,7 @@
  *   al_choose.c     node choice with score hooks: cached per node state and
  *                   claim set signature, best node from a heap
  *   al_counts.c     devices and free devices per node (for score hooks)
+ *   al_fit.c        node fit beyond devices (shared with engine/sched), node usage
  *
  * Index spaces: a node table ("ntab") flattens the pools gathered for one
  * node into one array of devices in canonical order (pool order, slice name
@@ -235,8 +236,11 @@ struct al_allocator {
     uint32_t nfailed_tabs;   /* tables whose last build failed */
     /* devices per node (al_counts.c) */
     struct al_counts *counts;
+    /* what pods take from their nodes (al_fit.c) */
+    struct al_usage *usage;
     /* frequently used interned strings */
     uint32_t s_metadata_name, s_in;
+    uint32_t s_pods, s_cpu, s_memory, s_unsched_taint, s_noschedule, s_noexecute;
     /* scratch */
     de_arena *scratch;       /* CEL evaluation scratch */
     al_stats stats;
@@ -266,6 +270,8 @@ typedef struct al_podctx {
     uint32_t npending;
     al_selset **ss;          /* selector sets of the quick check */
     uint32_t nss;
+    const al_amount *req;    /* the pod's requests (NodeResourcesFit) */
+    uint32_t nreq;
 } al_podctx;
 
 typedef struct al_choice {
@@ -275,6 +281,7 @@ typedef struct al_choice {
     double policy;
     uint32_t feasible, checked;
     const char *why;         /* DE_EUNSAT */
+    const char *k8s_why;     /* DE_EUNSAT: kube-scheduler's message */
 } al_choice;
 
 /* Choose the node for a pod whose claims are all pending or allocated (no
@@ -298,6 +305,10 @@ void al_saved_restore(al_allocator *a, const al_saved *s, const uint32_t *pendin
 de_rc al_score_node(al_allocator *a, uint32_t podid, uint32_t rank, const uint32_t *claims, uint32_t n,
                     const al_outcome *o, de_arena *ar, double *ps, de_err *e);
 
+/* al_fit.c */
+void al_usage_pod_event(al_allocator *a, dg_op op, uint32_t pod);
+void al_usage_free(al_allocator *a);
+
 /* al_counts.c */
 void al_counts_slice(al_allocator *a, uint32_t sid); /* a slice changed or was removed */
 void al_counts_usage(al_allocator *a, uint64_t key); /* usage of pack(pool, device) changed */
@@ -305,7 +316,11 @@ void al_counts_free(al_allocator *a);
 
 /* al_place.c: pieces of the node filter shared with al_choose.c */
 const dg_node *al_node_at(al_allocator *a, uint32_t rank);
-const char *al_pod_filter(al_allocator *a, const dg_pod *pod, const dg_node *node);
+/* The filters before DynamicResources and the allocated claims' nodes:
+ * NULL when the node passes; else the reason for people (in buf or
+ * static), with upstream's reasons in *f. */
+const char *al_pod_filter(al_allocator *a, const al_podctx *p, const dg_node *node, al_fit *f, char *buf,
+                          size_t cap);
 bool al_node_matches_allocated(al_allocator *a, const uint32_t *claims, uint32_t n, const dg_node *node);
 const char *al_quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t nss, uint32_t rank);
 
@@ -319,6 +334,15 @@ typedef struct al_reasons {
 void al_reason_addn(al_reasons *r, const char *s, uint32_t n);
 const char *al_reasons_summary(al_reasons *r, de_arena *ar, uint32_t nnodes);
 void al_reasons_free(al_reasons *r);
+/* kube-scheduler's view of the same failures: upstream's reasons per node
+ * (al_fit.reasons, one per line), counted per reason; al_k8s_message makes
+ * its FitError text, "0/N nodes are available: 2 Insufficient cpu, 1
+ * node(s) had untolerated taint(s). preemption: ..." */
+#define AL_K8S_CANNOT_ALLOCATE "cannot allocate all claims"
+#define AL_K8S_INVALID_POOLS "invalid resource pools were encountered"
+void al_kreason_add(al_reasons *k, const char *lines, uint32_t n);
+const char *al_k8s_message(const al_reasons *k, de_arena *ar, uint32_t nnodes, uint32_t resolvable,
+                           bool preempt_never);
 
 /* al_gather.c */
 de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e);

@@ -131,54 +131,19 @@ static uint64_t *maybe_free(al_allocator *a, al_selset *s)
 
 /* ---- pod-level filters ------------------------------------------------------------ */
 
-static bool kv_has(const dg_kv *kv, uint32_t n, uint32_t key, uint32_t value)
+const char *al_pod_filter(al_allocator *a, const al_podctx *p, const dg_node *node, al_fit *f, char *buf,
+                          size_t cap)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (kv[i].key == key && kv[i].value == value)
-            return true;
-    return false;
-}
-
-const char *al_pod_filter(al_allocator *a, const dg_pod *pod, const dg_node *node)
-{
-    if (pod->node_name && pod->node_name != node->meta.name)
-        return "node(s) didn't match the requested node name";
-    if (node->unschedulable)
-        return "node(s) were unschedulable";
-    for (uint32_t i = 0; i < pod->nnode_selector; i++)
-        if (!kv_has(node->meta.labels, node->meta.nlabels, pod->node_selector[i].key,
-                    pod->node_selector[i].value))
-            return "node(s) didn't match Pod's node affinity/selector";
-    if (pod->has_required_affinity) {
-        bool m = false;
-        de_err e;
-        de_err_clear(&e);
-        if (dg_nodesel_match(a->g, &pod->required_affinity, node->meta.name, node->meta.labels,
-                             node->meta.nlabels, &m, &e) != DE_OK || !m)
-            return "node(s) didn't match Pod's node affinity/selector";
+    if (!al_node_fit(a, p->pod, p->req, p->nreq, node, f)) {
+        if (al_node_matches_allocated(a, p->claims, p->nclaims, node))
+            return NULL;
+        f->bit = AL_FIT_CLAIM_NODE;
+        f->unresolvable = true;
+        snprintf(f->reasons, sizeof f->reasons, "%s", "resourceclaim not available on the node");
+        return "node(s) didn't match the node selector of an allocated claim";
     }
-    for (uint32_t i = 0; i < node->ntaints; i++) {
-        const dg_node_taint *t = &node->taints[i];
-        const char *eff = al_str(a, t->effect);
-        if (strcmp(eff, "NoSchedule") && strcmp(eff, "NoExecute"))
-            continue;
-        bool ok = false;
-        for (uint32_t j = 0; j < pod->ntolerations && !ok; j++) {
-            const dg_pod_toleration *p = &pod->tolerations[j];
-            if (p->effect && p->effect != t->effect)
-                continue;
-            if (p->key && p->key != t->key)
-                continue;
-            const char *op = p->op ? al_str(a, p->op) : "Equal";
-            if (!strcmp(op, "Exists"))
-                ok = true;
-            else if (!strcmp(op, "Equal"))
-                ok = p->value == t->value && (p->key || !t->key);
-        }
-        if (!ok)
-            return "node(s) had untolerated taint";
-    }
-    return NULL;
+    al_fit_text(f, buf, cap);
+    return buf;
 }
 
 /* ---- reasons ------------------------------------------------------------------------- */
@@ -235,6 +200,64 @@ const char *al_reasons_summary(al_reasons *r, de_arena *ar, uint32_t nnodes)
     const char *s = de_arena_strdup(ar, de_buf_str(&b));
     de_buf_free(&b);
     return s;
+}
+
+/* Upstream's reasons of one node (one per line), each counted once more. */
+void al_kreason_add(al_reasons *k, const char *lines, uint32_t n)
+{
+    char line[512];
+    while (*lines) {
+        const char *nl = strchr(lines, '\n');
+        size_t len = nl ? (size_t)(nl - lines) : strlen(lines);
+        snprintf(line, sizeof line, "%.*s", (int)len, lines);
+        al_reason_addn(k, line, n);
+        lines += len + (nl ? 1 : 0);
+    }
+}
+
+static int cmp_cstr(const void *x, const void *y)
+{
+    return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* "<count> <reason>" per reason, sorted as strings (Go's sort.Strings),
+ * ", "-joined, then "." - kube-scheduler's histogram. */
+static void histogram(de_buf *b, char **items, uint32_t n)
+{
+    qsort(items, n, sizeof *items, cmp_cstr);
+    for (uint32_t i = 0; i < n; i++)
+        de_buf_printf(b, "%s%s", i ? ", " : " ", items[i]);
+    if (n)
+        de_buf_puts(b, ".");
+}
+
+const char *al_k8s_message(const al_reasons *k, de_arena *ar, uint32_t nnodes, uint32_t resolvable,
+                           bool preempt_never)
+{
+    de_buf b;
+    de_buf_init(&b, 1u << 20);
+    de_buf_printf(&b, "0/%u nodes are available:", nnodes);
+    char **items = de_xcalloc(k->n + 2, sizeof *items);
+    for (uint32_t i = 0; i < k->n; i++)
+        items[i] = de_arena_printf(ar, "%u %s", k->count[i], k->text[i]);
+    histogram(&b, items, k->n);
+    /* DefaultPreemption's PostFilter: draengine never preempts; a node
+     * that failed only on resources would need lower-priority victims */
+    if (preempt_never) {
+        de_buf_puts(&b, " preemption: not eligible due to preemptionPolicy=Never.");
+    } else {
+        de_buf_printf(&b, " preemption: 0/%u nodes are available:", nnodes);
+        uint32_t m = 0;
+        if (resolvable)
+            items[m++] = de_arena_printf(ar, "%u No preemption victims found for incoming pod", resolvable);
+        if (nnodes > resolvable)
+            items[m++] = de_arena_printf(ar, "%u Preemption is not helpful for scheduling", nnodes - resolvable);
+        histogram(&b, items, m);
+    }
+    free(items);
+    const char *out = de_arena_strdup(ar, de_buf_str(&b));
+    de_buf_free(&b);
+    return out;
 }
 
 void al_reasons_free(al_reasons *r)
@@ -315,7 +338,7 @@ static de_rc commit(al_allocator *a, const dg_pod *pod, al_pod_outcome *out, con
 /* ---- scheduling ------------------------------------------------------------------------- */
 
 /* The chosen node: fill the outcome and commit. */
-static de_rc place(al_allocator *a, const dg_pod *pod, al_pod_outcome *out, uint32_t *pending,
+static de_rc place(al_allocator *a, const dg_pod *pod, uint32_t podid, al_pod_outcome *out, uint32_t *pending,
                    const uint32_t *pidx, uint32_t npending, uint32_t rank, const al_outcome *best,
                    int64_t k8s, double policy, de_err *e)
 {
@@ -330,6 +353,9 @@ static de_rc place(al_allocator *a, const dg_pod *pod, al_pod_outcome *out, uint
     }
     if (npending || out->nclaims)
         DE_TRY(commit(a, pod, out, pending, npending, best, e));
+    /* the pod now takes its requests from the node (NodeResourcesFit of
+     * the next pods); the graph never shows it bound offline */
+    al_pod_assume(a, podid, node->meta.name);
     return DE_OK;
 }
 
@@ -469,26 +495,36 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         }
     }
     node_order(a);
+    al_amount *req = NULL;
+    uint32_t nreq = al_pod_requests(pod, &req);
+    al_amount *reqa = AL_NEW(ar, al_amount, nreq ? nreq : 1);
+    if (nreq)
+        memcpy(reqa, req, nreq * sizeof *req);
+    free(req);
+    al_podctx pc = {.pod = pod, .podid = podid, .claims = out->claims, .nclaims = out->nclaims,
+                    .pending = pending, .npending = npending, .ss = ss, .nss = nss, .req = reqa, .nreq = nreq};
     bool scoring = a->has_hooks && a->hooks.score;
     /* with a score hook: the cached choice (al_choose.c), unless the pod has
      * an extended resource claim (one per node shape) or nothing pending or
      * a claim the policies refuse (the loop below says why on every node) */
     if (scoring && !a->choice_off && !next && npending && all_admitted(a, pending, npending)) {
-        al_podctx pc = {.pod = pod, .podid = podid, .claims = out->claims, .nclaims = out->nclaims,
-                        .pending = pending, .npending = npending, .ss = ss, .nss = nss};
         al_choice ch;
         rc = al_choose(a, &pc, ar, &ch, e);
         free(ss);
         out->nodes_feasible = ch.feasible;
         out->nodes_checked = ch.checked;
-        if (rc == DE_EUNSAT)
+        if (rc == DE_EUNSAT) {
             out->why = ch.why;
+            out->k8s_why = ch.k8s_why;
+        }
         if (rc != DE_OK)
             return rc;
-        return place(a, pod, out, pending, pidx, npending, ch.rank, &ch.o, ch.k8s, ch.policy, e);
+        return place(a, pod, podid, out, pending, pidx, npending, ch.rank, &ch.o, ch.k8s, ch.policy, e);
     }
-    al_reasons rs = {0};
+    al_reasons rs = {0}, ks = {0};
     de_map_init(&rs.idx);
+    de_map_init(&ks.idx);
+    uint32_t resolvable = 0;
     uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
     uint64_t *cand = AL_NEW(ar, uint64_t, nw);
     /* nodes fill in order: start past the words every index has cleared */
@@ -512,14 +548,16 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
     al_outcome best;
     memset(&best, 0, sizeof best);
     de_rc result = DE_OK;
+    char fbuf[512];
     for (size_t r = de_bits_next(cand, a->nnodes, (size_t)low * 64); r < a->nnodes;
          r = de_bits_next(cand, a->nnodes, r + 1)) {
         const dg_node *node = al_node_at(a, (uint32_t)r);
-        const char *f = al_pod_filter(a, pod, node);
-        if (!f && !al_node_matches_allocated(a, out->claims, out->nclaims, node))
-            f = "node(s) didn't match the node selector of an allocated claim";
+        al_fit fit;
+        const char *f = al_pod_filter(a, &pc, node, &fit, fbuf, sizeof fbuf);
         if (f) {
             al_reason_addn(&rs, f, 1);
+            al_kreason_add(&ks, fit.reasons, 1);
+            resolvable += !fit.unresolvable;
             continue;
         }
         out->nodes_checked++;
@@ -533,6 +571,7 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
                 if (v == nvar) {
                     if (nvar == 8) {
                         al_reason_addn(&rs, "too many different extended resource claims for one pod", 1);
+                        al_kreason_add(&ks, AL_K8S_CANNOT_ALLOCATE, 1);
                         continue;
                     }
                     de_err ce;
@@ -559,11 +598,13 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         al_ntab *t = al_ntab_get(a, node->meta.name, &ne);
         if (!t) {
             al_reason_addn(&rs, ne.msg, 1);
+            al_kreason_add(&ks, AL_K8S_CANNOT_ALLOCATE, 1);
             continue;
         }
         const char *q = al_quick_check(a, t, ss, nss, (uint32_t)r);
         if (q) {
             al_reason_addn(&rs, q, 1);
+            al_kreason_add(&ks, AL_K8S_CANNOT_ALLOCATE, 1);
             continue;
         }
         de_arena_mark m = de_arena_save(ar);
@@ -580,6 +621,7 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
                     failed = de_xrealloc(failed, capfailed * sizeof *failed);
                 }
                 failed[nfailed++] = (failure){(uint32_t)r, nuse > npending ? pending[npending] : DG_NONE, nuse};
+                al_kreason_add(&ks, o.invalid_pools ? AL_K8S_INVALID_POOLS : AL_K8S_CANNOT_ALLOCATE, 1);
                 continue;
             }
             /* a hard error aborts the attempt for the pod, as upstream */
@@ -634,6 +676,7 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
     if (result != DE_OK) {
         free(ss);
         al_reasons_free(&rs);
+        al_reasons_free(&ks);
         return result;
     }
     if (best_rank == UINT32_MAX) {
@@ -644,10 +687,13 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         for (uint32_t r = 0; r < a->nnodes; r++)
             if (!de_bit_get(cand, r)) {
                 const dg_node *node = al_node_at(a, (uint32_t)r);
-                const char *f = al_pod_filter(a, pod, node);
-                if (!f && !al_node_matches_allocated(a, out->claims, out->nclaims, node))
-                    f = "node(s) didn't match the node selector of an allocated claim";
-                if (!f) {
+                al_fit fit;
+                const char *f = al_pod_filter(a, &pc, node, &fit, fbuf, sizeof fbuf);
+                if (f) {
+                    al_kreason_add(&ks, fit.reasons, 1);
+                    resolvable += !fit.unresolvable;
+                } else {
+                    al_kreason_add(&ks, AL_K8S_CANNOT_ALLOCATE, 1);
                     de_err ne;
                     de_err_clear(&ne);
                     al_ntab *t = al_ntab_get(a, node->meta.name, &ne);
@@ -656,11 +702,14 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
                 al_reason_addn(&rs, f ? f : "no free device matching a request", 1);
             }
         out->why = al_reasons_summary(&rs, ar, a->nnodes);
+        out->k8s_why = al_k8s_message(&ks, ar, a->nnodes, resolvable, pod->preempt_never);
         al_reasons_free(&rs);
+        al_reasons_free(&ks);
         free(ss);
         return DE_EUNSAT;
     }
     al_reasons_free(&rs);
+    al_reasons_free(&ks);
     free(ss);
     if (best_nuse > npending) {
         /* the extended resource claim joins the pod's claims, last */
@@ -669,5 +718,5 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         out->claims[out->nclaims++] = best_ext;
         npending++;
     }
-    return place(a, pod, out, pending, pidx, npending, best_rank, &best, best_k8s, best_policy, e);
+    return place(a, pod, podid, out, pending, pidx, npending, best_rank, &best, best_k8s, best_policy, e);
 }

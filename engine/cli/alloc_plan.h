@@ -89,6 +89,14 @@ void cli_plan_summary(const cli_plan *p, char *buf, size_t cap);
 typedef de_rc (*cli_alloc_load_fn)(void *ctx, dg_graph *g, al_input *lc, de_err *e);
 int cli_allocate_run(const cli_alloc_cfg *cfg, cli_alloc_load_fn load, void *ctx, cli_plan *rec, bool print);
 
+/* The objects of the List (alloc_objs.c): a claim with its allocation (NULL:
+ * as the graph holds it) and the policy revision annotation when given; a
+ * pod as the API shows it once scheduled (awaiting: allocated, waiting for
+ * binding conditions, not bound) or after a failed attempt. */
+json_t *cli_claim_with_allocation(dg_graph *g, uint32_t clid, const dg_allocation *al, const char *revision);
+json_t *cli_pod_scheduled(al_allocator *al, dg_graph *g, const al_pod_outcome *po, bool awaiting);
+json_t *cli_pod_unschedulable(dg_graph *g, uint32_t pid, const char *message);
+
 /* `allocate --watch` (alloc_watch.c); returns the exit code. */
 int cli_allocate_watch(const cli_alloc_cfg *cfg, const char *const *files, int nfiles);
 

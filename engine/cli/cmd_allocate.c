@@ -78,7 +78,8 @@ static void usage(FILE *o)
             "  --dra-filter-timeout D  wall-clock limit of one node's search, kube-scheduler's\n"
             "                        filterTimeout (default 10s, 0s: none; DRASchedulerFilterTimeout)\n"
             "  --seed N              seed for generated shareIDs (default 0)\n"
-            "  -o, --output FORMAT   json (default), yaml, or table\n"
+            "  -o, --output FORMAT   json (default), yaml, or table; without --node the List\n"
+            "                        holds the claims and the pods (bound, or PodScheduled=False)\n"
             "  -w, --watch           keep running: print the plan, then re-plan from scratch on\n"
             "                        every change of the manifests (and of --policies DIR) and\n"
             "                        print what changed in the decisions; -o json prints one\n"
@@ -90,34 +91,6 @@ static void usage(FILE *o)
 }
 
 /* ---- output ---------------------------------------------------------------------- */
-
-static json_t *claim_with_allocation(dg_graph *g, uint32_t clid, const dg_allocation *al, const char *revision)
-{
-    json_t *src = dg_claim_json(g, clid);
-    json_t *c = src ? json_deep_copy(src) : json_object();
-    if (revision) {
-        json_t *md = json_object_get(c, "metadata");
-        if (!json_is_object(md)) {
-            md = json_object();
-            json_object_set_new(c, "metadata", md);
-        }
-        json_t *an = json_object_get(md, "annotations");
-        if (!json_is_object(an)) {
-            an = json_object();
-            json_object_set_new(md, "annotations", an);
-        }
-        json_object_set_new(an, CLI_POLICY_REVISION_ANNOTATION, json_string(revision));
-    }
-    if (al) {
-        json_t *st = json_object_get(c, "status");
-        if (!json_is_object(st)) {
-            st = json_object();
-            json_object_set_new(c, "status", st);
-        }
-        json_object_set_new(st, "allocation", dg_encode_allocation(g, al));
-    }
-    return c;
-}
 
 static int print_doc(json_t *doc, int fmt)
 {
@@ -415,7 +388,7 @@ static int run_node(al_allocator *al, dg_graph *g, al_input *lc, const char *nod
         } else {
             json_t *items = json_array();
             for (uint32_t i = 0; i < o.nclaims; i++)
-                json_array_append_new(items, claim_with_allocation(g, ids[i], &o.claims[i].alloc, rx->revision));
+                json_array_append_new(items, cli_claim_with_allocation(g, ids[i], &o.claims[i].alloc, rx->revision));
             json_t *doc = json_pack("{s:s, s:s, s:o}", "apiVersion", "v1", "kind", "List", "items", items);
             if (rx->print)
                 ret = print_doc(doc, rx->fmt);
@@ -456,6 +429,8 @@ static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, const runctx *r
                 fprintf(stderr, "draengine allocate: pod %s: unschedulable: %s\n", pname, po.why ? po.why : "?");
             if (rx->rec)
                 cli_plan_pod_add(rx->rec, pname, NULL, po.why ? po.why : "?");
+            if (fmt != OUT_TABLE)
+                json_array_append_new(items, cli_pod_unschedulable(g, pid, po.k8s_why ? po.k8s_why : po.why));
             unsched++;
             if (!ret)
                 ret = CLI_EXIT_UNSAT;
@@ -485,9 +460,11 @@ static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, const runctx *r
                 if (cl && cl->allocated && rx->print)
                     table_rows(&t, g, pname, po.claims[k], &cl->allocation, node);
             } else if (po.allocated_now[k]) {
-                json_array_append_new(items, claim_with_allocation(g, po.claims[k], NULL, rx->revision));
+                json_array_append_new(items, cli_claim_with_allocation(g, po.claims[k], NULL, rx->revision));
             }
         }
+        if (fmt != OUT_TABLE)
+            json_array_append_new(items, cli_pod_scheduled(al, g, &po, false));
     }
     if (fmt == OUT_TABLE) {
         if (rx->print) {

@@ -316,6 +316,9 @@ dg_pod *dec_pod(dec *d, json_t *obj)
     dec_known(d, spec, pod_spec_fields, NULL);
     dec_get_id(d, spec, "nodeName", &p->node_name);
     dec_get_id(d, spec, "schedulerName", &p->scheduler_name);
+    uint32_t policy = 0;
+    dec_get_id(d, spec, "preemptionPolicy", &policy);
+    p->preempt_never = policy && !strcmp(dec_str(d, policy), "Never");
     json_t *ns = dec_get_obj(d, spec, "nodeSelector");
     if (ns && json_object_size(ns)) {
         p->node_selector = DEC_NEW(d, dg_kv, json_object_size(ns));

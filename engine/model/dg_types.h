@@ -485,6 +485,7 @@ typedef struct dg_pod {
     dg_pod_claim_status *claim_statuses;
     uint32_t nclaim_statuses;
     uint32_t phase;
+    bool preempt_never;       /* spec.preemptionPolicy: Never */
 } dg_pod;
 
 typedef struct dg_namespace {

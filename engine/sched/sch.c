@@ -38,7 +38,6 @@ sch_sched *sch_new(dg_graph *g, al_allocator *al, kc_client *cl, const sch_opts 
     de_map_init(&s->pod_by_key);
     de_map_init(&s->claim_pods);
     de_map_init(&s->class_claims);
-    de_map_init(&s->node_usage);
     de_map_init(&s->assumed_rv);
     sch_ext_index_open(s);
     s->nodes_dirty = true;
@@ -160,6 +159,7 @@ static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
             }
             return;
         }
+        /* what it takes from the node is counted by the allocator (al_fit.c) */
         idx = sch_pod_ensure(s, ns, name);
         spod *sp = sch_pod(s, idx);
         if ((sp->state == SP_ASSUMED || sp->state == SP_BOUND) && sp->node == p->node_name) {
@@ -168,15 +168,9 @@ static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
             sp->state = SP_BOUND;
             return;
         }
-        if ((sp->state == SP_ASSUMED || sp->state == SP_BOUND) && sp->node)
-            sch_usage_add(s, sp->node, sp->req, sp->nreq, -1);
-        free(sp->req);
-        sp->req = NULL;
-        sp->nreq = sch_pod_requests(s, p, &sp->req);
         sp->node = p->node_name;
         sp->state = SP_BOUND;
         sp->in_active = false;
-        sch_usage_add(s, sp->node, sp->req, sp->nreq, +1);
         return;
     }
     bool ours = p->scheduler_name == s->sched_name && !p->meta.deleting && !terminal(s, p);
@@ -197,7 +191,6 @@ static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
         break;
     case SP_BOUND:
         /* spec.nodeName went away: a new pod with the same name */
-        sch_usage_add(s, sp->node, sp->req, sp->nreq, -1);
         sp->node = 0;
         sch_activate(s, idx);
         break;
@@ -587,8 +580,8 @@ static void schedule_one(sch_sched *s, uint32_t idx)
     /* Filter. */
     if (s->nodes_dirty)
         rebuild_nodes(s);
-    amount *req = NULL;
-    uint32_t nreq = sch_pod_requests(s, p, &req);
+    al_amount *req = NULL;
+    uint32_t nreq = al_pod_requests(p, &req);
     uint32_t N = s->nnodes, want = nodes_to_find(N);
     feas *fs = de_arena_alloc(s->cycle, (want + 1) * sizeof *fs);
     uint32_t nf = 0, k;
@@ -874,8 +867,8 @@ unsigned sch_node_fit(sch_sched *s, uint32_t pod, uint32_t node, char *why, size
         snprintf(why, cap, "no such pod or node");
         return SCH_FIT_SELECTOR;
     }
-    amount *req = NULL;
-    uint32_t nreq = sch_pod_requests(s, p, &req);
+    al_amount *req = NULL;
+    uint32_t nreq = al_pod_requests(p, &req);
     unsigned bits = sch_fit(s, p, req, nreq, n, why, cap, NULL);
     free(req);
     if (!bits)

@@ -383,9 +383,6 @@ de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, de
 bound:
     sp->state = SP_ASSUMED;
     sp->node = c->node_name;
-    free(sp->req);
-    sp->req = NULL;
-    sp->nreq = sch_pod_requests(s, p, &sp->req);
-    sch_usage_add(s, sp->node, sp->req, sp->nreq, +1);
+    al_pod_assume(s->al, pid, c->node_name);
     return DE_OK;
 }

@@ -28,11 +28,6 @@ enum {
     WAIT_NBITS = 5
 };
 
-typedef struct amount {
-    uint32_t name;  /* interned resource name */
-    int64_t milli;  /* milli-units */
-} amount;
-
 typedef struct spod {
     uint32_t ns, name; /* interned */
     uint8_t state;
@@ -43,18 +38,10 @@ typedef struct spod {
     uint64_t first_seen;  /* for the end-to-end latency */
     uint64_t unsched_since;
     uint32_t node;        /* interned node name when assumed/bound */
-    amount *req;          /* requests counted on the node (assumed/bound) */
-    uint32_t nreq;
     uint32_t *claims;     /* claim keys indexed for this pod (packed ns/name, low/high) */
     uint32_t nclaims;
     char *last_msg;       /* last FailedScheduling note (to aggregate Events) */
 } spod;
-
-typedef struct nusage {
-    uint32_t npods;
-    amount *a;
-    uint32_t na, cap;
-} nusage;
 
 typedef struct vec32 {
     uint32_t *v;
@@ -97,9 +84,6 @@ struct sch_sched {
     vec32 *vecs;
     uint32_t nvecs, veccap;
     de_map class_claims; /* class name -> vecs index + 1 (claim keys as 2 words) */
-    de_map node_usage;   /* node name -> usage index + 1 */
-    nusage *usage;
-    uint32_t nusage, usagecap;
     de_map assumed_rv;   /* claim key -> resourceVersion we wrote */
     de_map ext_owned;    /* pack(ns, controller uid) -> vecs index + 1: extended-resource claim ids */
     de_map ext_owner;    /* claim id -> its key in ext_owned, for the claims indexed there */
@@ -138,13 +122,10 @@ uint32_t sch_pop_active(sch_sched *s);
 void sch_promote_due(sch_sched *s);
 /* The vec32 behind a map slot of an index (0 = none yet: a new, empty one). */
 vec32 *sch_vec(sch_sched *s, uint64_t *slot);
-void sch_usage_add(sch_sched *s, uint32_t node, const amount *a, uint32_t n, int sign);
-nusage *sch_usage_get(sch_sched *s, uint32_t node);
 void sch_queue_free(sch_sched *s);
 
-/* sch_fit.c */
-uint32_t sch_pod_requests(sch_sched *s, const dg_pod *p, amount **out);
-unsigned sch_fit(sch_sched *s, const dg_pod *p, const amount *req, uint32_t nreq,
+/* sch_fit.c: the allocator's node fit (al_node_fit) as SCH_FIT_* bits */
+unsigned sch_fit(sch_sched *s, const dg_pod *p, const al_amount *req, uint32_t nreq,
                  const dg_node *n, char *why, size_t cap, double *score);
 
 /* sch_ext.c */

@@ -112,10 +112,7 @@ void sch_pod_forget(sch_sched *s, uint32_t idx)
     spod *p = &s->pods[idx];
     if (p->state == SP_NONE && p->ns == 0 && p->name == 0)
         return;
-    if ((p->state == SP_ASSUMED || p->state == SP_BOUND) && p->node)
-        sch_usage_add(s, p->node, p->req, p->nreq, -1);
     de_map_del(&s->pod_by_key, sch_key(p->ns, p->name));
-    free(p->req);
     free(p->claims);
     free(p->last_msg);
     memset(p, 0, sizeof *p);
@@ -322,46 +319,10 @@ uint64_t sch_next_due_ns(const sch_sched *s)
     return best;
 }
 
-/* ---- node usage --------------------------------------------------------------------- */
-
-nusage *sch_usage_get(sch_sched *s, uint32_t node)
-{
-    uint64_t v;
-    return de_map_get(&s->node_usage, node, &v) ? &s->usage[v - 1] : NULL;
-}
-
-void sch_usage_add(sch_sched *s, uint32_t node, const amount *a, uint32_t n, int sign)
-{
-    uint64_t *slot = de_map_slot(&s->node_usage, node, 0);
-    if (*slot == 0) {
-        if (s->nusage == s->usagecap) {
-            s->usagecap = s->usagecap ? s->usagecap * 2 : 64;
-            s->usage = de_xrealloc(s->usage, s->usagecap * sizeof *s->usage);
-        }
-        memset(&s->usage[s->nusage], 0, sizeof s->usage[s->nusage]);
-        *slot = ++s->nusage;
-    }
-    nusage *u = &s->usage[*slot - 1];
-    u->npods = (uint32_t)((int64_t)u->npods + sign);
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t j = 0;
-        while (j < u->na && u->a[j].name != a[i].name)
-            j++;
-        if (j == u->na) {
-            if (u->na == u->cap) {
-                u->cap = u->cap ? u->cap * 2 : 4;
-                u->a = de_xrealloc(u->a, u->cap * sizeof *u->a);
-            }
-            u->a[u->na++] = (amount){a[i].name, 0};
-        }
-        u->a[j].milli += sign * a[i].milli;
-    }
-}
 
 void sch_queue_free(sch_sched *s)
 {
     for (uint32_t i = 0; i < s->npods; i++) {
-        free(s->pods[i].req);
         free(s->pods[i].claims);
         free(s->pods[i].last_msg);
     }
@@ -375,13 +336,9 @@ void sch_queue_free(sch_sched *s)
     for (uint32_t i = 0; i < s->nvecs; i++)
         free(s->vecs[i].v);
     free(s->vecs);
-    for (uint32_t i = 0; i < s->nusage; i++)
-        free(s->usage[i].a);
-    free(s->usage);
     free(s->nodes);
     de_map_destroy(&s->pod_by_key);
     de_map_destroy(&s->claim_pods);
     de_map_destroy(&s->class_claims);
-    de_map_destroy(&s->node_usage);
     de_map_destroy(&s->assumed_rv);
 }
