@@ -273,6 +273,12 @@ double al_least_allocated(al_allocator *a, const al_amount *req, uint32_t nreq, 
 void al_pod_assume(al_allocator *a, uint32_t pod, uint32_t node_name);
 void al_pod_forget(al_allocator *a, uint32_t pod);
 uint32_t al_node_pods(al_allocator *a, uint32_t node_name);
+/* DynamicResources' Filter on the pod's allocated claims (DG_NONE entries
+ * skipped): each is available on the node - its allocation's node selector
+ * matches, and devices allocated with skipNodeOperations find the node
+ * declaring DRAOptionalNodeOperations.  Else kube-scheduler says
+ * "resourceclaim not available on the node". */
+bool al_node_matches_allocated(al_allocator *a, const uint32_t *claims, uint32_t n, const dg_node *node);
 int64_t al_node_requested(al_allocator *a, uint32_t node_name, uint32_t resource);
 
 /* ---- offline input ------------------------------------------------------------------ */

@@ -106,6 +106,7 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
     a->f_cgroups = on[DE_GATE_COMPATIBILITY_GROUPS] && a->f_part;
     a->f_frac = on[DE_GATE_FRACTIONAL_CAPACITY_RANGE];
     a->f_skipops = on[DE_GATE_OPTIONAL_NODE_OPERATIONS];
+    a->f_declared = on[DE_GATE_NODE_DECLARED_FEATURES];
     if (a->opts.cel) {
         a->cel = a->opts.cel;
     } else {
@@ -136,6 +137,7 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
     a->s_unsched_taint = al_intern(a, "node.kubernetes.io/unschedulable");
     a->s_noschedule = al_intern(a, "NoSchedule");
     a->s_noexecute = al_intern(a, "NoExecute");
+    a->s_optional_ops = al_intern(a, "DRAOptionalNodeOperations");
     a->s_in = al_intern(a, "In");
     a->epoch = 1;
     a->order_dirty = true;

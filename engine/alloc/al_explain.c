@@ -60,7 +60,7 @@ static bool describe_rq(al_call *c, al_rq *rq, de_buf *b, uint64_t *usable_out)
 {
     al_ntab *t = c->t;
     uint32_t match = 0, inuse = 0, tainted = 0, cap = 0, counters = 0, groups = 0, noattr = 0,
-             usable = 0, blocked = 0;
+             usable = 0, blocked = 0, nodeops = 0;
     uint64_t *usable_set = usable_out;
     const al_claimc *cc = &c->claims[rq->claim];
     for (size_t d = de_bits_next(rq->cs->cand, t->ndev, 0); d < t->ndev;
@@ -73,6 +73,10 @@ static bool describe_rq(al_call *c, al_rq *rq, de_buf *b, uint64_t *usable_out)
         }
         if (!rq->admin && de_bit_get(t->inuse, d)) {
             inuse++;
+            continue;
+        }
+        if (dv->flags & AL_DF_NODEOPS) {
+            nodeops++;
             continue;
         }
         if (c->a->f_taints && al_taint_blocks(dv, rq)) {
@@ -121,6 +125,10 @@ static bool describe_rq(al_call *c, al_rq *rq, de_buf *b, uint64_t *usable_out)
         de_buf_printf(b, ", %u in use by other claims", inuse);
     if (tainted)
         de_buf_printf(b, ", %u tainted without a matching toleration", tainted);
+    if (nodeops)
+        de_buf_printf(b, ", %u skip node operations (%s)", nodeops,
+                      c->a->f_skipops ? "the node does not declare DRAOptionalNodeOperations"
+                                      : "DRAOptionalNodeOperations is off");
     if (cap)
         de_buf_printf(b, ", %u without enough free capacity", cap);
     if (counters)

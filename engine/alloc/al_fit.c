@@ -451,3 +451,13 @@ uint32_t al_pod_usage(al_allocator *a, const dg_pod *p, al_amount **out)
     (void)a;
     return al_pod_requests(p, out);
 }
+
+bool al_node_declares(const al_allocator *a, const dg_node *n, uint32_t feature)
+{
+    if (!n || !a->f_declared)
+        return false;
+    for (uint32_t i = 0; i < n->ndeclared_features; i++)
+        if (n->declared_features[i] == feature)
+            return true;
+    return false;
+}

@@ -36,6 +36,7 @@ typedef struct gctx {
     uint32_t node;           /* node name */
     const dg_kv *labels;
     uint32_t nlabels;
+    bool node_ops_optional;  /* devices whose slice skips node operations may go here */
     de_err *e;
 } gctx;
 
@@ -48,6 +49,7 @@ static void gctx_init(gctx *g, al_allocator *a, al_ntab *t, uint32_t node_name, 
     g->e = e;
     uint32_t nid = dg_node_find(a->g, node_name);
     const dg_node *n = nid == DG_NONE ? NULL : dg_node_get(a->g, nid);
+    g->node_ops_optional = a->f_skipops && al_node_declares(a, n, a->s_optional_ops);
     if (n) {
         g->labels = n->meta.labels;
         g->nlabels = n->meta.nlabels;
@@ -345,6 +347,10 @@ static void fill_flags(gctx *g, al_dev *dv)
         dv->flags |= AL_DF_MULTI;
     if (d->nbinding_conditions)
         dv->flags |= AL_DF_BINDING;
+    /* KEP-5945: a slice with skipNodeOperations needs the gate and a node
+     * that declares DRAOptionalNodeOperations (upstream's allocateDevice) */
+    if (s->nskip_node_ops && !g->node_ops_optional)
+        dv->flags |= AL_DF_NODEOPS;
     for (uint32_t k = 0; k < d->nconsumes; k++)
         if (d->consumes[k].ngroups)
             dv->flags |= AL_DF_CGROUPS;

@@ -60,6 +60,7 @@ enum {
     AL_DF_PERDEV = 1 << 5,   /* slice has perDeviceNodeSelection */
     AL_DF_BLOCKED = 1 << 6,  /* a policy groups hook failed closed on it: never allocated */
     AL_DF_OWN = 1 << 7,      /* from a slice whose spec.nodeName is the table's node */
+    AL_DF_NODEOPS = 1 << 8,  /* its slice skips node operations the gate or the node does not allow */
 };
 
 typedef struct al_dev {
@@ -178,7 +179,7 @@ struct al_allocator {
     uint64_t hook_rev;
     /* gates, flattened */
     bool f_admin, f_prio, f_part, f_taints, f_taint_rules, f_cc, f_bind, f_list, f_derived,
-        f_cgroups, f_frac, f_skipops;
+        f_cgroups, f_frac, f_skipops, f_declared;
     /* change tracking (al_core.c) */
     uint64_t epoch;          /* bumped when everything must be rebuilt (hooks) */
     uint32_t *dirty;         /* device ids changed in place since the last al_sync */
@@ -240,7 +241,7 @@ struct al_allocator {
     struct al_usage *usage;
     /* frequently used interned strings */
     uint32_t s_metadata_name, s_in;
-    uint32_t s_pods, s_cpu, s_memory, s_unsched_taint, s_noschedule, s_noexecute;
+    uint32_t s_pods, s_cpu, s_memory, s_unsched_taint, s_noschedule, s_noexecute, s_optional_ops;
     /* scratch */
     de_arena *scratch;       /* CEL evaluation scratch */
     al_stats stats;
@@ -307,6 +308,10 @@ de_rc al_score_node(al_allocator *a, uint32_t podid, uint32_t rank, const uint32
 
 /* al_fit.c */
 void al_usage_pod_event(al_allocator *a, dg_op op, uint32_t pod);
+/* The node declares the feature in status.declaredFeatures (read only with
+ * the NodeDeclaredFeatures gate, as the API server drops the field without
+ * it); a stand-in node (NULL) declares nothing. */
+bool al_node_declares(const al_allocator *a, const dg_node *n, uint32_t feature);
 void al_usage_free(al_allocator *a);
 
 /* al_counts.c */
@@ -321,7 +326,6 @@ const dg_node *al_node_at(al_allocator *a, uint32_t rank);
  * static), with upstream's reasons in *f. */
 const char *al_pod_filter(al_allocator *a, const al_podctx *p, const dg_node *node, al_fit *f, char *buf,
                           size_t cap);
-bool al_node_matches_allocated(al_allocator *a, const uint32_t *claims, uint32_t n, const dg_node *node);
 const char *al_quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t nss, uint32_t rank);
 
 /* Why no node fits, summed over nodes: "0/N nodes are available: ..." */

@@ -386,8 +386,15 @@ bool al_node_matches_allocated(al_allocator *a, const uint32_t *claims, uint32_t
                                    const dg_node *node)
 {
     for (uint32_t i = 0; i < n; i++) {
-        const dg_claim *cl = dg_claim_get(a->g, claims[i]);
-        if (!cl || !cl->allocated || !cl->allocation.has_node_selector)
+        const dg_claim *cl = claims[i] == DG_NONE ? NULL : dg_claim_get(a->g, claims[i]);
+        if (!cl || !cl->allocated)
+            continue;
+        /* devices allocated with skipNodeOperations need a node that
+         * declares DRAOptionalNodeOperations (KEP-5945) */
+        for (uint32_t k = 0; k < cl->allocation.nresults; k++)
+            if (cl->allocation.results[k].nskip_node_ops && !al_node_declares(a, node, a->s_optional_ops))
+                return false;
+        if (!cl->allocation.has_node_selector)
             continue;
         bool m = false;
         de_err e;

@@ -107,7 +107,7 @@ static int allocate_device(al_call *c, al_rq *rq, uint32_t dev, bool must, place
     al_claimc *cc = &c->claims[rq->claim];
     const al_dev *dv = &c->t->devs[dev];
     bool multi = dv->flags & AL_DF_MULTI;
-    if (dv->flags & AL_DF_BLOCKED)
+    if (dv->flags & (AL_DF_BLOCKED | AL_DF_NODEOPS))
         return AL_S_FAIL;
     if (!multi && rq->admin && de_bit_get(cc->mine, dev))
         return AL_S_FAIL;
@@ -448,7 +448,7 @@ static void prepare(al_call *c)
                     }
                     if (rq->all && (dv->flags & AL_DF_MULTI))
                         pure = false;
-                    if (tainted || (dv->flags & AL_DF_BLOCKED))
+                    if (tainted || (dv->flags & (AL_DF_BLOCKED | AL_DF_NODEOPS)))
                         continue;
                     de_bit_set(rq->stat, d);
                 }

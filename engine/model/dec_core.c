@@ -200,6 +200,13 @@ dg_node *dec_node(dec *d, json_t *obj)
             n->allocatable = dec_amounts(d, alloc, &n->nallocatable);
             dec_pop(d, am);
         }
+        /* KEP-5328: the features the kubelet declares (DRAOptionalNodeOperations) */
+        json_t *df = dec_get_arr(d, st, "declaredFeatures");
+        if (df) {
+            size_t fm = dec_field(d, "declaredFeatures");
+            n->declared_features = dec_str_list(d, df, &n->ndeclared_features);
+            dec_pop(d, fm);
+        }
         dec_pop(d, m);
     }
     return n;

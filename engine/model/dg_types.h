@@ -437,6 +437,8 @@ typedef struct dg_node {
     dg_node_taint *taints;
     uint32_t ntaints;
     bool unschedulable;
+    uint32_t *declared_features; /* status.declaredFeatures (KEP-5328) */
+    uint32_t ndeclared_features;
 } dg_node;
 
 typedef struct dg_pod_claim_ref {

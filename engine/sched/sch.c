@@ -601,19 +601,9 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         char why[256];
         double rscore = 0;
         unsigned bits = sch_fit(s, p, req, nreq, n, why, sizeof why, &rscore);
-        for (uint32_t i = 0; !bits && i < nall; i++) {
-            const dg_claim *c = claims[i] == DG_NONE ? NULL : dg_claim_get(s->g, claims[i]);
-            if (!c || !c->allocated || !c->allocation.has_node_selector)
-                continue;
-            bool match = false;
-            de_err me;
-            de_err_clear(&me);
-            dg_nodesel_match(s->g, &c->allocation.node_selector, n->meta.name, n->meta.labels,
-                             n->meta.nlabels, &match, &me);
-            if (!match) {
-                bits = SCH_FIT_CLAIM_NODE;
-                snprintf(why, sizeof why, "resourceclaim not available on the node");
-            }
+        if (!bits && !al_node_matches_allocated(s->al, claims, nall, n)) {
+            bits = SCH_FIT_CLAIM_NODE;
+            snprintf(why, sizeof why, "resourceclaim not available on the node");
         }
         al_outcome out;
         memset(&out, 0, sizeof out);
