@@ -68,6 +68,14 @@ de_rc de_verrf(de_err *e, de_rc rc, const char *fmt, va_list ap);
 void de_err_prefix(de_err *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A string value for a message, the way Go's %q prints it (in quotes; ",
+ * \ and control bytes escaped, NUL included), and always whole: when the
+ * quoted form would pass DE_QUOTE_MAX bytes the value is described instead
+ * ("a string of 5000 bytes"), because a value cut short reads as a
+ * different value.  out needs DE_QUOTE_MAX + 1 bytes; returns out. */
+#define DE_QUOTE_MAX 256
+const char *de_quote(char *out, const char *s, size_t n);
+
 #define DE_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define DE_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define DE_MAX(a, b) ((a) > (b) ? (a) : (b))

@@ -152,8 +152,18 @@ static de_rc hand_value(walkctx *w, json_t *v, int doc, de_err *e)
     if (!json_is_object(v))
         return not_object(&o, v, e);
     json_t *items = json_object_get(v, "items");
-    if (is_list_kind(json_object_get(v, "kind")) && (json_is_array(items) || !items ||
-                                                     json_is_null(items))) {
+    if (is_list_kind(json_object_get(v, "kind")) && items && !json_is_array(items) && !json_is_null(items)) {
+        char pfx[DE_ERR_FIELD_MAX + 64];
+        de_origin_format(&o, pfx, sizeof pfx);
+        const json_t *kj = json_object_get(v, "kind");
+        char q[DE_QUOTE_MAX + 1];
+        de_errf(e, DE_EINVAL, "%s: kind %s: items: Invalid value: %s: must be a list", pfx,
+                de_quote(q, json_string_value(kj), json_string_length(kj)), type_name(items));
+        if (e)
+            snprintf(e->file, sizeof e->file, "%s", o.file);
+        return DE_EINVAL;
+    }
+    if (is_list_kind(json_object_get(v, "kind"))) {
         size_t n = json_array_size(items);
         for (size_t i = 0; i < n; i++) {
             json_t *it = json_incref(json_array_get(items, i));
@@ -177,19 +187,45 @@ static de_rc yaml_doc(void *ctx, json_t *v, int doc, int line, de_err *e)
 
 /* ---- JSON streams -------------------------------------------------------------- */
 
+/* jansson's words for the two strictness refusals, in the engine's */
+static const char *json_reason(const json_error_t *je, char *buf, size_t cap)
+{
+    if (json_error_code(je) == json_error_duplicate_key) {
+        /* "duplicate object key near '"kind"'" */
+        const char *near = strstr(je->text, "near '");
+        if (near) {
+            near += 6;
+            size_t n = strlen(near);
+            if (n && near[n - 1] == '\'')
+                n--;
+            snprintf(buf, cap, "duplicate field %.*s (a key may appear once)", (int)n, near);
+            return buf;
+        }
+        return "duplicate field (a key may appear once)";
+    }
+    if (strstr(je->text, "JSON_ALLOW_NUL"))
+        return "a NUL character (\\u0000) in a string: not allowed in a manifest";
+    return je->text;
+}
+
 static de_rc json_fail(const char *name, int doc, const char *text, size_t len, size_t at,
                        const json_error_t *je, de_err *e)
 {
     int line, col;
+    char why[JSON_ERROR_TEXT_LENGTH + 64];
     de_text_linecol(text, len, at, &line, &col);
-    de_errf(e, DE_EPARSE, "%s: document %d: line %d:%d: json: %s", name, doc, line, col,
-            je->text);
+    /* a duplicate key or a NUL is valid JSON syntax the engine refuses:
+     * DE_EINVAL, so the text is not retried as YAML (which would only say
+     * the same in other words) */
+    const char *reason = json_reason(je, why, sizeof why);
+    de_rc rc = reason == je->text && strncmp(reason, "duplicate field", 15) ? DE_EPARSE : DE_EINVAL;
+    de_errf(e, rc, "%s: document %d: line %d:%d: json: %s", name, doc, line, col, reason);
     if (e) {
         snprintf(e->file, sizeof e->file, "%s", name);
         e->line = line;
         e->col = col;
     }
-    return DE_EPARSE;
+    return rc;
 }
 
 /* Parse one JSON value at text[*pos]; advance *pos past it. */
@@ -197,8 +233,8 @@ static json_t *load_at(const char *name, int doc, const char *text, size_t len, 
                        de_err *e)
 {
     json_error_t je;
-    json_t *v = json_loadb(text + *pos, len - *pos, JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY,
-                           &je);
+    json_t *v = json_loadb(text + *pos, len - *pos,
+                           JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
     if (!v) {
         /* error.position counts bytes read; the offending one is the last */
         size_t at = *pos + (je.position > 0 ? (size_t)je.position - 1 : 0);
@@ -273,7 +309,8 @@ static bool skip_value(const char *t, size_t len, size_t *pos)
 
 /* First pass over a top-level object at text[start] ('{'): find "kind" and
  * the span of "items".  Returns false if the object is not well formed at
- * its top level (the caller then lets jansson report the error). */
+ * its top level (the caller then lets jansson report the error); *failed
+ * when the error is already reported (a bad member, a duplicate key). */
 static bool scan_object(const char *name, int doc, const char *t, size_t len, size_t start,
                         json_t **kind, size_t *items_at, size_t *end, de_err *e, bool *failed)
 {
@@ -286,36 +323,44 @@ static bool scan_object(const char *name, int doc, const char *t, size_t len, si
         *end = p + 1;
         return true;
     }
+    json_t *seen = json_object(); /* the keys so far: a second one is an error */
+    json_t *key = NULL;
+    bool ok = false;
     for (;;) {
         p = skip_ws(t, len, p);
         if (p >= len || t[p] != '"')
-            return false;
-        json_t *key = load_at(name, doc, t, len, &p, e);
+            break;
+        size_t kat = p;
+        key = load_at(name, doc, t, len, &p, e);
         if (!key) {
             *failed = true;
-            return false;
+            break;
         }
-        p = skip_ws(t, len, p);
-        if (p >= len || t[p] != ':') {
-            json_decref(key);
-            return false;
-        }
-        p = skip_ws(t, len, p + 1);
         const char *k = json_string_value(key);
+        size_t kl = json_string_length(key);
+        if (json_object_getn(seen, k, kl)) {
+            json_error_t je;
+            memset(&je, 0, sizeof je);
+            char q[DE_QUOTE_MAX + 1];
+            snprintf(je.text, sizeof je.text, "duplicate field %s (a key may appear once)", de_quote(q, k, kl));
+            json_fail(name, doc, t, len, kat, &je, e);
+            *failed = true;
+            break;
+        }
+        json_object_setn(seen, k, kl, json_null());
+        p = skip_ws(t, len, p);
+        if (p >= len || t[p] != ':')
+            break;
+        p = skip_ws(t, len, p + 1);
         if (strcmp(k, "items") == 0 && p < len && t[p] == '[') {
             *items_at = p;
-            if (!skip_value(t, len, &p)) {
-                json_decref(key);
-                return false;
-            }
+            if (!skip_value(t, len, &p))
+                break;
         } else {
             json_t *v = load_at(name, doc, t, len, &p, e);
             if (!v) {
-                json_decref(key);
-                json_decref(*kind);
-                *kind = NULL;
                 *failed = true;
-                return false;
+                break;
             }
             if (strcmp(k, "kind") == 0) {
                 json_decref(*kind);
@@ -325,6 +370,7 @@ static bool scan_object(const char *name, int doc, const char *t, size_t len, si
             }
         }
         json_decref(key);
+        key = NULL;
         p = skip_ws(t, len, p);
         if (p < len && t[p] == ',') {
             p++;
@@ -332,10 +378,17 @@ static bool scan_object(const char *name, int doc, const char *t, size_t len, si
         }
         if (p < len && t[p] == '}') {
             *end = p + 1;
-            return true;
+            ok = true;
         }
-        return false;
+        break;
     }
+    json_decref(key);
+    json_decref(seen);
+    if (!ok) {
+        json_decref(*kind);
+        *kind = NULL;
+    }
+    return ok;
 }
 
 /* Second pass for a List: hand the items of the array at text[at] one by one. */
@@ -348,7 +401,7 @@ static de_rc stream_items(walkctx *w, int doc, const char *t, size_t len, size_t
     for (;; i++) {
         json_t *it = load_at(w->name, doc, t, len, &p, e);
         if (!it)
-            return DE_EPARSE;
+            return e ? e->rc : DE_EPARSE;
         de_origin o = {w->name, doc, i};
         de_rc rc = json_is_object(it) ? deliver(w, it, &o, e) : not_object(&o, it, e);
         json_decref(it);
@@ -383,7 +436,7 @@ static de_rc json_stream(walkctx *w, const char *t, size_t len, de_err *e)
             bool failed;
             bool ok = scan_object(w->name, doc, t, len, p, &kind, &items_at, &end, e, &failed);
             if (failed)
-                return DE_EPARSE;
+                return e ? e->rc : DE_EPARSE;
             bool list = ok && items_at && is_list_kind(kind);
             json_decref(kind);
             if (list) {
@@ -394,7 +447,7 @@ static de_rc json_stream(walkctx *w, const char *t, size_t len, de_err *e)
         }
         json_t *v = load_at(w->name, doc, t, len, &p, e);
         if (!v)
-            return DE_EPARSE;
+            return e ? e->rc : DE_EPARSE;
         de_rc rc = hand_value(w, v, doc, e);
         json_decref(v);
         if (rc != DE_OK)
@@ -504,7 +557,7 @@ json_t *de_doc_parse_one(const char *name, const char *text, size_t len, de_err 
     len -= b;
     if (looks_json(name, text, len) || has_suffix(name, ".json")) {
         json_error_t je;
-        json_t *v = json_loadb(text, len, JSON_DECODE_ANY, &je);
+        json_t *v = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
         if (v)
             return v;
         if (has_suffix(name, ".json") || looks_json(name, text, len)) {

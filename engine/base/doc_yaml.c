@@ -340,6 +340,14 @@ static de_rc scalar_value(ybuild *b, yaml_event_t *ev, json_t **out, rkind *kind
     size_t n = ev->data.scalar.length;
     const char *tag = (const char *)ev->data.scalar.tag;
     char sb[128];
+    /* "\0" in a double-quoted scalar: JSON refuses \u0000 (and so does
+     * the rest of the engine, which reads names as C strings: "a\0b"
+     * would pass as "a"), so YAML refuses it too */
+    const char *nul = memchr(s, 0, n);
+    if (nul)
+        return fail_at(b, &ev->start_mark, DE_EINVAL,
+                       "yaml: a NUL character (\\0) at byte %zu of a string: not allowed in a manifest",
+                       (size_t)(nul - s));
     rval r = {R_STR, false, 0, 0, 0.0};
     if (!tag || !*tag) {
         if (ev->data.scalar.plain_implicit)
@@ -358,9 +366,16 @@ static de_rc scalar_value(ybuild *b, yaml_event_t *ev, json_t **out, rkind *kind
                 r.f = r.k == R_INT ? (double)r.i : (double)r.u;
                 r.k = R_FLOAT;
             } else if (strcmp(got, st) != 0) {
-                return fail_at(b, &ev->start_mark, DE_EINVAL,
-                               "yaml: cannot decode %s `%.*s` as a %s", got, (int)DE_MIN(n, 200),
-                               s, st);
+                /* go-yaml's words; a value too long or odd to show whole is described */
+                char q[DE_QUOTE_MAX + 1];
+                bool plain = n <= DE_QUOTE_MAX - 2;
+                for (size_t i = 0; i < n && plain; i++)
+                    plain = (unsigned char)s[i] >= 0x20 && s[i] != '`';
+                if (plain)
+                    snprintf(q, sizeof q, "`%.*s`", (int)n, s);
+                else
+                    de_quote(q, s, n);
+                return fail_at(b, &ev->start_mark, DE_EINVAL, "yaml: cannot decode %s %s as a %s", got, q, st);
             }
         } else {
             r.k = R_STR; /* unknown tags: the text stays a string */
@@ -420,15 +435,37 @@ static de_rc key_text(ybuild *b, yaml_event_t *kev, json_t *k, char *buf, size_t
     return DE_OK;
 }
 
-static void merge_into(json_t *obj, json_t *src)
+static void merge_into(json_t *obj, json_t *merged, json_t *src)
 {
     const char *k;
     size_t kl;
     json_t *v;
-    json_object_keylen_foreach(src, k, kl, v) json_object_setn(obj, k, kl, v);
+    json_object_keylen_foreach(src, k, kl, v)
+    {
+        if (json_object_getn(obj, k, kl) && !json_object_getn(merged, k, kl))
+            continue; /* written explicitly: it stays */
+        json_object_setn(obj, k, kl, v);
+        json_object_setn(merged, k, kl, json_true());
+    }
 }
 
+/* Duplicate keys (strict decoding, as kubectl's field validation): a key
+ * written twice in one mapping is an error, not "the last one wins" - that
+ * let `kind` be overridden inside one object.  Keys brought in by a "<<"
+ * merge are not written in the mapping: an explicit key replaces them, and
+ * they never replace an explicit key (the YAML merge rule); between merges
+ * the one read later wins (go-yaml's order). */
+static de_rc build_entries(ybuild *b, int depth, json_t *obj, json_t *merged, uint64_t *size);
+
 static de_rc build_mapping(ybuild *b, int depth, json_t *obj, uint64_t *size)
+{
+    json_t *merged = json_object(); /* keys set by merges only (a set) */
+    de_rc rc = build_entries(b, depth, obj, merged, size);
+    json_decref(merged);
+    return rc;
+}
+
+static de_rc build_entries(ybuild *b, int depth, json_t *obj, json_t *merged, uint64_t *size)
 {
     for (;;) {
         yaml_event_t kev;
@@ -464,7 +501,7 @@ static de_rc build_mapping(ybuild *b, int depth, json_t *obj, uint64_t *size)
         *size += ks + vs;
         if (is_merge) {
             if (json_is_object(v)) {
-                merge_into(obj, v);
+                merge_into(obj, merged, v);
             } else if (json_is_array(v)) {
                 for (size_t i = json_array_size(v); i-- > 0;) {
                     json_t *m = json_array_get(v, i);
@@ -473,7 +510,7 @@ static de_rc build_mapping(ybuild *b, int depth, json_t *obj, uint64_t *size)
                         return fail_at(b, &kmark, DE_EINVAL,
                                        "yaml: map merge requires map or sequence of maps as the value");
                     }
-                    merge_into(obj, m);
+                    merge_into(obj, merged, m);
                 }
             } else {
                 json_decref(v);
@@ -490,8 +527,14 @@ static de_rc build_mapping(ybuild *b, int depth, json_t *obj, uint64_t *size)
         memset(&fake, 0, sizeof fake);
         fake.start_mark = kmark;
         rc = key_text(b, &fake, k, kb, sizeof kb, &ks_text, &kn);
-        if (rc == DE_OK)
+        if (rc == DE_OK && json_object_getn(obj, ks_text, kn) && !json_object_getn(merged, ks_text, kn)) {
+            char q[DE_QUOTE_MAX + 1];
+            rc = fail_at(b, &kmark, DE_EINVAL, "yaml: key %s already set in map (a key may appear once)",
+                         de_quote(q, ks_text, kn));
+        } else if (rc == DE_OK) {
             json_object_setn(obj, ks_text, kn, v);
+            json_object_deln(merged, ks_text, kn);
+        }
         json_decref(k);
         json_decref(v);
         if (rc != DE_OK)

@@ -26,6 +26,36 @@ static const char *const rc_names[DE_RC_COUNT] = {
     [DE_EINTERNAL] = "internal error",
 };
 
+const char *de_quote(char *out, const char *s, size_t n)
+{
+    size_t j = 0;
+    out[j++] = '"';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        size_t k;
+        if (c == '"' || c == '\\')
+            k = (size_t)snprintf(esc, sizeof esc, "\\%c", c);
+        else if (c == '\n')
+            k = (size_t)snprintf(esc, sizeof esc, "\\n");
+        else if (c == '\t')
+            k = (size_t)snprintf(esc, sizeof esc, "\\t");
+        else if (c < 0x20 || c == 0x7f)
+            k = (size_t)snprintf(esc, sizeof esc, "\\x%02x", c);
+        else
+            esc[0] = (char)c, k = 1;
+        if (j + k + 1 > DE_QUOTE_MAX) {
+            snprintf(out, DE_QUOTE_MAX + 1, "a string of %zu bytes", n);
+            return out;
+        }
+        memcpy(out + j, esc, k);
+        j += k;
+    }
+    out[j++] = '"';
+    out[j] = 0;
+    return out;
+}
+
 const char *de_rc_str(de_rc rc)
 {
     if ((unsigned)rc >= DE_RC_COUNT)

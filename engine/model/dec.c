@@ -33,11 +33,15 @@ void dec_fini(dec *d)
 
 /* ---- paths ---------------------------------------------------------------- */
 
+/* A step that does not fit is left out whole and the path ends in "..."
+ * (DEC_PATH_MAX holds any real path: keys are at most DE_QUOTE_MAX). */
 static size_t path_append(dec *d, const char *s)
 {
     size_t mark = d->plen, n = strlen(s);
-    if (d->plen + n >= DEC_PATH_MAX)
-        n = DEC_PATH_MAX - 1 - d->plen;
+    if (d->plen + n >= DEC_PATH_MAX) {
+        s = "...";
+        n = d->plen + 3 < DEC_PATH_MAX ? 3 : 0;
+    }
     memcpy(d->path + d->plen, s, n);
     d->plen += n;
     d->path[d->plen] = 0;
@@ -63,18 +67,8 @@ size_t dec_index(dec *d, size_t i)
 
 size_t dec_key(dec *d, const char *key)
 {
-    char b[160];
-    size_t j = 0;
-    b[j++] = '[';
-    b[j++] = '"';
-    for (const char *p = key; *p && j < sizeof b - 8; p++) {
-        if (*p == '"' || *p == '\\')
-            b[j++] = '\\';
-        b[j++] = *p;
-    }
-    b[j++] = '"';
-    b[j++] = ']';
-    b[j] = 0;
+    char q[DE_QUOTE_MAX + 1], b[DE_QUOTE_MAX + 8];
+    snprintf(b, sizeof b, "[%s]", de_quote(q, key, strlen(key)));
     return path_append(d, b);
 }
 
@@ -85,6 +79,7 @@ static void record(dec *d, const char *child, const char *body)
     d->nerr++;
     if (d->nerr > DEC_MAX_ERRORS)
         return;
+    size_t start = d->msgs.len;
     size_t mark = d->plen;
     if (child) {
         if (child[0] == '[')
@@ -96,16 +91,37 @@ static void record(dec *d, const char *child, const char *body)
         size_t n = d->plen < sizeof d->first_path - 1 ? d->plen : sizeof d->first_path - 1;
         memcpy(d->first_path, d->path, n);
         d->first_path[n] = 0;
-    } else {
-        de_buf_puts(&d->msgs, "; ");
     }
+    if (d->nmsgs)
+        de_buf_puts(&d->msgs, "; ");
     if (d->plen) {
         de_buf_puts(&d->msgs, d->path);
         de_buf_puts(&d->msgs, ": ");
     }
     de_buf_puts(&d->msgs, body);
     dec_pop(d, mark);
+    /* a message the buffer could not hold whole is not shown at all */
+    if (d->msgs.overflow) {
+        /* the error still counts; its message is not kept half */
+        d->msgs.len = start;
+        if (d->msgs.p)
+            d->msgs.p[start] = 0;
+        d->msgs.overflow = false;
+        return;
+    }
+    d->msg_end[d->nmsgs++] = d->msgs.len;
 }
+
+uint32_t dec_fit_messages(const dec *d, size_t room, size_t *len)
+{
+    uint32_t shown = d->nmsgs;
+    while (shown > 0 && d->msg_end[shown - 1] > room)
+        shown--;
+    *len = shown ? d->msg_end[shown - 1] : 0;
+    return shown;
+}
+
+uint32_t dec_error_count(const dec *d) { return d->nerr; }
 
 void dec_errf(dec *d, const char *child, const char *fmt, ...)
 {
@@ -117,34 +133,10 @@ void dec_errf(dec *d, const char *child, const char *fmt, ...)
     record(d, child, body);
 }
 
-/* Go's %q for a string value (close enough: escapes quotes, backslashes and
- * control characters; long values are shortened in the middle). */
-static void quote(char *out, size_t cap, const char *s)
+/* Go's %q for a string value, whole or described (de_quote: never cut). */
+static void quote(char *out, const char *s)
 {
-    size_t n = strlen(s), j = 0;
-    const size_t maxv = 120;
-    out[j++] = '"';
-    for (size_t i = 0; i < n && j + 8 < cap; i++) {
-        if (n > maxv && i == maxv / 2) {
-            memcpy(out + j, "...", 3);
-            j += 3;
-            i = n - maxv / 2;
-        }
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            out[j++] = '\\';
-            out[j++] = (char)c;
-        } else if (c == '\n') {
-            out[j++] = '\\';
-            out[j++] = 'n';
-        } else if (c < 0x20) {
-            j += (size_t)snprintf(out + j, cap - j, "\\x%02x", c);
-        } else {
-            out[j++] = (char)c;
-        }
-    }
-    out[j++] = '"';
-    out[j] = 0;
+    de_quote(out, s, strlen(s));
 }
 
 void dec_required(dec *d, const char *child, const char *detail)
@@ -157,9 +149,15 @@ void dec_required(dec *d, const char *child, const char *detail)
 
 void dec_invalid_str(dec *d, const char *child, const char *value, const char *detail)
 {
-    char q[300];
-    quote(q, sizeof q, value ? value : "");
+    char q[DE_QUOTE_MAX + 1];
+    quote(q, value ? value : "");
     dec_errf(d, child, "Invalid value: %s: %s", q, detail);
+}
+
+void dec_invalid_strn(dec *d, const char *child, const char *value, size_t n, const char *detail)
+{
+    char q[DE_QUOTE_MAX + 1];
+    dec_errf(d, child, "Invalid value: %s: %s", de_quote(q, value, n), detail);
 }
 
 void dec_invalid_int(dec *d, const char *child, long long value, const char *detail)
@@ -174,8 +172,8 @@ void dec_forbidden(dec *d, const char *child, const char *detail)
 
 void dec_duplicate(dec *d, const char *child, const char *value)
 {
-    char q[300];
-    quote(q, sizeof q, value ? value : "");
+    char q[DE_QUOTE_MAX + 1];
+    quote(q, value ? value : "");
     dec_errf(d, child, "Duplicate value: %s", q);
 }
 
@@ -191,8 +189,8 @@ void dec_too_long(dec *d, const char *child, size_t max)
 
 void dec_unsupported(dec *d, const char *child, const char *value, const char *supported)
 {
-    char q[300];
-    quote(q, sizeof q, value ? value : "");
+    char q[DE_QUOTE_MAX + 1];
+    quote(q, value ? value : "");
     dec_errf(d, child, "Unsupported value: %s: supported values: %s", q, supported);
 }
 
@@ -241,8 +239,8 @@ void dec_known(dec *d, json_t *obj, const char *const *known, const char *const 
                 hint = hints[i + 1];
                 break;
             }
-        char q[200];
-        quote(q, sizeof q, key);
+        char q[DE_QUOTE_MAX + 1];
+        quote(q, key);
         if (caseless)
             dec_errf(d, NULL, "unknown field %s (did you mean \"%s\"? field names are case-sensitive)",
                      q, caseless);
@@ -399,10 +397,11 @@ bool dec_as_qty(dec *d, json_t *v, de_qty *q)
     de_err e;
     de_err_clear(&e);
     if (de_qty_from_json(v, q, &e) != DE_OK) {
-        char shown[80] = "";
         if (json_is_string(v))
-            snprintf(shown, sizeof shown, "%.64s", json_string_value(v));
-        dec_invalid_str(d, NULL, shown, e.msg[0] ? e.msg : "invalid quantity");
+            dec_invalid_strn(d, NULL, json_string_value(v), json_string_length(v),
+                             e.msg[0] ? e.msg : "invalid quantity");
+        else
+            dec_errf(d, NULL, "Invalid value: %s", e.msg[0] ? e.msg : "invalid quantity");
         return false;
     }
     return true;
@@ -550,9 +549,7 @@ void dec_cel_expression(dec *d, const char *child, const char *expr, size_t len,
         char *nl = strchr(e.msg, '\n');
         if (nl)
             *nl = 0;
-        char shown[200];
-        snprintf(shown, sizeof shown, "%.*s", (int)(len < 120 ? len : 120), expr);
-        dec_invalid_str(d, child, shown, e.msg[0] ? e.msg : "compilation failed");
+        dec_invalid_strn(d, child, expr, len, e.msg[0] ? e.msg : "compilation failed");
         return;
     }
     uint64_t cost = cel_prog_estimated_cost(p);

@@ -33,7 +33,7 @@
 typedef struct cel_env cel_env;
 
 #define DEC_MAX_ERRORS 10
-#define DEC_PATH_MAX 512
+#define DEC_PATH_MAX 1024
 
 /* Versions of the input, for conversion and messages (dg_slice.input_version). */
 enum {
@@ -53,7 +53,9 @@ typedef struct dec {
     size_t plen;
     /* errors */
     de_buf msgs;        /* "path: message; path: message" */
-    uint32_t nerr;
+    uint32_t nerr;      /* errors found */
+    uint32_t nmsgs;     /* messages kept in msgs (at most DEC_MAX_ERRORS, each whole) */
+    size_t msg_end[DEC_MAX_ERRORS]; /* where each message in msgs ends */
     char first_path[DE_ERR_FIELD_MAX];
     bool oom;
     cel_env *cel;          /* NewExpressions environment; NULL = length checks only */
@@ -75,8 +77,16 @@ static inline void dec_pop(dec *d, size_t mark)
 
 /* ---- errors (at the current path, or at a child field when `child` != NULL) */
 void dec_errf(dec *d, const char *child, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* How many of the recorded messages fit, whole, in `room` bytes, and the
+ * length of that prefix of msgs: a report shows whole messages and counts
+ * the others ("and N more errors"), it never cuts one short. */
+uint32_t dec_fit_messages(const dec *d, size_t room, size_t *len);
+/* Every error found, shown or not. */
+uint32_t dec_error_count(const dec *d);
 void dec_required(dec *d, const char *child, const char *detail);
 void dec_invalid_str(dec *d, const char *child, const char *value, const char *detail);
+/* The same for a value with its length (whole or described, see de_quote). */
+void dec_invalid_strn(dec *d, const char *child, const char *value, size_t n, const char *detail);
 void dec_invalid_int(dec *d, const char *child, long long value, const char *detail);
 void dec_forbidden(dec *d, const char *child, const char *detail);
 void dec_duplicate(dec *d, const char *child, const char *value);

@@ -293,12 +293,13 @@ static void check_container_claims(dec *d, dg_pod *p)
             snprintf(path, sizeof path, "%s[%u].resources.claims[%u]", c->init ? "initContainers" : "containers",
                      idx, j);
             size_t m = dec_field(d, path);
+            char q[DE_QUOTE_MAX + 1];
+            const char *cn = dec_str(d, c->claims[j].name);
+            de_quote(q, cn, strlen(cn));
             if (p->nclaims)
-                dec_errf(d, NULL, "Not found: \"%s\": must be the name of an entry in spec.resourceClaims",
-                         dec_str(d, c->claims[j].name));
+                dec_errf(d, NULL, "Not found: %s: must be the name of an entry in spec.resourceClaims", q);
             else
-                dec_errf(d, NULL, "Not found: \"%s\": no claims defined in spec.resourceClaims",
-                         dec_str(d, c->claims[j].name));
+                dec_errf(d, NULL, "Not found: %s: no claims defined in spec.resourceClaims", q);
             dec_pop(d, m);
         }
     }

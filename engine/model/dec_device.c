@@ -471,8 +471,10 @@ static void dec_nars(dec *d, json_t *m, dg_device *dev)
                             if (strlen(kb) == ckl && !memcmp(kb, ck, ckl))
                                 exists = true;
                         }
-                        if (!exists)
-                            dec_errf(d, "capacityKey", "Not found: \"%.*s\"", (int)ckl, ck);
+                        if (!exists) {
+                            char q[DE_QUOTE_MAX + 1];
+                            dec_errf(d, "capacityKey", "Not found: %s", de_quote(q, ck, ckl));
+                        }
                     }
                     if (!r->has_cap_mult)
                         dec_required(d, "capacityMultiplier", "capacityMultiplier is required when capacityKey is set");

@@ -39,8 +39,9 @@ static bool required_top(dec *d, json_t *obj, const char *key, const char **s)
         !json_is_string(json_object_get(obj, key)))
         return false; /* type error already recorded */
     const char *alt = find_caseless_key(obj, key);
+    char q[DE_QUOTE_MAX + 1];
     if (alt)
-        dec_errf(d, key, "Required value (found \"%s\": field names are case-sensitive)", alt);
+        dec_errf(d, key, "Required value (found %s: field names are case-sensitive)", de_quote(q, alt, strlen(alt)));
     else
         dec_required(d, key, NULL);
     return false;
@@ -54,6 +55,9 @@ dg_kind dec_classify(dec *d, json_t *obj, int *version)
     if (!ok_av || !ok_kind)
         return DG_KIND_NONE;
     *version = DEC_V1;
+    char qav[DE_QUOTE_MAX + 1], qkind[DE_QUOTE_MAX + 1];
+    de_quote(qav, av, strlen(av));
+    de_quote(qkind, kind, strlen(kind));
     if (!strncmp(av, group_prefix, strlen(group_prefix))) {
         const char *v = av + strlen(group_prefix);
         int ver;
@@ -67,9 +71,9 @@ dg_kind dec_classify(dec *d, json_t *obj, int *version)
             ver = DEC_V1ALPHA3;
         else {
             dec_errf(d, "apiVersion",
-                     "Unsupported value: \"%s\": supported versions of resource.k8s.io: v1, "
+                     "Unsupported value: %s: supported versions of resource.k8s.io: v1, "
                      "v1beta2, v1beta1 (converted), v1alpha3 (converted)",
-                     av);
+                     qav);
             return DG_KIND_NONE;
         }
         *version = ver;
@@ -90,8 +94,8 @@ dg_kind dec_classify(dec *d, json_t *obj, int *version)
             if (strcmp(kind, kinds[i].name))
                 continue;
             if (!(kinds[i].versions & (1u << ver))) {
-                dec_errf(d, "apiVersion", "Unsupported value: \"%s\": kind %s is not served in %s%s",
-                         av, kind, av,
+                dec_errf(d, "apiVersion", "Unsupported value: %s: kind %s is not served in %s%s",
+                         qav, kind, av,
                          kinds[i].kind == DG_KIND_RESOURCE_POOL_STATUS_REQUEST
                              ? " (use resource.k8s.io/v1alpha3)"
                              : " (use resource.k8s.io/v1)");
@@ -99,7 +103,7 @@ dg_kind dec_classify(dec *d, json_t *obj, int *version)
             }
             return kinds[i].kind;
         }
-        dec_errf(d, "kind", "Unsupported value: \"%s\": not a kind of %s", kind, av);
+        dec_errf(d, "kind", "Unsupported value: %s: not a kind of %s", qkind, av);
         return DG_KIND_NONE;
     }
     if (!strcmp(av, "v1")) {

@@ -105,23 +105,14 @@ bool dg_is_c_ident(const char *s, size_t n)
     return true;
 }
 
-static void shown(char *buf, size_t cap, const char *s, size_t n)
-{
-    size_t m = n < cap - 1 ? n : cap - 1;
-    memcpy(buf, s, m);
-    buf[m] = 0;
-}
-
 bool dec_dns_label(dec *d, const char *child, const char *s, size_t n)
 {
     if (dg_is_dns_label(s, n))
         return true;
-    char b[300];
-    shown(b, sizeof b, s, n);
     if (n > 63)
-        dec_invalid_str(d, child, b, "must be no more than 63 characters");
+        dec_invalid_strn(d, child, s, n, "must be no more than 63 characters");
     if (!label_chars(s, n))
-        dec_invalid_str(d, child, b, DNS1123_LABEL_MSG);
+        dec_invalid_strn(d, child, s, n, DNS1123_LABEL_MSG);
     return false;
 }
 
@@ -144,12 +135,10 @@ bool dec_dns_subdomain(dec *d, const char *child, const char *s, size_t n)
 {
     if (dg_is_dns_subdomain(s, n))
         return true;
-    char b[300];
-    shown(b, sizeof b, s, n);
     if (n > 253)
-        dec_invalid_str(d, child, b, "must be no more than 253 characters");
+        dec_invalid_strn(d, child, s, n, "must be no more than 253 characters");
     if (!subdomain_chars(s, n))
-        dec_invalid_str(d, child, b, DNS1123_SUBDOMAIN_MSG);
+        dec_invalid_strn(d, child, s, n, DNS1123_SUBDOMAIN_MSG);
     return false;
 }
 
@@ -171,9 +160,7 @@ bool dec_driver_name(dec *d, const char *child, const char *s, size_t n)
         low[i] = (char)tolower((unsigned char)s[i]);
     low[m] = 0;
     if (!subdomain_chars(low, m) || m > 253) {
-        char b[300];
-        shown(b, sizeof b, s, n);
-        dec_invalid_str(d, child, b, DNS1123_SUBDOMAIN_MSG);
+        dec_invalid_strn(d, child, s, n, DNS1123_SUBDOMAIN_MSG);
         ok = false;
     }
     return ok;
@@ -205,13 +192,11 @@ bool dec_label_name(dec *d, const char *child, const char *s, size_t n)
 {
     if (dg_is_label_name(s, n))
         return true;
-    char b[300];
-    shown(b, sizeof b, s, n);
     const char *slash = memchr(s, '/', n);
     if (n == 0) {
-        dec_invalid_str(d, child, b, "name part must be non-empty");
+        dec_invalid_strn(d, child, s, n, "name part must be non-empty");
     } else if (slash && memchr(slash + 1, '/', n - (size_t)(slash - s) - 1)) {
-        dec_invalid_str(d, child, b,
+        dec_invalid_strn(d, child, s, n,
                         "a qualified name must consist of alphanumeric characters, '-', '_' or "
                         "'.', and must start and end with an alphanumeric character (e.g. "
                         "'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
@@ -223,16 +208,16 @@ bool dec_label_name(dec *d, const char *child, const char *s, size_t n)
         if (slash) {
             size_t pl = (size_t)(slash - s);
             if (pl == 0)
-                dec_invalid_str(d, child, b, "prefix part must be non-empty");
+                dec_invalid_strn(d, child, s, n, "prefix part must be non-empty");
             else if (!dg_is_dns_subdomain(s, pl))
-                dec_invalid_str(d, child, b, "prefix part " DNS1123_SUBDOMAIN_MSG);
+                dec_invalid_strn(d, child, s, n, "prefix part " DNS1123_SUBDOMAIN_MSG);
         }
         if (nl == 0)
-            dec_invalid_str(d, child, b, "name part must be non-empty");
+            dec_invalid_strn(d, child, s, n, "name part must be non-empty");
         else if (nl > 63)
-            dec_invalid_str(d, child, b, "name part must be no more than 63 characters");
+            dec_invalid_strn(d, child, s, n, "name part must be no more than 63 characters");
         else if (!name_part(name, nl))
-            dec_invalid_str(d, child, b, QUALIFIED_NAME_MSG);
+            dec_invalid_strn(d, child, s, n, QUALIFIED_NAME_MSG);
     }
     return false;
 }
@@ -241,12 +226,10 @@ bool dec_label_value(dec *d, const char *child, const char *s, size_t n)
 {
     if (dg_is_label_value(s, n))
         return true;
-    char b[300];
-    shown(b, sizeof b, s, n);
     if (n > 63)
-        dec_invalid_str(d, child, b, "must be no more than 63 characters");
+        dec_invalid_strn(d, child, s, n, "must be no more than 63 characters");
     else
-        dec_invalid_str(d, child, b, LABEL_VALUE_MSG);
+        dec_invalid_strn(d, child, s, n, LABEL_VALUE_MSG);
     return false;
 }
 
@@ -258,9 +241,7 @@ bool dec_c_ident(dec *d, const char *child, const char *s, size_t n)
         ok = false;
     }
     if (!dg_is_c_ident(s, n)) {
-        char b[300];
-        shown(b, sizeof b, s, n);
-        dec_invalid_str(d, child, b, C_IDENT_MSG);
+        dec_invalid_strn(d, child, s, n, C_IDENT_MSG);
         ok = false;
     }
     return ok;
@@ -273,9 +254,7 @@ bool dec_qualified_name(dec *d, const char *child, const char *s, size_t n)
         return dec_c_ident(d, child, s, n);
     size_t pl = (size_t)(slash - s), il = n - pl - 1;
     if (memchr(slash + 1, '/', il)) {
-        char b[300];
-        shown(b, sizeof b, s, n);
-        dec_invalid_str(d, child, b, "must not contain more than one slash");
+        dec_invalid_strn(d, child, s, n, "must not contain more than one slash");
         return false;
     }
     bool ok = true;
@@ -299,9 +278,7 @@ bool dec_fq_name(dec *d, const char *child, const char *s, size_t n, uint32_t *d
     bool ok = dec_qualified_name(d, child, s, n);
     const char *slash = memchr(s, '/', n);
     if (!slash) {
-        char b[300];
-        shown(b, sizeof b, s, n);
-        dec_invalid_str(d, child, b, "a fully qualified name must be a domain and a name separated by a slash");
+        dec_invalid_strn(d, child, s, n, "a fully qualified name must be a domain and a name separated by a slash");
         ok = false;
     }
     if (slash) {
@@ -351,9 +328,7 @@ bool dec_uuid(dec *d, const char *child, const char *s, size_t n)
             ok = hex(s[i]);
     }
     if (!ok) {
-        char b[80];
-        shown(b, sizeof b, s, n);
-        dec_invalid_str(d, child, b,
+        dec_invalid_strn(d, child, s, n,
                         "uid must be in RFC 4122 normalized form, `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` "
                         "with lowercase hexadecimal characters");
     }

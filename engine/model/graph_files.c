@@ -180,7 +180,7 @@ static de_rc load_cb(void *ctx, json_t *obj, const de_origin *o, de_err *e)
         /* report a validation error first; do not replace the first definition */
         rc = dg_check(c->g, obj, o, NULL, &local);
         if (rc == DE_OK) {
-            char where[512] = "", label[320];
+            char where[512] = "", label[2 * DE_QUOTE_MAX + 16];
             if (o)
                 de_origin_format(o, where, sizeof where);
             dg_object_label(obj, label, sizeof label);
@@ -314,6 +314,9 @@ static bool find_list(scan *s, size_t *items_at)
     s->p++;
     bool list = false;
     *items_at = 0;
+    /* a key seen twice (or more keys than kept): not ours, the slow path
+     * reports the duplicate */
+    size_t seen_at[32], seen_len[32], nseen = 0;
     for (;;) {
         sws(s);
         if (s->p >= s->len || s->t[s->p] != '"')
@@ -324,6 +327,13 @@ static bool find_list(scan *s, size_t *items_at)
         if (s->p >= s->len || s->t[s->p] != '"')
             return false;
         size_t kl = s->p++ - ks;
+        for (size_t i = 0; i < nseen; i++)
+            if (seen_len[i] == kl && !memcmp(s->t + seen_at[i], s->t + ks, kl))
+                return false;
+        if (nseen == DE_ARRAY_LEN(seen_at))
+            return false;
+        seen_at[nseen] = ks;
+        seen_len[nseen++] = kl;
         sws(s);
         if (s->p >= s->len || s->t[s->p++] != ':')
             return false;
@@ -432,7 +442,8 @@ static de_rc load_json_list(load_ctx *c, const char *path, bool *handled, de_err
         }
         if (!done_item) {
             json_error_t je;
-            json_t *obj = json_loadb(t + s.p, len - s.p, JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY, &je);
+            json_t *obj = json_loadb(t + s.p, len - s.p,
+                                     JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
             if (!obj || !json_is_object(obj)) {
                 if (obj)
                     json_decref(obj);

@@ -36,36 +36,53 @@ static size_t estimate_bytes(json_t *v)
     }
 }
 
+/* Kind and name as the input spells them, quoted or described whole
+ * (de_quote): a label never shows a name cut short. */
 void dg_object_label(json_t *obj, char *buf, size_t cap)
 {
     json_t *md = json_object_get(obj, "metadata");
-    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    json_t *kj = json_object_get(obj, "kind");
+    const char *kind = json_string_value(kj);
     const char *name = json_is_object(md) ? json_string_value(json_object_get(md, "name")) : NULL;
     const char *ns = json_is_object(md) ? json_string_value(json_object_get(md, "namespace")) : NULL;
     if (!name && json_is_object(md))
         name = json_string_value(json_object_get(md, "generateName"));
+    char kq[DE_QUOTE_MAX + 1], nq[DE_QUOTE_MAX + 1];
     if (!kind)
-        kind = "object";
-    if (name && ns)
-        snprintf(buf, cap, "%s \"%s/%s\"", kind, ns, name);
-    else if (name)
-        snprintf(buf, cap, "%s \"%s\"", kind, name);
+        snprintf(kq, sizeof kq, "object");
+    else if (json_string_length(kj) <= 64 && strspn(kind, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") ==
+                                                   json_string_length(kj) && *kind)
+        snprintf(kq, sizeof kq, "%s", kind);
     else
-        snprintf(buf, cap, "%s (no name)", kind);
+        de_quote(kq, kind, json_string_length(kj));
+    if (name) {
+        size_t nl = strlen(name), sl = ns ? strlen(ns) : 0;
+        char *full = de_xmalloc(sl + nl + 2);
+        snprintf(full, sl + nl + 2, "%s%s%s", ns ? ns : "", ns ? "/" : "", name);
+        de_quote(nq, full, strlen(full));
+        free(full);
+        snprintf(buf, cap, "%s %s", kq, nq);
+    } else {
+        snprintf(buf, cap, "%s (no name)", kq);
+    }
 }
 
 static de_rc fail(dec *d, json_t *obj, const de_origin *o, de_err *e)
 {
     if (!e)
         return DE_EINVAL;
-    char where[512] = "", label[320];
+    char where[512] = "", label[2 * DE_QUOTE_MAX + 16];
     if (o)
         de_origin_format(o, where, sizeof where);
     dg_object_label(obj, label, sizeof label);
+    /* whole messages only: as many as fit after the prefix, the rest counted */
+    size_t room = sizeof e->msg - 1 - strlen(where) - 2 - strlen(label) - 2 - 40, len;
+    uint32_t shown = dec_fit_messages(d, room, &len);
     char more[64] = "";
-    if (d->nerr > DEC_MAX_ERRORS)
-        snprintf(more, sizeof more, " (and %u more errors)", d->nerr - DEC_MAX_ERRORS);
-    de_errf(e, DE_EINVAL, "%s%s%s: %s%s", where, where[0] ? ": " : "", label, de_buf_str(&d->msgs), more);
+    if (dec_error_count(d) > shown)
+        snprintf(more, sizeof more, "%s(and %u more errors)", shown ? " " : "", dec_error_count(d) - shown);
+    de_errf(e, DE_EINVAL, "%s%s%s: %.*s%s", where, where[0] ? ": " : "", label, (int)len, de_buf_str(&d->msgs),
+            more);
     snprintf(e->path, sizeof e->path, "%s", d->first_path);
     if (o && o->file)
         snprintf(e->file, sizeof e->file, "%s", o->file);
@@ -342,7 +359,10 @@ de_rc dg_decode_allocation(dg_graph *g, json_t *v, de_arena *a, dg_allocation *o
     dec_allocation(&d, v, out);
     de_rc rc = DE_OK;
     if (d.nerr) {
-        rc = de_errf(e, DE_EINVAL, "allocation: %s", de_buf_str(&d.msgs));
+        size_t len;
+        uint32_t shown = dec_fit_messages(&d, sizeof e->msg - 64, &len);
+        rc = de_errf(e, DE_EINVAL, "allocation: %.*s%s", (int)len, de_buf_str(&d.msgs),
+                     dec_error_count(&d) > shown ? " (and more errors)" : "");
         if (e)
             snprintf(e->path, sizeof e->path, "%s", d.first_path);
     }
