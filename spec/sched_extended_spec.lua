@@ -43,8 +43,9 @@ describe("draengine serve with extended resources", function()
     local c = claims[1]
     assert.truthy(c.metadata.name:match("^via%-dra%-extended%-resources%-"))
     assert.are.equal("true", c.metadata.annotations["resource.kubernetes.io/extended-resource-claim"])
-    assert.are.equal(pods["via-dra"].metadata.uid, c.metadata.ownerReferences[1].uid)
-    assert.is_true(c.metadata.ownerReferences[1].controller)
+    -- exactly the ownerReference kube-scheduler sets (no blockOwnerDeletion)
+    assert.are.same({ { apiVersion = "v1", kind = "Pod", name = "via-dra", uid = pods["via-dra"].metadata.uid,
+      controller = true } }, c.metadata.ownerReferences)
     assert.are.same({ { name = "container-0-request-1",
       exactly = { deviceClassName = "gpu", allocationMode = "ExactCount", count = 2 } } }, c.spec.devices.requests)
     assert.are.equal(2, #c.status.allocation.devices.results)

@@ -260,10 +260,9 @@ de_rc al_ext_claim(al_allocator *a, const dg_pod *pod, const al_ext_res *res, ui
     al_ext_build(a->g, pod, res, n, mask, ar, &spec);
     json_t *reqs = al_ext_requests_json(a->g, &spec);
     de_arena_free(ar);
-    json_t *owner = json_pack("{s:s, s:s, s:s, s:b, s:b}", "apiVersion", "v1", "kind", "Pod", "name", pname,
-                              "controller", 1, "blockOwnerDeletion", 1);
-    if (pod->meta.uid)
-        json_object_set_new(owner, "uid", json_string(al_str(a, pod->meta.uid)));
+    /* what kube-scheduler sets (extendeddynamicresources.go): no blockOwnerDeletion */
+    json_t *owner = json_pack("{s:s, s:s, s:s, s:s, s:b}", "apiVersion", "v1", "kind", "Pod", "name", pname, "uid",
+                              pod->meta.uid ? al_str(a, pod->meta.uid) : "", "controller", 1);
     json_t *obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:s, s:{s:s}, s:[o]}, s:{s:{s:o}}}", "apiVersion",
                             "resource.k8s.io/v1", "kind", "ResourceClaim", "metadata", "name", name,
                             "namespace", al_str(a, pod->meta.ns), "generateName",

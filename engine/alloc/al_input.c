@@ -91,6 +91,11 @@ static de_rc on_object(void *vctx, json_t *obj, const de_origin *o, de_err *e)
         de_err_clear(&w);
         if (dg_check(in->checker, obj, o, &k, &w) != DE_OK && in->warn)
             in->warn(in->warn_ctx, &w);
+        /* the checker knows the Namespaces read so far, so that adminAccess
+         * in a namespace without the admin label is reported as the API
+         * server would refuse it (the namespace exists before its claims) */
+        else if (k == DG_KIND_NAMESPACE)
+            dg_apply(in->checker, obj, o, NULL, &w);
     }
     DE_TRY(dg_apply(c->g, obj, o, &k, e));
     /* namespaced objects without a namespace live in "default" */

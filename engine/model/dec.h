@@ -222,6 +222,8 @@ dg_class *dec_class(dec *d, json_t *obj);
 dg_claim *dec_claim(dec *d, json_t *obj);
 dg_claim_template *dec_template(dec *d, json_t *obj);
 dg_taint_rule *dec_taint_rule(dec *d, json_t *obj);
+/* A claim's status.devices[].networkData (dec_net.c), the path at it. */
+void dec_network_data(dec *d, json_t *nd);
 dg_pool_status_request *dec_pool_status_request(dec *d, json_t *obj);
 dg_node *dec_node(dec *d, json_t *obj);
 dg_pod *dec_pod(dec *d, json_t *obj);

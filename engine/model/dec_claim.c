@@ -621,6 +621,12 @@ void dec_claim_status(dec *d, json_t *st, dg_claim *c)
             json_t *data = json_object_get(r, "data");
             if (data && !json_is_null(data))
                 dec_json_text(d, data, &x->data);
+            json_t *net = json_object_get(r, "networkData");
+            if (net && !json_is_null(net)) {
+                size_t nm = dec_field(d, "networkData");
+                dec_network_data(d, net);
+                dec_pop(d, nm);
+            }
             json_t *conds = dec_get_arr(d, r, "conditions");
             if (conds && json_array_size(conds)) {
                 size_t cn = json_array_size(conds);

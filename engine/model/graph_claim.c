@@ -524,7 +524,11 @@ json_t *dg_pod_json(const dg_graph *g, uint32_t pid)
  * proportionally when longer than 57; the API server then appends 5
  * characters from this alphabet.  We derive them from the pod UID (or
  * namespace/name) and the claim reference so the result is reproducible. */
-static void generated_name(const char *pod, const char *ref, const char *seed, char *out, size_t cap)
+/* The claim controller's generateName (out_base) and the name the API server
+ * makes of it (out): <pod>-<ref>-, both parts cut in proportion past 57
+ * characters (then without the trailing '-', as upstream), plus 5 letters. */
+static void generated_name(const char *pod, const char *ref, const char *seed, char *out, size_t cap,
+                           char *out_base, size_t base_cap)
 {
     char base[600];
     snprintf(base, sizeof base, "%s-%s-", pod, ref);
@@ -542,6 +546,7 @@ static void generated_name(const char *pod, const char *ref, const char *seed, c
     }
     suffix[5] = 0;
     snprintf(out, cap, "%.250s%s", base, suffix);
+    snprintf(out_base, base_cap, "%.250s", base);
 }
 
 static void pod_add_claim_status(dg_graph *g, uint32_t pid, uint32_t ref, uint32_t claim)
@@ -603,11 +608,11 @@ de_rc dg_claim_from_template(dg_graph *g, uint32_t podid, uint32_t ref_index, ui
                        dg_s(g, p->meta.ns));
     json_t *tj = dg_template_json(g, tid);
     const dg_claim_template *t = dg_template_get(g, tid);
-    char seed[600], name[300];
+    char seed[600], name[300], gen[300];
     snprintf(seed, sizeof seed, "%s", p->meta.uid ? dg_s(g, p->meta.uid) : "");
     if (!p->meta.uid)
         snprintf(seed, sizeof seed, "%s/%s", dg_s(g, p->meta.ns), dg_s(g, p->meta.name));
-    generated_name(dg_s(g, p->meta.name), dg_s(g, ref->name), seed, name, sizeof name);
+    generated_name(dg_s(g, p->meta.name), dg_s(g, ref->name), seed, name, sizeof name, gen, sizeof gen);
     uint32_t existing = dg_claim_find(g, p->meta.ns, de_intern_cstr(g->in, name));
     if (existing != DG_NONE) {
         *clid = existing;
@@ -621,6 +626,7 @@ de_rc dg_claim_from_template(dg_graph *g, uint32_t podid, uint32_t ref_index, ui
     json_object_set_new(obj, "kind", json_string("ResourceClaim"));
     json_t *md = json_object();
     json_object_set_new(md, "name", json_string(name));
+    json_object_set_new(md, "generateName", json_string(gen));
     json_object_set_new(md, "namespace", json_string(dg_s(g, p->meta.ns)));
     if (t->nlabels) {
         json_t *l = json_object();
@@ -638,8 +644,8 @@ de_rc dg_claim_from_template(dg_graph *g, uint32_t podid, uint32_t ref_index, ui
     json_object_set_new(owner, "kind", json_string("Pod"));
     json_object_set_new(owner, "name", json_string(dg_s(g, p->meta.name)));
     json_object_set_new(owner, "uid", json_string(dg_s(g, p->meta.uid)));
+    /* exactly what the 1.37 claim controller sets: no blockOwnerDeletion */
     json_object_set_new(owner, "controller", json_true());
-    json_object_set_new(owner, "blockOwnerDeletion", json_true());
     json_t *owners = json_array();
     json_array_append_new(owners, owner);
     json_object_set_new(md, "ownerReferences", owners);

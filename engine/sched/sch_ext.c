@@ -59,13 +59,14 @@ json_t *sch_ext_claim_object(sch_sched *s, const dg_pod *p, json_t *requests)
     const char *pod = de_intern_str(s->in, p->meta.name);
     char gen[300];
     snprintf(gen, sizeof gen, "%.200s-extended-resources-", pod);
-    return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b, s:b}]},"
+    /* the ownerReference kube-scheduler sets: no blockOwnerDeletion */
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}, s:[{s:s, s:s, s:s, s:s, s:b}]},"
                      " s:{s:{s:O}}}",
                      "apiVersion", "resource.k8s.io/v1", "kind", "ResourceClaim", "metadata",
                      "generateName", gen, "namespace", de_intern_str(s->in, p->meta.ns),
                      "annotations", EXT_ANNOTATION, "true", "ownerReferences", "apiVersion", "v1",
                      "kind", "Pod", "name", pod, "uid", de_intern_str(s->in, p->meta.uid),
-                     "controller", 1, "blockOwnerDeletion", 1, "spec", "devices", "requests",
+                     "controller", 1, "spec", "devices", "requests",
                      requests);
 }
 

@@ -265,15 +265,14 @@ class Store:
                 continue  # the real controller retries; specs create templates first
             pn, cn = pod["metadata"]["name"], ref["name"]
             base = pn + "-" + cn + "-"
-            if len(base) > 57:
-                base = pn[:28] + "-" + cn[:28] + "-"
+            if len(base) > 57:  # both parts cut in proportion, as the claim controller does
+                base = pn[:len(pn) * 57 // len(base)] + "-" + cn[:len(cn) * 57 // len(base)]
             tmd = (tmpl.get("spec") or {}).get("metadata") or {}
             claim = {"metadata": {"generateName": base, "namespace": ns,
                                   "labels": dict(tmd.get("labels") or {}),
                                   "annotations": dict(tmd.get("annotations") or {}),
                                   "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pn,
-                                                       "uid": pod["metadata"]["uid"], "controller": True,
-                                                       "blockOwnerDeletion": True}]},
+                                                       "uid": pod["metadata"]["uid"], "controller": True}]},
                      "spec": copy.deepcopy((tmpl.get("spec") or {}).get("spec") or {})}
             claim["metadata"]["annotations"]["resource.kubernetes.io/pod-claim-name"] = cn
             c = self.create(("resource.k8s.io", "v1", "resourceclaims"), ns, claim)
