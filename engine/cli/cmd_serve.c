@@ -540,6 +540,7 @@ int cli_cmd_serve(int argc, char **argv)
         goto out;
     }
     so.workload_claims = gates.on[DE_GATE_WORKLOAD_RESOURCE_CLAIMS];
+    so.pre_queueing_hints = gates.on[DE_GATE_PRE_QUEUEING_HINTS];
     sv.s = sch_new(sv.g, sv.al, sv.cl, &so);
     ctl_serve_opts cso = {.pool_status = pool_status, .no_events = so.no_events, .identity = ident};
     sv.ctl = ctl_serve_new(sv.g, sv.cl, &gates, &cso);

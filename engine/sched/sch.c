@@ -898,6 +898,15 @@ void sch_metrics(const sch_sched *s, de_buf *b)
                     (double)st.requeued_by_event);
     sch_prom_sample(b, "draengine_scheduler_queue_incoming_pods_total", "event=\"flush\"",
                     (double)st.flushed);
+    sch_prom_head(b, "draengine_scheduler_queueing_hint_pods_checked_total", "counter",
+                  "Pods a ResourceClaim event checked for requeueing: those its index names with "
+                  "SchedulerPreQueueingHints, else every unschedulable pod.");
+    sch_prom_sample(b, "draengine_scheduler_queueing_hint_pods_checked_total", "event=\"claim\"",
+                    (double)st.hint_pods_checked);
+    sch_prom_head(b, "draengine_scheduler_pre_queueing_hint_evaluations_total", "counter",
+                  "ResourceClaim events whose pods were narrowed by the PreQueueingHint (SchedulerPreQueueingHints).");
+    sch_prom_sample(b, "draengine_scheduler_pre_queueing_hint_evaluations_total",
+                    "plugin=\"DynamicResources\",result=\"narrowed\"", (double)st.prehint_narrowed);
     sch_prom_head(b, "draengine_scheduler_invalid_objects_total", "counter",
                   "Watched objects refused by validation.");
     sch_prom_sample(b, "draengine_scheduler_invalid_objects_total", "", (double)st.invalid_objects);

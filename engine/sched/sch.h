@@ -60,6 +60,10 @@ typedef struct sch_opts {
     uint64_t unschedulable_max_ns;               /* 5 min */
     bool no_events;             /* do not write Events */
     bool workload_claims;       /* DRAWorkloadResourceClaims: PodGroup claims (KEP-5729) */
+    /* SchedulerPreQueueingHints (KEP-6132): a claim event looks up the pods
+     * waiting for that claim in an index; without it every unschedulable
+     * pod is checked against the claim, as kube-scheduler then does. */
+    bool pre_queueing_hints;
 } sch_opts;
 
 /* g, al and cl must outlive the scheduler; cl may be NULL (dry run: the
@@ -87,6 +91,8 @@ typedef struct sch_stats {
     uint64_t attempts, scheduled, unschedulable, errors, conflicts, bind_errors;
     uint64_t requeued_by_event, flushed;
     uint64_t invalid_objects, stale_events_ignored;
+    uint64_t hint_pods_checked;   /* pods a claim event checked (index hits or all unschedulable) */
+    uint64_t prehint_narrowed;    /* claim events narrowed by the index (SchedulerPreQueueingHints) */
     uint32_t active, backoff, unschedulable_now, assumed;
 } sch_stats;
 void sch_get_stats(const sch_sched *s, sch_stats *out);

@@ -202,7 +202,9 @@ void sch_to_unschedulable(sch_sched *s, uint32_t idx, unsigned waits, const uint
         for (uint32_t i = 0; i < nkeys; i++) {
             p->claims[2 * i] = (uint32_t)(claim_keys[i] >> 32);
             p->claims[2 * i + 1] = (uint32_t)claim_keys[i];
-            vpush(sch_vec(s, de_map_slot(&s->claim_pods, claim_keys[i], 0)), idx);
+            /* the index exists only for SchedulerPreQueueingHints */
+            if (s->o.pre_queueing_hints)
+                vpush(sch_vec(s, de_map_slot(&s->claim_pods, claim_keys[i], 0)), idx);
         }
         p->nclaims = nkeys;
     }
@@ -233,7 +235,20 @@ static bool pod_refs_claim(const spod *p, uint64_t key)
 
 void sch_requeue_claim(sch_sched *s, uint64_t key)
 {
+    if (!s->o.pre_queueing_hints) {
+        /* every pod in the unschedulable pool gets the queueing hint */
+        for (uint32_t idx = 0; idx < s->npods; idx++) {
+            spod *p = &s->pods[idx];
+            if (p->state != SP_UNSCHED)
+                continue;
+            s->st.hint_pods_checked++;
+            if (pod_refs_claim(p, key))
+                sch_leave_waiting(s, idx);
+        }
+        return;
+    }
     uint64_t v;
+    s->st.prehint_narrowed++;
     if (!de_map_get(&s->claim_pods, key, &v))
         return;
     vec32 *vec = &s->vecs[v - 1];
@@ -242,6 +257,7 @@ void sch_requeue_claim(sch_sched *s, uint64_t key)
     for (uint32_t i = 0; i < n; i++) {
         uint32_t idx = vec->v[i];
         spod *p = &s->pods[idx];
+        s->st.hint_pods_checked++;
         if (p->state == SP_UNSCHED && pod_refs_claim(p, key))
             sch_leave_waiting(s, idx);
     }
