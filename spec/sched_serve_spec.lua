@@ -218,6 +218,10 @@ describe("draengine serve", function()
     end
     K.wait_for(function() return metric('draengine_scheduler_pending_pods{queue="unschedulable"}') == 40 end, 10 * SLOW, 0.1)
     assert.are.equal(40, metric('draengine_scheduler_pending_pods{queue="unschedulable"}'))
+    -- waiting for a claim is kube-scheduler's PreEnqueue gate: no FailedScheduling Event
+    for _, e in ipairs(srv:get("/apis/events.k8s.io/v1/namespaces/default/events").items) do
+      assert.are_not.equal("FailedScheduling", e.reason, e.note)
+    end
     local before = metric('draengine_scheduler_queue_incoming_pods_total{event="index"}')
     srv:load{ K.claim("default", "late-7", "gpu", 1) }
     K.wait_for(function() return bound_count(srv) == 1 end, 10 * SLOW, 0.1)

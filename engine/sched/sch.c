@@ -390,6 +390,20 @@ static void unschedulable(sch_sched *s, uint32_t idx, uint32_t pid, unsigned wai
     sch_to_unschedulable(s, idx, waits, keys, nkeys);
 }
 
+/* A pod that cannot even enter a scheduling cycle (kube-scheduler's
+ * PreEnqueue: a claim not created yet, missing, being deleted or not owned
+ * by the pod, its PodGroup missing) waits like an unschedulable one but gets
+ * no FailedScheduling Event: kube-scheduler gates such pods silently (logged
+ * at -v 4), and an Event would tell the user of a failure that is none. */
+static void gated(sch_sched *s, uint32_t idx, unsigned waits, const uint64_t *keys, uint32_t nkeys,
+                  const char *msg)
+{
+    spod *sp = sch_pod(s, idx);
+    DE_INFO(4, "gated: pod %s/%s: %s", de_intern_str(s->in, sp->ns), de_intern_str(s->in, sp->name),
+            msg);
+    sch_to_unschedulable(s, idx, waits, keys, nkeys);
+}
+
 static void schedule_one(sch_sched *s, uint32_t idx)
 {
     de_arena_reset(s->cycle);
@@ -433,7 +447,7 @@ static void schedule_one(sch_sched *s, uint32_t idx)
             if (!pg) {
                 keys[nk++] = podgroup_key(s, pns, gn);
                 snprintf(msg, sizeof msg, "waiting for PodGroup \"%s\" to appear", gn);
-                unschedulable(s, idx, pid, WAIT_CLAIM, keys, nk, msg);
+                gated(s, idx, WAIT_CLAIM, keys, nk, msg);
                 return;
             }
             const char *u = json_string_value(json_object_get(json_object_get(pg, "metadata"), "uid"));
@@ -477,7 +491,7 @@ static void schedule_one(sch_sched *s, uint32_t idx)
                 snprintf(msg, sizeof msg,
                          "waiting for the resource claim controller to create the ResourceClaim "
                          "\"%s\" of PodGroup \"%s\"", de_intern_str(s->in, ref->name), pgname);
-                unschedulable(s, idx, pid, WAIT_CLAIM, keys, nk, msg);
+                gated(s, idx, WAIT_CLAIM, keys, nk, msg);
                 return;
             }
             cname = de_intern_cstr(s->in, gcn);
@@ -493,7 +507,7 @@ static void schedule_one(sch_sched *s, uint32_t idx)
                          "pod \"%s/%s\": waiting for the resource claim controller to create "
                          "the ResourceClaim for \"%s\"",
                          pns, de_intern_str(s->in, p->meta.name), de_intern_str(s->in, ref->name));
-                unschedulable(s, idx, pid, WAIT_POD, keys, nk, msg);
+                gated(s, idx, WAIT_POD, keys, nk, msg);
                 return;
             }
             if (!cname)
@@ -506,18 +520,18 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         const char *cn = de_intern_str(s->in, cname);
         if (!c) {
             snprintf(msg, sizeof msg, "resourceclaim \"%s\" not found", cn);
-            unschedulable(s, idx, pid, WAIT_CLAIM, keys, nk, msg);
+            gated(s, idx, WAIT_CLAIM, keys, nk, msg);
             return;
         }
         if (c->meta.deleting) {
             snprintf(msg, sizeof msg, "resourceclaim \"%s\" is being deleted", cn);
-            unschedulable(s, idx, pid, WAIT_CLAIM, keys, nk, msg);
+            gated(s, idx, WAIT_CLAIM, keys, nk, msg);
             return;
         }
         if (from_template && !owned_by(c, group[i] ? pguid_id : p->meta.uid)) {
             snprintf(msg, sizeof msg, "ResourceClaim %s/%s was not created for pod %s/%s (pod is not owner)",
                      pns, cn, pns, de_intern_str(s->in, p->meta.name));
-            unschedulable(s, idx, pid, WAIT_CLAIM, keys, nk, msg);
+            gated(s, idx, WAIT_CLAIM, keys, nk, msg);
             return;
         }
         claim_classes(s, key, c);
