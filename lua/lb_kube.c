@@ -136,9 +136,39 @@ static int cfg_tostring(lua_State *L)
 
 /* ---- Client ------------------------------------------------------------------- */
 
+/* Failure reports are kept (up to REPORTS_MAX, oldest dropped) until
+ * reports() hands them to Lua: the callback may run inside a poll. */
+#define REPORTS_MAX 1000
+
+typedef struct lreport {
+    char resource[48], verb[12], reason[48], message[512];
+    long code;
+    uint64_t suppressed;
+} lreport;
+
 typedef struct lclient {
     kc_client *cl;
+    lreport *rep;
+    size_t nrep;
+    uint64_t dropped;
 } lclient;
+
+static void on_failure(void *ctx, const kc_failure *f)
+{
+    lclient *u = ctx;
+    if (u->nrep == REPORTS_MAX) {
+        memmove(u->rep, u->rep + 1, (REPORTS_MAX - 1) * sizeof *u->rep);
+        u->nrep--;
+        u->dropped++;
+    }
+    lreport *r = &u->rep[u->nrep++];
+    snprintf(r->resource, sizeof r->resource, "%s", f->resource);
+    snprintf(r->verb, sizeof r->verb, "%s", f->verb);
+    snprintf(r->reason, sizeof r->reason, "%s", f->reason);
+    snprintf(r->message, sizeof r->message, "%s", f->message);
+    r->code = f->code;
+    r->suppressed = f->suppressed;
+}
 
 static lclient *chkcl(lua_State *L, int i)
 {
@@ -162,11 +192,18 @@ static int l_client(lua_State *L)
         o.max_retries = (int)luaL_optinteger(L, -1, 0);
         lua_getfield(L, 2, "timeout_ms");
         o.timeout_ms = (long)luaL_optinteger(L, -1, 0);
-        lua_pop(L, 4);
+        lua_getfield(L, 2, "report_interval_ms");
+        o.report_interval_ms = (long)luaL_optinteger(L, -1, 0);
+        lua_pop(L, 5);
         hdr = optfield(L, 2, "header");
     }
     lclient *u = lua_newuserdatauv(L, sizeof *u, 1);
+    u->rep = NULL;
+    u->nrep = 0;
+    u->dropped = 0;
     u->cl = kc_client_new(c->c, &o);
+    u->rep = de_xmalloc(REPORTS_MAX * sizeof *u->rep);
+    kc_client_set_failure_fn(u->cl, on_failure, u);
     if (hdr)
         kc_client_set_header(u->cl, hdr);
     luaL_setmetatable(L, MT_CLIENT);
@@ -180,6 +217,8 @@ static int cl_gc(lua_State *L)
     lclient *u = luaL_checkudata(L, 1, MT_CLIENT);
     kc_client_free(u->cl);
     u->cl = NULL;
+    free(u->rep);
+    u->rep = NULL;
     return 0;
 }
 
@@ -238,6 +277,46 @@ static int cl_stats(lua_State *L)
     lb_set_int(L, "rate_limited_ms", (lua_Integer)(s.rate_limited_ns / 1000000ull));
     lb_set_int(L, "transport_errors", (lua_Integer)s.by_code[0]);
     lb_set_int(L, "server_errors", (lua_Integer)s.by_code[5]);
+    return 1;
+}
+
+/* failures() -> {{resource, verb, code, reason, count}...} (every failure
+ * counted, in order of first occurrence), reports held back in total */
+static int cl_failures(lua_State *L)
+{
+    lclient *u = chkcl(L, 1);
+    lua_newtable(L);
+    const kc_fail_count *f;
+    for (size_t i = 0; (f = kc_client_failure(u->cl, i)) != NULL; i++) {
+        lua_createtable(L, 0, 5);
+        lb_set_str(L, "resource", f->resource);
+        lb_set_str(L, "verb", f->verb);
+        lb_set_str(L, "code", f->code);
+        lb_set_str(L, "reason", f->reason);
+        lb_set_int(L, "count", (lua_Integer)f->count);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_pushinteger(L, (lua_Integer)kc_client_failures_suppressed(u->cl));
+    return 2;
+}
+
+/* reports() -> the failure reports since the last call (what serve logs) */
+static int cl_reports(lua_State *L)
+{
+    lclient *u = chkcl(L, 1);
+    lua_createtable(L, (int)u->nrep, 0);
+    for (size_t i = 0; i < u->nrep; i++) {
+        const lreport *r = &u->rep[i];
+        lua_createtable(L, 0, 6);
+        lb_set_str(L, "resource", r->resource);
+        lb_set_str(L, "verb", r->verb);
+        lb_set_int(L, "code", r->code);
+        lb_set_str(L, "reason", r->reason);
+        lb_set_str(L, "message", r->message);
+        lb_set_int(L, "suppressed", (lua_Integer)r->suppressed);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    u->nrep = 0;
     return 1;
 }
 
@@ -335,7 +414,17 @@ static int cl_informer(lua_State *L)
     o.max_line = (size_t)luaL_optinteger(L, -1, 0);
     lua_getfield(L, 2, "watch_timeout_s");
     o.watch_timeout_s = (int)luaL_optinteger(L, -1, 0);
-    lua_pop(L, 6);
+    lua_getfield(L, 2, "backoff_reset_ms");
+    o.backoff_reset_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
+    lua_getfield(L, 2, "min_watch_ms");
+    o.min_watch_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
+    lua_getfield(L, 2, "max_pages");
+    o.max_pages = (int)luaL_optinteger(L, -1, 0);
+    lua_getfield(L, 2, "max_empty_pages");
+    o.max_empty_pages = (int)luaL_optinteger(L, -1, 0);
+    lua_getfield(L, 2, "max_body");
+    o.max_body = (size_t)luaL_optinteger(L, -1, 0);
+    lua_pop(L, 11);
     linformer *u = lua_newuserdatauv(L, sizeof *u, 1);
     u->L = NULL;
     u->n = 0;
@@ -521,6 +610,7 @@ void lb_open_kube(lua_State *L)
         {"namespace", cfg_namespace}, {"describe", cfg_describe}, {"redact", cfg_redact},
         {"reload_token", cfg_reload_token}, {"token_problem", cfg_token_problem}, {NULL, NULL}};
     static const luaL_Reg clm[] = {{"request", cl_request}, {"stats", cl_stats},
+                                   {"failures", cl_failures}, {"reports", cl_reports},
                                    {"bind", cl_bind},       {"event", cl_event},
                                    {"informer", cl_informer}, {"lease", cl_lease},
                                    {NULL, NULL}};

@@ -90,6 +90,7 @@ typedef struct kc_client_opts {
     int burst;         /* --kube-api-burst, default 100 */
     int max_retries;   /* retries after 429/5xx/transport errors, default 5 */
     long timeout_ms;   /* per request, default 30000 */
+    long report_interval_ms; /* failure reports of one kind, default 10000 */
     const char *user_agent; /* default "draengine/<version>" */
     /* fieldValidation sent with every write ("Strict", "Warn", "Ignore");
      * NULL or "" sends none, so the server's default (Warn) applies. */
@@ -122,6 +123,36 @@ typedef struct kc_stats {
     uint64_t warnings;        /* Warning headers the server sent (each one is logged) */
 } kc_stats;
 void kc_client_stats(const kc_client *cl, kc_stats *out);
+
+/* ---- failures ------------------------------------------------------------ */
+
+/* One failed request, list page or watch.  Every failure is counted (see
+ * kc_client_failures); reports reach the callback rate-limited: per
+ * (resource, verb, code, reason) the first at once, later ones at most once
+ * per kc_client_opts.report_interval_ms with the number held back. */
+typedef struct kc_failure {
+    const char *resource; /* "pods", "pods/binding", "resourceclaims/status", ... */
+    const char *verb;     /* list, watch, get, create, update, patch, delete */
+    long code;            /* HTTP status; 0 when there was no usable answer */
+    const char *reason;   /* Status reason ("Forbidden"), else the code's default
+                           * reason, else the transport's ("ConnectionRefused",
+                           * "TLSVerifyFailed", "Timeout", ...) or the client's
+                           * ("UndecodableBody", "ShortWatch", "ListNoProgress") */
+    const char *message;  /* one line, redacted */
+    uint64_t suppressed;  /* failures of this kind held back since its last report */
+} kc_failure;
+typedef void (*kc_failure_fn)(void *ctx, const kc_failure *f);
+void kc_client_set_failure_fn(kc_client *cl, kc_failure_fn fn, void *ctx);
+
+/* The counters behind draengine_kube_api_failures_total. */
+typedef struct kc_fail_count {
+    char resource[48], verb[12], code[12], reason[48]; /* code "<error>" = no answer */
+    uint64_t count;
+} kc_fail_count;
+/* The i-th counter (in order of first occurrence), NULL past the end. */
+const kc_fail_count *kc_client_failure(const kc_client *cl, size_t i);
+/* Reports held back by the rate limit, in total. */
+uint64_t kc_client_failures_suppressed(const kc_client *cl);
 
 /*
  * One request.  `body` (may be NULL) is serialised compactly; the answer is
@@ -174,11 +205,30 @@ typedef enum kc_evtype { KC_EV_ADDED = 0, KC_EV_MODIFIED, KC_EV_DELETED } kc_evt
  * are delivered as DELETED (sorted by namespace/name) after the new list. */
 typedef void (*kc_event_fn)(void *ctx, kc_res res, kc_evtype type, json_t *obj);
 
+/*
+ * Failures and backoff, per resource, as client-go's reflector does it: every
+ * failure waits a backoff delay before the next request (800 ms doubling to
+ * 30 s, times a jitter factor in [1, 2)), and the delay starts over only when
+ * the previous backoff is more than 2 minutes old, i.e. after a healthy
+ * stretch; a successful list does not reset it, so a server that answers
+ * each watch with 410 slows to one relist per 30-60 s instead of looping.
+ * Failures: an error status or transport error on a list or watch; a watch
+ * that the server ends within 1 s (whatever it carried: a healthy server
+ * ends watches only at timeoutSeconds); a 410 or other ERROR event, an
+ * undecodable or oversized event; a list that does not progress (more than
+ * max_empty_pages pages in a row bringing nothing new), repeats a continue
+ * token, or runs past max_pages pages.  In-band watch failures (410, ERROR,
+ * undecodable) relist; the others resume the watch from the last version.
+ */
 typedef struct kc_informer_opts {
     bool want[KC_RES_COUNT];   /* which resources to list+watch */
     int page_limit;            /* list page size, default 500 */
     uint64_t backoff_initial_ns; /* default 800 ms (client-go reflector) */
     uint64_t backoff_max_ns;     /* default 30 s */
+    uint64_t backoff_reset_ns;   /* default 2 min */
+    uint64_t min_watch_ns;       /* shorter watches are failures, default 1 s */
+    int max_pages;               /* pages of one list, default 10000 */
+    int max_empty_pages;         /* pages in a row bringing nothing new, default 16 */
     uint64_t jitter_seed;        /* deterministic jitter source; 0 = from the pid */
     int watch_timeout_s;         /* timeoutSeconds base, default 300 (x [1,2)) */
     size_t max_line;             /* watch event line cap, default 16 MiB */
@@ -211,10 +261,13 @@ void kc_informer_describe(const kc_informer *inf, de_buf *out);
 const char *kc_informer_last_error(const kc_informer *inf);
 
 /* Backoff with jitter, shared by watches and writes: initial * 2^attempt,
- * capped, times a factor in [1, 2) drawn from a seeded xorshift. */
+ * capped, times a factor in [1, 2) drawn from a seeded xorshift.  With
+ * reset_ns set, a step taken more than reset_ns after the previous one
+ * starts over from initial (client-go's exponential backoff manager). */
 typedef struct kc_backoff {
     uint64_t initial_ns, max_ns, cur_ns;
     uint64_t rng;
+    uint64_t reset_ns, last_ns;
 } kc_backoff;
 void kc_backoff_init(kc_backoff *b, uint64_t initial_ns, uint64_t max_ns, uint64_t seed);
 uint64_t kc_backoff_next(kc_backoff *b); /* the next delay */

@@ -1,7 +1,8 @@
 /*
  * kc_http.c - synchronous requests to the API server: authentication, the
  * write rate limiter, retries (429 Retry-After, 5xx, transport errors, 401
- * token re-read), Status decoding and the counters behind /metrics.
+ * token re-read), Status decoding and the counters behind /metrics.  Every
+ * failed attempt, retried or not, is counted and reported (kc_fail.c).
  *
  * Requests reuse one easy handle so its kept-alive connection carries every
  * write.  A request that has to wait keeps the watches flowing through the
@@ -32,6 +33,11 @@ struct kc_client {
     uint64_t last_refill;
     kc_stats st;
     kc_backoff bo;
+    kc_failtab fails;
+    kc_failure_fn fail_fn;
+    void *fail_ctx;
+    unsigned token_problem_seq;
+    char errbuf[CURL_ERROR_SIZE];
 };
 
 static bool curl_ready;
@@ -60,6 +66,9 @@ kc_client *kc_client_new(kc_config *cfg, const kc_client_opts *o)
     cl->last_refill = de_now_ns();
     cl->h = curl_easy_init();
     kc_backoff_init(&cl->bo, 100000000ull, 5000000000ull, 0x5eed);
+    kc_failtab_init(&cl->fails, cl->o.report_interval_ms > 0
+                                    ? (uint64_t)cl->o.report_interval_ms * 1000000ull
+                                    : 0);
     return cl;
 }
 
@@ -84,6 +93,33 @@ void kc_client_set_header(kc_client *cl, const char *header)
 void kc_client_set_pump(kc_client *cl, kc_informer *inf) { cl->pump = inf; }
 void kc_client_stats(const kc_client *cl, kc_stats *out) { *out = cl->st; }
 kc_stats *kc_client_stats_mut(kc_client *cl) { return &cl->st; }
+
+void kc_client_set_failure_fn(kc_client *cl, kc_failure_fn fn, void *ctx)
+{
+    cl->fail_fn = fn;
+    cl->fail_ctx = ctx;
+}
+
+const kc_fail_count *kc_client_failure(const kc_client *cl, size_t i)
+{
+    return i < cl->fails.n ? &cl->fails.rows[i].c : NULL;
+}
+
+uint64_t kc_client_failures_suppressed(const kc_client *cl) { return cl->fails.suppressed; }
+
+void kc_client_fail(kc_client *cl, const char *resource, const char *verb, long code,
+                    const char *reason, const char *message)
+{
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", message ? message : "");
+    for (char *p = msg; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';
+    kc_redact(cl->cfg, msg);
+    kc_failure f = {resource, verb, code, reason, msg, 0}, rep;
+    if (kc_failtab_note(&cl->fails, &f, &rep) && cl->fail_fn)
+        cl->fail_fn(cl->fail_ctx, &rep);
+}
 
 void kc_client_count(kc_client *cl, long status)
 {
@@ -116,10 +152,17 @@ void kc_backoff_init(kc_backoff *b, uint64_t initial_ns, uint64_t max_ns, uint64
     b->max_ns = max_ns;
     b->cur_ns = 0;
     b->rng = seed ? seed : 0x9e3779b97f4a7c15ull;
+    b->reset_ns = b->last_ns = 0;
 }
 
 uint64_t kc_backoff_next(kc_backoff *b)
 {
+    if (b->reset_ns) {
+        uint64_t now = de_now_ns();
+        if (b->last_ns && now - b->last_ns > b->reset_ns)
+            b->cur_ns = 0;
+        b->last_ns = now;
+    }
     b->cur_ns = b->cur_ns ? DE_MIN(b->cur_ns * 2, b->max_ns) : b->initial_ns;
     /* factor in [1, 2): client-go's jitter 1.0 */
     uint64_t r = kc_rand_next(&b->rng) >> 11; /* 53 bits */
@@ -193,6 +236,12 @@ struct curl_slist *kc_client_headers(kc_client *cl, bool force, const char *cont
 {
     struct curl_slist *hl = NULL;
     const char *tok = kc_config_token(cl->cfg, force);
+    unsigned seq;
+    const char *why = kc_config_token_problem(cl->cfg, &seq);
+    if (seq != cl->token_problem_seq) { /* a re-read was refused: say so once */
+        cl->token_problem_seq = seq;
+        kc_client_fail(cl, "tokenfile", "read", 0, "TokenRefused", why);
+    }
     const char *basic = kc_config_basic(cl->cfg);
     if (basic) {
         size_t n = strlen(basic) + 32;
@@ -290,18 +339,11 @@ de_rc kc_status_error(kc_client *cl, de_err *e, const char *method, const char *
     de_rc rc = status == 409   ? DE_ECONFLICT
                : status == 404 ? DE_ENOTFOUND
                                : DE_EAPI;
-    char msg[1024] = "";
-    json_t *st = body && len ? json_loadb(body, len, 0, NULL) : NULL;
-    const char *m = st ? json_string_value(json_object_get(st, "message")) : NULL;
-    const char *reason = st ? json_string_value(json_object_get(st, "reason")) : NULL;
-    if (m)
-        snprintf(msg, sizeof msg, "%s%s%s", reason ? reason : "", reason ? ": " : "", m);
-    else if (body && len)
-        snprintf(msg, sizeof msg, "%.*s", (int)DE_MIN(len, 300), body);
-    json_decref(st);
+    char reason[128], msg[1024];
+    kc_status_reason(status, body, len, reason, sizeof reason, msg, sizeof msg);
     char full[DE_ERR_MSG_MAX];
-    snprintf(full, sizeof full, "%s %s: HTTP %ld%s%s", method, path, status, *msg ? ": " : "",
-             msg);
+    snprintf(full, sizeof full, "%s %s: HTTP %ld: %s%s%s", method, path, status, reason,
+             *msg ? ": " : "", msg);
     kc_redact(cl ? cl->cfg : NULL, full);
     return de_errf(e, rc, "%s", full);
 }
@@ -330,6 +372,9 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
         idempotent = false; /* a retry could create a second object */
 
     char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    char fres[64];
+    const char *fverb;
+    kc_path_resource(method, path, fres, sizeof fres, &fverb);
     char url[4096];
     const char *fv = cl->o.field_validation;
     if (write && fv && *fv && strcmp(method, "DELETE"))
@@ -362,6 +407,8 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
         curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
+        cl->errbuf[0] = 0;
+        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cl->errbuf);
         if (!strcmp(method, "GET")) {
             curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
         } else {
@@ -384,6 +431,14 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
         kc_client_count(cl, cc == CURLE_OK ? status : 0);
         if (status_out)
             *status_out = status;
+        const char *why = cl->errbuf[0] ? cl->errbuf : curl_easy_strerror(cc);
+        if (cc != CURLE_OK) {
+            kc_client_fail(cl, fres, fverb, 0, kc_curl_reason(cc), why);
+        } else if (status < 200 || status >= 300) {
+            char reason[128], msg[512];
+            kc_status_reason(status, r.body.p, r.body.len, reason, sizeof reason, msg, sizeof msg);
+            kc_client_fail(cl, fres, fverb, status, reason, msg);
+        }
 
         if (cc != CURLE_OK) {
             if (idempotent && attempt < cl->o.max_retries) {
@@ -394,7 +449,7 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
                 continue;
             }
             char m[512];
-            snprintf(m, sizeof m, "%s %s: %s", method, path, curl_easy_strerror(cc));
+            snprintf(m, sizeof m, "%s %s: %s", method, path, why);
             kc_redact(cl->cfg, m);
             rc = de_errf(e, DE_EIO, "%s", m);
             de_buf_free(&r.body);
@@ -425,10 +480,17 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
             continue;
         }
         if (status >= 200 && status < 300) {
-            if (out && r.body.len) {
-                *out = json_loadb(r.body.p, r.body.len, 0, NULL);
-            }
             rc = DE_OK;
+            if (out && r.body.len) {
+                json_error_t je;
+                *out = json_loadb(r.body.p, r.body.len, 0, &je);
+                if (!*out) {
+                    char m[300];
+                    snprintf(m, sizeof m, "undecodable answer: %s", je.text);
+                    kc_client_fail(cl, fres, fverb, status, "UndecodableBody", m);
+                    rc = de_errf(e, DE_EAPI, "%s %s: HTTP %ld: %s", method, path, status, m);
+                }
+            }
         } else {
             rc = kc_status_error(cl, e, method, path, status, r.body.p, r.body.len);
         }

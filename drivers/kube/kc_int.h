@@ -41,6 +41,40 @@ void kc_informer_pump_for(kc_informer *inf, uint64_t ns);
 de_rc kc_status_error(kc_client *cl, de_err *e, const char *method, const char *path,
                       long status, const char *body, size_t len);
 
+/* ---- failures (kc_fail.c) ---- */
+#define KC_FAIL_ROWS 256
+
+typedef struct kc_failrow {
+    kc_fail_count c;
+    uint64_t reported_ns; /* last report of this row, 0 = never */
+    uint64_t held;        /* held back since */
+} kc_failrow;
+
+typedef struct kc_failtab {
+    kc_failrow rows[KC_FAIL_ROWS];
+    size_t n;
+    uint64_t interval_ns, total, suppressed;
+    double tokens;
+    uint64_t refill_ns;
+} kc_failtab;
+
+void kc_failtab_init(kc_failtab *t, uint64_t interval_ns);
+/* Count f; true when it is to be reported now, with *report filled (its
+ * strings point into the table). */
+bool kc_failtab_note(kc_failtab *t, const kc_failure *f, kc_failure *report);
+/* Count and (rate-limited) report one failure through the client. The
+ * message is redacted here. */
+void kc_client_fail(kc_client *cl, const char *resource, const char *verb, long code,
+                    const char *reason, const char *message);
+const char *kc_curl_reason(CURLcode cc);
+/* The Status reason of an error answer (or the code's default reason) and
+ * its message as one line. */
+void kc_status_reason(long status, const char *body, size_t len, char *reason, size_t rcap,
+                      char *msg, size_t mcap);
+/* The resource ("pods/binding") and verb ("create") of a request. */
+void kc_path_resource(const char *method, const char *path, char *res, size_t cap,
+                      const char **verb);
+
 /* Deterministic xorshift64*. */
 uint64_t kc_rand_next(uint64_t *state);
 

@@ -22,6 +22,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "kc_int.h"
 
+#include "../../engine/base/map.h"
+
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,14 +80,23 @@ typedef struct refl {
     de_buf line; /* partial watch line */
     char rv[256];
     char *cont;
-    json_t *store; /* "ns/name" -> rv */
-    json_t *fresh; /* keys seen by the current relist */
-    bool relisting, synced, gone, overflow;
+    json_t *store;  /* "ns/name" -> rv */
+    json_t *listed; /* keys the current list brought (its progress; a relist's survivors) */
+    de_map tokens;  /* hashes of the continue tokens of the current list */
+    int pages, empty_pages;
+    bool relisting, synced, overflow, auth_failed;
+    /* why a watch stream was cut short in-band (410, ERROR, undecodable): a
+     * failure that relists; reported when the transfer ends */
+    bool gone;
+    long gone_code;
+    char gone_reason[64];
     bool list_next; /* after the wait: list (true) or resume the watch */
-    uint64_t wait_until;
+    uint64_t wait_until, watch_start;
+    unsigned watch_events;
     kc_backoff bo;
     unsigned failures;
     char err[600];
+    char errbuf[CURL_ERROR_SIZE];
 } refl;
 
 typedef struct qev {
@@ -185,6 +196,34 @@ static void stop_transfer(refl *r)
     de_buf_reset(&r->line);
 }
 
+/* A failure: counted and reported (kc_fail.c), remembered for describe(),
+ * then a backoff wait before the next list (relist) or watch. */
+static void fail(refl *r, const char *verb, long code, const char *reason, bool relist,
+                 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static void begin_list(refl *r, bool relist);
+
+static void fail(refl *r, const char *verb, long code, const char *reason, bool relist,
+                 const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char m[512];
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    kc_client_fail(r->inf->cl, RES[r->res].name, verb, code, reason, m);
+    set_err(r, "%s: %s", verb, m);
+    stop_transfer(r);
+    bool list = relist || r->state == RS_LIST; /* a failed page restarts its list */
+    if (list)
+        begin_list(r, relist);
+    r->list_next = list;
+    r->auth_failed = code == 401;
+    r->failures++;
+    r->state = RS_WAIT;
+    r->wait_until = de_now_ns() + kc_backoff_next(&r->bo);
+}
+
 static size_t on_list_body(char *p, size_t sz, size_t n, void *ud)
 {
     refl *r = ud;
@@ -243,8 +282,12 @@ static void start(refl *r)
     char url[8192];
     r->h = curl_easy_init();
     kc_client_setup_easy(inf->cl, r->h);
-    r->hl = kc_client_headers(inf->cl, r->failures > 0 && strstr(r->err, "HTTP 401"), NULL);
+    r->hl = kc_client_headers(inf->cl, r->auth_failed, NULL);
+    r->auth_failed = false;
     r->overflow = r->gone = false;
+    r->gone_code = 0;
+    r->gone_reason[0] = 0;
+    r->errbuf[0] = 0;
     if (r->state == RS_LIST) {
         int n = snprintf(url, sizeof url, "%s%s?limit=%d", kc_config_url(cfg), RES[r->res].path,
                          inf->o.page_limit);
@@ -266,12 +309,15 @@ static void start(refl *r)
         curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, on_watch_body);
         /* A silent server past timeoutSeconds + slack means a dead stream. */
         curl_easy_setopt(r->h, CURLOPT_TIMEOUT_MS, (long)(to + 30) * 1000L);
+        r->watch_start = de_now_ns();
+        r->watch_events = 0;
     }
     curl_easy_setopt(r->h, CURLOPT_URL, url);
     curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, r->hl);
     curl_easy_setopt(r->h, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(r->h, CURLOPT_PRIVATE, r);
     curl_easy_setopt(r->h, CURLOPT_HTTPGET, 1L);
+    curl_easy_setopt(r->h, CURLOPT_ERRORBUFFER, r->errbuf);
     curl_multi_add_handle(inf->m, r->h);
 }
 
@@ -280,11 +326,27 @@ static void begin_list(refl *r, bool relist)
     free(r->cont);
     r->cont = NULL;
     r->state = RS_LIST;
-    if (relist || r->synced) {
-        r->relisting = true;
-        json_decref(r->fresh);
-        r->fresh = json_object();
-    }
+    r->pages = r->empty_pages = 0;
+    de_map_clear(&r->tokens);
+    json_decref(r->listed);
+    r->listed = json_object();
+    /* Anything already delivered (a synced store, or pages of a list that
+     * failed half-way) must be checked against the new list for deletions. */
+    r->relisting = relist || r->synced || json_object_size(r->store) > 0;
+}
+
+/* Stop the watch stream: it said something that calls for a relist. */
+static void cut(refl *r, long code, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void cut(refl *r, long code, const char *reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err, sizeof r->err, fmt, ap);
+    va_end(ap);
+    r->gone = true;
+    r->gone_code = code;
+    snprintf(r->gone_reason, sizeof r->gone_reason, "%s", reason);
 }
 
 static void handle_line(refl *r, const char *s, size_t len)
@@ -293,29 +355,30 @@ static void handle_line(refl *r, const char *s, size_t len)
     json_t *ev = json_loadb(s, len, 0, &je);
     if (!json_is_object(ev)) {
         json_decref(ev);
-        set_err(r, "watch: undecodable event: %s", je.text);
-        r->gone = true; /* we may have lost an event: relist */
+        /* we may have lost an event: relist */
+        cut(r, 200, "UndecodableEvent", "undecodable event: %s", je.text);
         return;
     }
     const char *type = json_string_value(json_object_get(ev, "type"));
     json_t *obj = json_object_get(ev, "object");
     if (!type || !json_is_object(obj)) {
         json_decref(ev);
-        set_err(r, "watch: event without type or object");
-        r->gone = true;
+        cut(r, 200, "MalformedEvent", "event without type or object");
         return;
     }
     if (!strcmp(type, "ERROR")) {
+        /* 410 Expired/Gone, or anything else: the stream's state is unknown,
+         * relisting is the safe choice. */
         json_int_t code = json_integer_value(json_object_get(obj, "code"));
         const char *msg = json_string_value(json_object_get(obj, "message"));
-        set_err(r, "watch: ERROR event %lld: %s", (long long)code, msg ? msg : "");
-        if (code == 410)
-            r->gone = true;
-        else
-            r->gone = true; /* unknown state: relisting is the safe choice */
+        const char *reason = json_string_value(json_object_get(obj, "reason"));
+        cut(r, code > 0 && code < 1000 ? (long)code : 200,
+            reason && *reason ? reason : code == 410 ? "Gone" : "ErrorEvent",
+            "ERROR event %lld: %s", (long long)code, msg ? msg : "");
         json_decref(ev);
         return;
     }
+    r->watch_events++;
     const char *rv = obj_rv(obj);
     if (!strcmp(type, "BOOKMARK")) {
         if (*rv)
@@ -360,7 +423,7 @@ static void finish_relist(refl *r)
     const char *k;
     json_t *v;
     json_object_foreach(r->store, k, v) {
-        if (!json_object_get(r->fresh, k))
+        if (!json_object_get(r->listed, k))
             gone[n++] = k;
     }
     qsort(gone, n, sizeof *gone, cmp_str);
@@ -380,54 +443,29 @@ static void finish_relist(refl *r)
     for (size_t i = 0; i < n; i++)
         json_object_del(r->store, gone[i]); /* keys freed here: after their last use */
     free(gone);
-    json_decref(r->fresh);
-    r->fresh = NULL;
     r->relisting = false;
 }
 
-/* A list or watch answered with an error status: the API server's
- * Status message (kc_status_error), after "list: " or "watch: ". */
-static void set_status_err(refl *r, const char *what, long status)
+/* The message of a failed transfer: curl's detail when it has one. */
+static const char *transport_msg(refl *r, CURLcode cc)
 {
-    de_err e;
-    de_err_clear(&e);
-    kc_status_error(r->inf->cl, &e, "GET", RES[r->res].path, status, r->body.p, r->body.len);
-    set_err(r, "%s: %s", what, e.msg);
+    return r->errbuf[0] ? r->errbuf : curl_easy_strerror(cc);
 }
 
-static void list_done(refl *r, CURLcode cc, long status)
+/* An error status answer: its Status reason and message. */
+static void fail_status(refl *r, const char *verb, long status, bool relist)
 {
-    kc_stats *st = kc_client_stats_mut(r->inf->cl);
-    if (cc != CURLE_OK || status != 200) {
-        if (cc != CURLE_OK)
-            set_err(r, "list: %s%s", curl_easy_strerror(cc), r->overflow ? " (page too large)" : "");
-        else
-            set_status_err(r, "list", status);
-        /* 410 on a continue token: the snapshot expired, start over. */
-        stop_transfer(r);
-        begin_list(r, r->synced || r->relisting);
-        r->state = RS_WAIT;
-        r->list_next = true;
-        r->failures++;
-        r->wait_until = de_now_ns() + kc_backoff_next(&r->bo);
-        return;
-    }
-    json_error_t je;
-    json_t *doc = json_loadb(r->body.p, r->body.len, 0, &je);
-    stop_transfer(r);
-    json_t *items = json_object_get(doc, "items");
-    json_t *md = json_object_get(doc, "metadata");
-    if (!json_is_object(doc) || (items && !json_is_null(items) && !json_is_array(items))) {
-        set_err(r, "list: undecodable answer: %s", je.text);
-        json_decref(doc);
-        begin_list(r, true);
-        r->state = RS_WAIT;
-        r->list_next = true;
-        r->failures++;
-        r->wait_until = de_now_ns() + kc_backoff_next(&r->bo);
-        return;
-    }
-    size_t i;
+    char reason[128], msg[512];
+    kc_status_reason(status, r->body.p, r->body.len, reason, sizeof reason, msg, sizeof msg);
+    fail(r, verb, status, reason, relist, "HTTP %ld: %s%s%s", status, reason, *msg ? ": " : "",
+         msg);
+}
+
+/* One page of items: deliver what changed, and count what it brought new
+ * to this list (its progress). */
+static size_t take_items(refl *r, json_t *items)
+{
+    size_t i, fresh = 0;
     json_t *it;
     json_array_foreach(items, i, it) {
         if (!json_is_object(it))
@@ -440,11 +478,44 @@ static void list_done(refl *r, CURLcode cc, long status)
         kc_evtype t = old ? KC_EV_MODIFIED : KC_EV_ADDED;
         bool same = old && *rv && !strcmp(old, rv);
         json_object_set_new(r->store, key, json_string(rv));
-        if (r->fresh)
-            json_object_set_new(r->fresh, key, json_true());
+        if (!json_object_get(r->listed, key)) {
+            json_object_set_new(r->listed, key, json_true());
+            fresh++;
+        }
         if (!same)
             enqueue(r->inf, r->res, t, it);
     }
+    return fresh;
+}
+
+static void list_done(refl *r, CURLcode cc, long status)
+{
+    kc_stats *st = kc_client_stats_mut(r->inf->cl);
+    if (cc != CURLE_OK) {
+        if (r->overflow)
+            fail(r, "list", 200, "ResponseTooLarge", false, "page larger than %zu bytes",
+                 r->inf->o.max_body);
+        else
+            fail(r, "list", 0, kc_curl_reason(cc), false, "%s", transport_msg(r, cc));
+        return;
+    }
+    if (status != 200) {
+        /* 410 on a continue token: the snapshot expired, start over. */
+        fail_status(r, "list", status, false);
+        return;
+    }
+    json_error_t je;
+    json_t *doc = json_loadb(r->body.p, r->body.len, 0, &je);
+    json_t *items = json_object_get(doc, "items");
+    json_t *md = json_object_get(doc, "metadata");
+    if (!json_is_object(doc) || (items && !json_is_null(items) && !json_is_array(items))) {
+        json_decref(doc);
+        fail(r, "list", 200, "UndecodableBody", true, "undecodable answer: %s",
+             json_is_object(doc) ? "items is not a list" : je.text);
+        return;
+    }
+    stop_transfer(r);
+    size_t fresh = take_items(r, items);
     const char *cont = json_string_value(json_object_get(md, "continue"));
     const char *lrv = json_string_value(json_object_get(md, "resourceVersion"));
     free(r->cont);
@@ -453,17 +524,32 @@ static void list_done(refl *r, CURLcode cc, long status)
         snprintf(r->rv, sizeof r->rv, "%s", lrv);
     json_decref(doc);
     if (r->cont) {
-        r->state = RS_LIST;
-        start(r);
+        /* Paging must make progress: a server (or proxy) that keeps handing
+         * out continue tokens would otherwise be followed forever. */
+        r->pages++;
+        r->empty_pages = fresh ? 0 : r->empty_pages + 1;
+        uint64_t *seen = de_map_slot(&r->tokens, de_hash_bytes(r->cont, strlen(r->cont)), 0);
+        if ((*seen)++)
+            fail(r, "list", 200, "ListRepeatedToken", false,
+                 "page %d repeats an earlier continue token", r->pages + 1);
+        else if (r->empty_pages > r->inf->o.max_empty_pages)
+            fail(r, "list", 200, "ListNoProgress", false,
+                 "%d pages in a row brought no new object", r->empty_pages);
+        else if (r->pages >= r->inf->o.max_pages)
+            fail(r, "list", 200, "ListTooManyPages", false, "more than %d pages",
+                 r->inf->o.max_pages);
+        else
+            start(r);
         return;
     }
     if (r->relisting) {
         finish_relist(r);
         st->relists++;
     }
+    json_decref(r->listed);
+    r->listed = NULL;
     r->synced = true;
     r->failures = 0;
-    kc_backoff_reset(&r->bo);
     r->state = RS_WATCH;
     start(r);
 }
@@ -472,42 +558,38 @@ static void watch_done(refl *r, CURLcode cc, long status)
 {
     kc_stats *st = kc_client_stats_mut(r->inf->cl);
     st->watch_restarts++;
-    bool gone = r->gone || r->overflow || status == 410;
-    if (status == 410 && !r->gone)
-        set_err(r, "watch: HTTP 410 Gone");
-    if (r->overflow && !r->gone)
-        set_err(r, "watch: event larger than %zu bytes", r->inf->o.max_line);
-    bool clean = cc == CURLE_OK && status == 200 && !gone;
-    if (!clean && !gone) {
+    uint64_t lasted = de_now_ns() - r->watch_start;
+    if (r->gone) {
+        char m[600];
+        snprintf(m, sizeof m, "%s", r->err);
+        fail(r, "watch", r->gone_code, r->gone_reason, true, "%s", m);
+    } else if (r->overflow) {
+        fail(r, "watch", 200, "EventTooLarge", true, "event larger than %zu bytes",
+             r->inf->o.max_line);
+    } else if (status != 200 && status != 0) {
+        fail_status(r, "watch", status, status == 410);
+    } else if (status == 0) {
+        fail(r, "watch", 0, kc_curl_reason(cc), false, "%s", transport_msg(r, cc));
+    } else if (lasted < r->inf->o.min_watch_ns) {
+        /* client-go counts a watch closed within a second with no event as a
+         * failure; draengine counts any: a healthy server ends watches only
+         * at timeoutSeconds, and a rewatch per event is a request storm. */
+        fail(r, "watch", cc == CURLE_OK ? 200 : 0,
+             cc == CURLE_OK ? "ShortWatch" : kc_curl_reason(cc), false,
+             "the watch ended after %llu ms with %u events%s%s",
+             (unsigned long long)(lasted / 1000000ull), r->watch_events,
+             cc == CURLE_OK ? "" : ": ", cc == CURLE_OK ? "" : transport_msg(r, cc));
+    } else {
+        /* A watch that ran: resume from the last version at once, as
+         * client-go does; a dropped stream is still worth counting. */
         if (cc != CURLE_OK)
-            set_err(r, "watch: %s", curl_easy_strerror(cc));
-        else
-            set_status_err(r, "watch", status);
-    }
-    stop_transfer(r);
-    if (gone) {
-        /* The first relist after a 410 starts at once; repeated trouble backs off. */
-        begin_list(r, true);
-        if (r->failures++ > 0) {
-            r->state = RS_WAIT;
-            r->list_next = true;
-            r->wait_until = de_now_ns() + kc_backoff_next(&r->bo);
-        } else {
-            start(r);
-        }
-        return;
-    }
-    if (clean) {
+            kc_client_fail(r->inf->cl, RES[r->res].name, "watch", 0, kc_curl_reason(cc),
+                           transport_msg(r, cc));
+        stop_transfer(r);
         r->failures = 0;
-        kc_backoff_reset(&r->bo);
         r->state = RS_WATCH;
         start(r);
-        return;
     }
-    r->failures++;
-    r->state = RS_WAIT;
-    r->list_next = false; /* resume the watch after the wait */
-    r->wait_until = de_now_ns() + kc_backoff_next(&r->bo);
 }
 
 /* ---- driving ------------------------------------------------------------------- */
@@ -523,6 +605,14 @@ kc_informer *kc_informer_new(kc_client *cl, const kc_informer_opts *o, kc_event_
         inf->o.backoff_initial_ns = 800000000ull;
     if (!inf->o.backoff_max_ns)
         inf->o.backoff_max_ns = 30000000000ull;
+    if (!inf->o.backoff_reset_ns)
+        inf->o.backoff_reset_ns = 120000000000ull;
+    if (!inf->o.min_watch_ns)
+        inf->o.min_watch_ns = 1000000000ull;
+    if (inf->o.max_pages <= 0)
+        inf->o.max_pages = 10000;
+    if (inf->o.max_empty_pages <= 0)
+        inf->o.max_empty_pages = 16;
     if (!inf->o.jitter_seed)
         inf->o.jitter_seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull + 1;
     if (inf->o.watch_timeout_s <= 0)
@@ -543,7 +633,10 @@ kc_informer *kc_informer_new(kc_client *cl, const kc_informer_opts *o, kc_event_
         de_buf_init(&r->line, inf->o.max_line);
         kc_backoff_init(&r->bo, inf->o.backoff_initial_ns, inf->o.backoff_max_ns,
                         inf->o.jitter_seed + (uint64_t)i * 0x100000001b3ull);
-        r->state = inf->o.want[i] ? RS_LIST : RS_IDLE;
+        r->bo.reset_ns = inf->o.backoff_reset_ns;
+        de_map_init(&r->tokens);
+        if (inf->o.want[i])
+            begin_list(r, false);
     }
     kc_client_set_pump(cl, inf);
     return inf;
@@ -560,7 +653,8 @@ void kc_informer_free(kc_informer *inf)
         de_buf_free(&r->body);
         de_buf_free(&r->line);
         json_decref(r->store);
-        json_decref(r->fresh);
+        json_decref(r->listed);
+        de_map_destroy(&r->tokens);
         free(r->cont);
     }
     for (size_t i = inf->qhead; i < inf->qlen; i++)
@@ -689,12 +783,21 @@ const char *kc_informer_last_error(const kc_informer *inf) { return inf->last_er
 void kc_informer_describe(const kc_informer *inf, de_buf *out)
 {
     static const char *const names[] = {"idle", "listing", "watching", "backing off"};
+    uint64_t now = de_now_ns();
     for (int i = 0; i < KC_RES_COUNT; i++) {
         const refl *r = &inf->r[i];
         if (!inf->o.want[i])
             continue;
-        de_buf_printf(out, "%s: %s, %s, resourceVersion=%s, objects=%zu%s%s\n", RES[i].name,
-                      r->synced ? "synced" : "not synced", names[r->state], r->rv,
+        de_buf_printf(out, "%s: %s, %s", RES[i].name, r->synced ? "synced" : "not synced",
+                      names[r->state]);
+        if (r->state == RS_WAIT)
+            de_buf_printf(out, " (%s in %llu ms, %u failures in a row)",
+                          r->list_next ? "list" : "watch",
+                          (unsigned long long)(r->wait_until > now
+                                                   ? (r->wait_until - now) / 1000000ull
+                                                   : 0),
+                          r->failures);
+        de_buf_printf(out, ", resourceVersion=%s, objects=%zu%s%s\n", r->rv,
                       json_object_size(r->store), r->err[0] ? ", last error: " : "", r->err);
     }
 }

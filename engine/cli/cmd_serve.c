@@ -132,6 +132,46 @@ static void on_event(void *ctx, kc_res res, kc_evtype type, json_t *obj)
         sch_observe(sv->s, res, type, obj);
 }
 
+/* API failures become log lines (the kube driver rate-limits them and counts
+ * every one for /metrics).  404 and 409 are part of normal operation
+ * (deleted objects, optimistic concurrency): info at -v 2; the rest warn. */
+static void on_kube_failure(void *ctx, const kc_failure *f)
+{
+    (void)ctx;
+    bool expected = f->code == 404 || f->code == 409;
+    if (expected && de_log_verbosity() < 2)
+        return;
+    char code[24], held[24];
+    if (f->code > 0)
+        snprintf(code, sizeof code, "%ld", f->code);
+    else
+        snprintf(code, sizeof code, "<error>");
+    snprintf(held, sizeof held, "%llu", (unsigned long long)f->suppressed);
+    const char *kv[] = {"resource", f->resource, "verb", f->verb, "code", code,
+                        "reason", f->reason, "message", f->message,
+                        f->suppressed ? "suppressed" : NULL, held, NULL};
+    de_log_kv(expected ? DE_LOG_INFO : DE_LOG_WARN, expected ? 2 : 0, __FILE__, __LINE__,
+              "kube API request failed", kv);
+}
+
+static void kube_failure_metrics(serve *sv, de_buf *body)
+{
+    sch_prom_head(body, "draengine_kube_api_failures_total", "counter",
+                  "Failed API requests, list pages and watches by resource, verb, status code "
+                  "(<error> = no answer) and reason.");
+    const kc_fail_count *f;
+    for (size_t i = 0; (f = kc_client_failure(sv->cl, i)) != NULL; i++) {
+        char l[256];
+        snprintf(l, sizeof l, "resource=\"%s\",verb=\"%s\",code=\"%s\",reason=\"%s\"",
+                 f->resource, f->verb, f->code, f->reason);
+        sch_prom_sample(body, "draengine_kube_api_failures_total", l, (double)f->count);
+    }
+    sch_prom_head(body, "draengine_kube_api_failure_logs_suppressed_total", "counter",
+                  "API failure log lines held back by the rate limit.");
+    sch_prom_sample(body, "draengine_kube_api_failure_logs_suppressed_total", "",
+                    (double)kc_client_failures_suppressed(sv->cl));
+}
+
 /* ---- /livez /readyz /metrics ------------------------------------------------ */
 
 static bool check(serve *sv, const char *name, const char **why)
@@ -231,6 +271,7 @@ static int on_http(void *ctx, const char *method, const char *path, const char *
                       "Time writes waited for the client-side rate limiter.");
         sch_prom_sample(body, "draengine_kube_rate_limited_seconds_total", "",
                         (double)ks.rate_limited_ns / 1e9);
+        kube_failure_metrics(sv, body);
         if (sv->pol) {
             pol_host_stats ps;
             pol_host_get_stats(sv->pol, &ps);
@@ -526,6 +567,7 @@ int cli_cmd_serve(int argc, char **argv)
 
     int rc = CLI_EXIT_OK;
     sv.cl = kc_client_new(sv.cfg, &clo);
+    kc_client_set_failure_fn(sv.cl, on_kube_failure, &sv);
     dg_opts gopts = {0};
     gopts.gates = &gates;
     sv.g = dg_new(NULL, &gopts);

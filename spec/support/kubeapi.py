@@ -9,9 +9,13 @@ bookmarks and 410 for versions older than its history, pods/binding, leases
 and events.  It also plays the resource claim controller (claims from
 templates, named like the real one) unless told not to.
 
-Faults on demand (POST /_test/faults): connections dropped mid-watch, 409 /
-410 / 429 (with Retry-After) / 500 answers, slow answers, and a restart that
-loses the watch history.  Every write from a client is recorded with the
+Faults on demand (POST /_test/faults): connections dropped mid-watch, any
+error status (with the Status reason and message a rule gives, or a raw
+non-JSON body), 429 with Retry-After, slow answers, a restart that loses the
+watch history; watches that end at once ("stream": empty, one_event,
+garbage, error410, error500, drop) and lists that page forever ("list":
+endless, repeat, same_items).  GET /_test/stats counts requests per
+resource and verb.  Every write from a client is recorded with the
 resourceVersion it carried and whether that was current (GET /_test/writes).
 Requests carrying "X-Test-Bypass: 1" (the specs' own set-up) skip faults and
 are not recorded.
@@ -69,6 +73,19 @@ def status_obj(code, reason, message, details=None):
     return o
 
 
+DEFAULT_REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
+                   409: "Conflict", 410: "Expired", 422: "Invalid", 429: "TooManyRequests",
+                   500: "InternalError", 502: "BadGateway", 503: "ServiceUnavailable",
+                   504: "Timeout"}
+
+
+class RawAnswer(Exception):
+    """An answer that is not a Status: an HTML error page from a proxy, garbage."""
+    def __init__(self, code, body, ctype):
+        super().__init__(body)
+        self.code, self.body, self.ctype = code, body, ctype
+
+
 class ApiError(Exception):
     def __init__(self, code, reason, message, headers=None):
         super().__init__(message)
@@ -96,7 +113,7 @@ class Store:
         self.valid_basic = set()   # "user:password"
         self.stats = {"requests": 0, "watches": 0, "lists": 0, "active_watches": 0,
                       "gone": 0, "dropped": 0, "auth_failures": 0, "tokens_seen": {},
-                      "basic_seen": 0}
+                      "basic_seen": 0, "by_res": {}}
 
     # -- events ---------------------------------------------------------------
     def _emit(self, res, typ, obj):
@@ -439,6 +456,12 @@ class Handler(BaseHTTPRequestHandler):
             if slow and not bypass:
                 time.sleep(slow / 1000.0)
             res, ns, name, sub = parse_path(u.path)
+            if not bypass:
+                verb = ("watch" if q.get("watch") in ("1", "true") else "list" if name is None else "get") \
+                    if method == "GET" else method.lower()
+                with STORE.cv:
+                    per = STORE.stats["by_res"].setdefault(res[2], {})
+                    per[verb] = per.get(verb, 0) + 1
             if method == "GET" and name is None and q.get("watch") in ("1", "true"):
                 return self._watch(res, ns, q, bypass)
             if method == "GET":
@@ -447,6 +470,13 @@ class Handler(BaseHTTPRequestHandler):
             return self._write(method, res, ns, name, sub, body, bypass)
         except ApiError as e:
             self._error(e)
+        except RawAnswer as a:
+            data = a.body.encode()
+            self.send_response(a.code)
+            self.send_header("Content-Type", a.ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError, socket.timeout):
             self.close_connection = True
 
@@ -478,8 +508,16 @@ class Handler(BaseHTTPRequestHandler):
                 elif x < STORE.faults["conflict_rate"] + STORE.faults["error_rate"]:
                     r = {"status": 500}
         if r is None:
-            return
+            return None
+        if r.get("stream") or r.get("list"):
+            return r  # a misbehaving watch or list: the caller plays it
         code = r["status"]
+        if "body" in r:
+            raise RawAnswer(code, r["body"], r.get("content_type", "text/html"))
+        if r.get("reason") or r.get("message"):
+            hdr = {"Retry-After": str(r["retry_after"])} if "retry_after" in r else None
+            raise ApiError(code, r.get("reason") or DEFAULT_REASONS.get(code, "InternalError"),
+                           r.get("message") or "injected fault", hdr)
         if code == 409:
             raise ApiError(409, "Conflict", "Operation cannot be fulfilled: the object has been modified; please apply your changes to the latest version and try again (injected)")
         if code == 410:
@@ -487,11 +525,64 @@ class Handler(BaseHTTPRequestHandler):
         if code == 429:
             raise ApiError(429, "TooManyRequests", "the server has received too many requests and has asked us to try again later (injected)",
                            {"Retry-After": str(r.get("retry_after", 1))})
+        if code in (401, 403, 503):
+            raise ApiError(code, DEFAULT_REASONS[code], "injected fault")
         raise ApiError(code, "InternalError", "Internal error occurred: injected fault")
 
     # -- reads ------------------------------------------------------------------------
+    def _bad_list(self, res, mode, q):
+        """A list that pages forever: no items and a fresh continue token
+        (endless), the same token each time (repeat), or the first page's
+        items again and again under fresh tokens (same_items)."""
+        with STORE.cv:
+            STORE.stats["lists"] += 1
+            kind = RESOURCES[res][0]
+            items = []
+            if mode == "same_items":
+                keys = sorted(STORE.objs[res])[:max(1, int(q.get("limit") or 1))]
+                items = [dict(STORE.objs[res][k]) for k in keys]
+            tok = "same-token" if mode == "repeat" else uuid.uuid4().hex
+            body = {"kind": kind + "List", "apiVersion": (res[0] + "/" + res[1]) if res[0] else res[1],
+                    "metadata": {"resourceVersion": str(STORE.rv), "continue": tok}, "items": items}
+        self._send_json(200, body)
+
+    def _bad_watch(self, res, mode):
+        """A watch that ends at once, in one of several ways."""
+        with STORE.cv:
+            STORE.stats["watches"] += 1
+            rv = STORE.rv
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.close_connection = True
+
+        def chunk(s):
+            b = (s + "\n").encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
+
+        if mode == "one_event":
+            chunk(json.dumps({"type": "BOOKMARK", "object": {"kind": RESOURCES[res][0],
+                              "metadata": {"resourceVersion": str(rv)}}}))
+        elif mode == "garbage":
+            chunk("<html>502 Bad Gateway</html>")
+        elif mode == "error410":
+            chunk(json.dumps({"type": "ERROR", "object": status_obj(410, "Expired", "too old resource version (injected)")}))
+        elif mode == "error500":
+            chunk(json.dumps({"type": "ERROR", "object": status_obj(500, "InternalError", "etcd leader changed (injected)")}))
+        if mode == "drop":
+            self.wfile.flush()
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+        self.wfile.write(b"0\r\n\r\n")
+
     def _get(self, res, ns, name, sub, q, bypass):
-        self._maybe_fault("GET", self.path, False, bypass)
+        rule = self._maybe_fault("GET", self.path, False, bypass)
+        if rule and rule.get("list") and name is None:
+            return self._bad_list(res, rule["list"], q)
         with STORE.cv:
             if name is not None:
                 return self._send_json(200, STORE.get(res, ns, name))
@@ -536,7 +627,9 @@ class Handler(BaseHTTPRequestHandler):
         rv_s = q.get("resourceVersion") or ""
         bookmarks = q.get("allowWatchBookmarks") in ("1", "true")
         timeout = float(q.get("timeoutSeconds") or 1800)
-        self._maybe_fault("GET", self.path, True, bypass)
+        rule = self._maybe_fault("GET", self.path, True, bypass)
+        if rule and rule.get("stream"):
+            return self._bad_watch(res, rule["stream"])
         with STORE.cv:
             STORE.stats["watches"] += 1
             epoch = STORE.epoch
