@@ -364,19 +364,28 @@ static int do_log(lua_State *L, de_log_level lvl)
     pol_vm *vm = pol_vm_of(L);
     pol_trace_impure(vm); /* a line per call: the score memo must not skip it */
     int n = lua_gettop(L);
+    pol_work(L, (uint64_t)n / 8, false);
+    if (vm->state == POL_VM_CALL && vm->log_lines++ >= POL_MAX_LOG_LINES)
+        return 0; /* dropped: not even built */
+    /* built only as far as it is shown (a line is cut at POL_MAX_LOG_MSG
+     * bytes, and says so with "...") */
     luaL_Buffer b;
     luaL_buffinit(L, &b);
-    for (int i = 1; i <= n; i++) {
+    for (int i = 1; i <= n && luaL_bufflen(&b) <= POL_MAX_LOG_MSG; i++) {
         lua_pushcfunction(L, pol_tostring);
         lua_pushvalue(L, i);
         lua_call(L, 1, 1);
         if (i > 1)
             luaL_addchar(&b, ' ');
+        size_t l;
+        const char *t = lua_tolstring(L, -1, &l);
+        if (l > POL_MAX_LOG_MSG + 1) {
+            lua_pushlstring(L, t, POL_MAX_LOG_MSG + 1);
+            lua_remove(L, -2);
+        }
         luaL_addvalue(&b);
     }
     luaL_pushresult(&b);
-    if (vm->state == POL_VM_CALL && vm->log_lines++ >= POL_MAX_LOG_LINES)
-        return 0;
     size_t len;
     const char *msg = lua_tolstring(L, -1, &len);
     char text[POL_MAX_LOG_MSG + 32];

@@ -144,13 +144,18 @@ static void value(lua_State *L, de_interner *in, de_arena *a, int idx, de_attrva
     v->u.ints = mem;
 }
 
+/* Keys of the table at idx, counted up to 65 (more is refused anyway: a
+ * count of a huge table would be work in C no budget sees). */
 static uint32_t count_keys(lua_State *L, int idx)
 {
     uint32_t n = 0;
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         lua_pop(L, 1);
-        n++;
+        if (++n > 64) {
+            lua_pop(L, 1);
+            break;
+        }
     }
     return n;
 }

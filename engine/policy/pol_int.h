@@ -50,7 +50,10 @@ typedef struct pol_vm {
     uint64_t deadline; /* absolute, de_now_ns */
     uint64_t deadline_ns; /* the limit it was computed from */
     pol_reason tripped;
+    char tripwhy[128]; /* what tripped it, when C code did ("table.move of 1e12 elements") */
     bool exact;        /* count every instruction */
+    uint64_t unclocked;      /* work units charged since the clock was last read */
+    size_t alloc_unclocked;  /* bytes allocated since the clock was last read */
     /* views created during a call are valid while call_gen is unchanged */
     uint64_t call_gen;
     /* where reports and dra.log go */
@@ -109,6 +112,42 @@ void pol_vm_seed(pol_vm *vm, uint64_t seed);
 
 /* Fill a de_err from the VM's last failure. */
 de_rc pol_vm_error(const pol_vm *vm, pol_reason r, const char *hook, de_err *e);
+
+/* ---- vm.c: work done in C ------------------------------------------------
+ *
+ * Library functions that loop in C run no VM instructions, so the count
+ * hook never sees them.  Every such function the sandbox exposes is
+ * written or wrapped (bounded.c) to charge its work here: `units` go into
+ * the call's instruction budget (one per element moved, compared or
+ * returned, one per 64 bytes of string produced), and the clock is read
+ * once every POL_HOOK_EVERY units, as the hook does for instructions, and
+ * at once when `clock` is set (after a call that touched a lot of data).
+ * Passing a limit trips the call exactly as the hook does, so pcall cannot
+ * swallow it and a timeout is reported as a timeout.  Outside a call
+ * nothing is charged. */
+void pol_work(lua_State *L, uint64_t units, bool clock);
+/* Refuse up front work that cannot fit in what is left of the budget (an
+ * "instructions" trip naming `what`), so that a huge count is refused at
+ * once instead of after a budget's worth of iterations. */
+void pol_work_need(lua_State *L, uint64_t units, const char *what);
+/* Trip the current call now (reason and what), raising at the caller. */
+int pol_trip(lua_State *L, pol_reason r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Bytes of string per work unit, and the size of data (in and out) after
+ * which a library call reads the clock. */
+#define POL_BYTES_PER_UNIT 64
+#define POL_CLOCK_BYTES 4096
+/* Longest string a policy can make: max_subject x this (1 MiB by default);
+ * bounds the work of one VM instruction on strings (==, <, ..). */
+#define POL_STRING_FACTOR 16
+
+/* bounded.c, sb_table.c: the library functions of the sandbox, bounded
+ * (replace or wrap the fields of the library table at tbl). */
+void pol_bounded_string(lua_State *L, int tbl);
+void pol_bounded_table(lua_State *L, int tbl);
+void pol_bounded_utf8(lua_State *L, int tbl);
+void pol_bounded_math(lua_State *L, int tbl);
+void pol_bounded_base(lua_State *L, int tbl);
 
 /* Raise a Lua error from C with the location of the innermost Lua frame
  * (used by view and API functions). */

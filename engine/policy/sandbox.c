@@ -15,6 +15,10 @@
  * and raises on assignment; the globals in turn raise on a missing name,
  * so a typo is an "undeclared global" error instead of a silent nil.
  *
+ * Copies are bounded where their work is the caller's to choose: the
+ * table functions are replaced (sb_table.c), string, utf8, math and some
+ * base functions wrapped (bounded.c); see pol_work in pol_int.h.
+ *
  * The string metatable is shared by every string of a VM; its __index is
  * pointed at the frozen string proxy and its __metatable set, so
  * getmetatable("") gives a string, never the table.
@@ -39,17 +43,17 @@ typedef struct allow {
 
 /* Base library entries a policy may use. */
 static const allow base_allow[] = {
-    {"assert", "argument checks; raises like error"},
+    {"assert", "argument checks; raises like error; metered"},
     {"error", "raise an error; the host reports it with file:line"},
     {"getmetatable", "engine metatables answer their __metatable field, never the table"},
     {"ipairs", "array iteration in index order"},
-    {"next", "emptiness checks (next(t) == nil); its order is unspecified, iterate with pairs"},
+    {"next", "emptiness checks (next(t) == nil); its order is unspecified, iterate with pairs; reads the clock (it scans empty slots)"},
     {"pcall", "cannot swallow budget errors: after a trip the hook raises on every line"},
-    {"rawequal", "comparison without metamethods"},
+    {"rawequal", "comparison without metamethods; metered (long strings)"},
     {"rawget", "reads only; engine tables are empty read-only proxies"},
     {"rawlen", "length without metamethods"},
-    {"select", "varargs"},
-    {"tonumber", "conversion"},
+    {"select", "varargs; metered (one unit per 8 values)"},
+    {"tonumber", "conversion; metered (clock read on long strings)"},
     {"tostring", "replaced below: never prints addresses"},
     {"type", "type names"},
     {"xpcall", "replaced below: the handler is skipped once the call is over budget"},
@@ -69,31 +73,33 @@ static const allow base_allow[] = {
  */
 
 static const allow string_allow[] = {
-    {"byte", "pure"},
-    {"char", "pure"},
-    {"find", "wrapped: subject size and pattern complexity bounded"},
-    {"format", "wrapped: no %p, %s without addresses; widths are capped by Lua"},
-    {"gmatch", "wrapped: subject size and pattern complexity bounded"},
-    {"gsub", "wrapped: subject size and pattern complexity bounded"},
-    {"len", "pure"},
-    {"lower", "pure"},
-    {"match", "wrapped: subject size and pattern complexity bounded"},
-    {"rep", "wrapped: result size bounded (C code is not interruptible)"},
-    {"reverse", "pure"},
-    {"sub", "pure"},
-    {"upper", "pure"},
+    {"byte", "bounded.c: metered (one unit per 8 results)"},
+    {"char", "bounded.c: metered"},
+    {"find", "bounded.c: subject size and pattern complexity bounded, work charged"},
+    {"format", "bounded.c: no %p, %s without addresses; widths are capped by Lua"},
+    {"gmatch", "bounded.c: as find; its iterator is metered too"},
+    {"gsub", "bounded.c: as find"},
+    {"len", "O(1)"},
+    {"lower", "bounded.c: metered (output charged, clock read on big strings)"},
+    {"match", "bounded.c: as find"},
+    {"rep", "bounded.c: result size bounded (C code is not interruptible)"},
+    {"reverse", "bounded.c: metered"},
+    {"sub", "bounded.c: metered"},
+    {"upper", "bounded.c: metered"},
 };
 /* Left out of string: dump (bytecode can crash the VM), pack, packsize,
  * unpack (binary layouts; no policy needs them). */
 
+/* The table functions are replaced by sb_table.c's: their loops run in C
+ * for a length the caller controls (a range, or __len). */
 static const allow table_allow[] = {
-    {"concat", "bounded by the memory cap"},
-    {"insert", "policy's own tables"},
-    {"move", "policy's own tables"},
-    {"pack", "varargs"},
-    {"remove", "policy's own tables"},
-    {"sort", "comparators run under the budget"},
-    {"unpack", "Lua limits the number of results"},
+    {"concat", "sb_table.c: one unit per element, result within the per-string limit"},
+    {"insert", "sb_table.c: one unit per element shifted"},
+    {"move", "sb_table.c: one unit per element moved"},
+    {"pack", "sb_table.c: one unit per value"},
+    {"remove", "sb_table.c: one unit per element shifted"},
+    {"sort", "sb_table.c: stable merge sort, one unit per comparison"},
+    {"unpack", "sb_table.c: one unit per value"},
 };
 
 static const allow math_allow[] = {
@@ -188,8 +194,10 @@ static int ordered_next(lua_State *L)
     return 2;
 }
 
-/* Push an iterator triple for the keys of the table at idx, in order. */
-int pol_ordered_pairs(lua_State *L, int idx)
+/* Push an iterator triple for the keys of the table at idx, in order.
+ * charge: the state is a policy VM in a call (the Lua module and the host
+ * use this on their own states too), charge the keys to its budget. */
+static int ordered_pairs(lua_State *L, int idx, bool charge)
 {
     idx = lua_absindex(L, idx);
     luaL_checktype(L, idx, LUA_TTABLE);
@@ -202,6 +210,9 @@ int pol_ordered_pairs(lua_State *L, int idx)
         lua_pushvalue(L, -1);
         lua_rawseti(L, keys, ++n);
     }
+    /* collecting and sorting the keys runs in C: charged per key */
+    if (charge)
+        pol_work(L, (uint64_t)n, n >= 256);
     okey *k = lua_newuserdatauv(L, sizeof(okey) * (size_t)(n ? n : 1), 0);
     for (int j = 0; j < n; j++) {
         lua_rawgeti(L, keys, j + 1);
@@ -248,9 +259,14 @@ int pol_ordered_pairs(lua_State *L, int idx)
     return 3;
 }
 
+int pol_ordered_pairs(lua_State *L, int idx)
+{
+    return ordered_pairs(L, idx, false);
+}
+
 static int ro_pairs(lua_State *L)
 {
-    return pol_ordered_pairs(L, lua_upvalueindex(1));
+    return ordered_pairs(L, lua_upvalueindex(1), true);
 }
 
 static int ro_len(lua_State *L)
@@ -290,7 +306,7 @@ static int sb_pairs(lua_State *L)
         lua_call(L, 1, 3);
         return 3;
     }
-    return pol_ordered_pairs(L, 1);
+    return ordered_pairs(L, 1, true);
 }
 
 /* An error raised by the budget hook reaches the message handler while Lua
@@ -423,149 +439,6 @@ int pol_sandbox_require(lua_State *L)
     return 1;
 }
 
-/* ---- bounded string functions --------------------------------------------- */
-
-/* The wrapped string functions are plain C functions of lstrlib.c that use
- * neither upvalues nor continuations, so the wrapper calls them directly
- * in its own frame (same arguments on the stack) instead of through
- * lua_call: policies call string functions often, and the extra call costs
- * more than the check. */
-static int call_original(lua_State *L)
-{
-    lua_CFunction f = lua_tocfunction(L, lua_upvalueindex(1));
-    return f(L);
-}
-
-/* An upper bound on the steps Lua's backtracking matcher can take for
- * pattern p on a subject of n bytes.  Each quantified item (*, +, -), each
- * %b and each back reference can be tried at up to n+1 positions and is
- * re-tried for every choice of the items before it: with q such items that
- * is at most C(n+q, q) <= (n+1)^q / q! combinations per start position, and
- * an unanchored search tries n+1 start positions.  '?' doubles the count.
- * Matching inside C cannot be interrupted by the budget hook, so the host
- * refuses calls whose bound exceeds POL_PATTERN_STEPS. */
-#define POL_PATTERN_STEPS 5e7
-
-static double pattern_cost(const char *p, size_t plen, size_t n)
-{
-    size_t i = 0;
-    bool anchored = plen > 0 && p[0] == '^';
-    if (anchored)
-        i = 1;
-    int q = 0, opt = 0;
-    while (i < plen) {
-        char c = p[i];
-        size_t item_end;
-        if (c == '%') {
-            if (i + 1 >= plen)
-                break;
-            char d = p[i + 1];
-            if (d == 'b') {
-                q++;
-                i += 4;
-                continue;
-            }
-            if (d == 'f') {
-                i += 2;
-                if (i < plen && p[i] == '[') {
-                    i++;
-                    if (i < plen && p[i] == '^')
-                        i++;
-                    do {
-                        if (i < plen && p[i] == '%')
-                            i++;
-                        i++;
-                    } while (i < plen && p[i] != ']');
-                    i++;
-                }
-                continue;
-            }
-            if (d >= '0' && d <= '9') {
-                q++;
-                i += 2;
-                continue;
-            }
-            item_end = i + 2;
-        } else if (c == '[') {
-            size_t j = i + 1;
-            if (j < plen && p[j] == '^')
-                j++;
-            do {
-                if (j < plen && p[j] == '%')
-                    j++;
-                j++;
-            } while (j < plen && p[j] != ']');
-            item_end = j + 1;
-        } else if (c == '(' || c == ')') {
-            i++;
-            continue;
-        } else if (c == '$' && i + 1 == plen) {
-            break;
-        } else {
-            item_end = i + 1;
-        }
-        if (item_end < plen) {
-            char m = p[item_end];
-            if (m == '*' || m == '+' || m == '-') {
-                q++;
-                item_end++;
-            } else if (m == '?') {
-                opt++;
-                item_end++;
-            }
-        }
-        i = item_end;
-    }
-    double nn = (double)n + 1, cost = 1;
-    for (int k = 1; k <= q; k++)
-        cost = cost * (nn + k - 1) / k;
-    if (!anchored)
-        cost *= nn;
-    cost *= (double)(plen ? plen : 1);
-    if (opt > 0)
-        cost *= pow(2.0, opt > 60 ? 60 : opt);
-    return cost;
-}
-
-static int bounded_call(lua_State *L, size_t subject, size_t pattern_arg)
-{
-    pol_vm *vm = pol_vm_of(L);
-    size_t n;
-    luaL_checklstring(L, (int)subject, &n);
-    if (n > vm->cfg->limits.max_subject)
-        return pol_raise(L, "string subject too long for pattern functions (%zu bytes, limit %zu)", n,
-                         vm->cfg->limits.max_subject);
-    size_t plen;
-    const char *p = luaL_checklstring(L, (int)pattern_arg, &plen);
-    double cost = pattern_cost(p, plen, n);
-    if (cost > POL_PATTERN_STEPS)
-        return pol_raise(L, "pattern too complex for a subject of %zu bytes (worst case %.3g steps, "
-                            "limit %.3g): anchor it, use fewer repetitions, or shorten the subject",
-                         n, cost, POL_PATTERN_STEPS);
-    return call_original(L);
-}
-
-/* upvalue 1: the original function */
-static int sb_pattern(lua_State *L)
-{
-    return bounded_call(L, 1, 2);
-}
-
-/* find's 4th argument selects plain matching: bounded subject, no cost. */
-static int sb_find(lua_State *L)
-{
-    if (!lua_toboolean(L, 4))
-        return bounded_call(L, 1, 2);
-    pol_vm *vm = pol_vm_of(L);
-    size_t n;
-    luaL_checklstring(L, 1, &n);
-    luaL_checkstring(L, 2);
-    if (n > vm->cfg->limits.max_subject)
-        return pol_raise(L, "string subject too long (%zu bytes, limit %zu)", n,
-                         vm->cfg->limits.max_subject);
-    return call_original(L);
-}
-
 /* tostring without addresses: "table: 0x55d0..." would make policy output
  * depend on the allocator.  Objects without __tostring print as their
  * __name or type name. */
@@ -593,53 +466,6 @@ int pol_tostring(lua_State *L)
         lua_pushstring(L, luaL_typename(L, 1));
         return 1;
     }
-}
-
-/* string.format without %p, and with %s going through the deterministic
- * tostring above. */
-static int sb_format(lua_State *L)
-{
-    size_t fl;
-    const char *f = luaL_checklstring(L, 1, &fl);
-    int arg = 1;
-    for (size_t i = 0; i < fl; i++) {
-        if (f[i] != '%')
-            continue;
-        i++;
-        if (i < fl && f[i] == '%')
-            continue;
-        while (i < fl && strchr("-+ #0123456789.", f[i]))
-            i++;
-        if (i >= fl)
-            break;
-        arg++;
-        if (f[i] == 'p')
-            return pol_raise(L, "string.format: %%p is not allowed in policies (addresses are not "
-                                "deterministic)");
-        if (f[i] == 's' && arg <= lua_gettop(L) && !lua_isstring(L, arg)) {
-            lua_pushcfunction(L, pol_tostring);
-            lua_pushvalue(L, arg);
-            lua_call(L, 1, 1);
-            lua_replace(L, arg);
-        }
-    }
-    return call_original(L);
-}
-
-static int sb_rep(lua_State *L)
-{
-    pol_vm *vm = pol_vm_of(L);
-    size_t l, lsep = 0;
-    luaL_checklstring(L, 1, &l);
-    lua_Integer n = luaL_checkinteger(L, 2);
-    luaL_optlstring(L, 3, "", &lsep);
-    size_t cap = vm->cfg->limits.max_subject * 16;
-    if (n > 0) {
-        double total = (double)l * (double)n + (double)lsep * (double)(n - 1);
-        if (total > (double)cap)
-            return pol_raise(L, "string.rep result too large (%.0f bytes, limit %zu)", total, cap);
-    }
-    return call_original(L);
 }
 
 /* ---- deterministic random ------------------------------------------------ */
@@ -761,14 +587,6 @@ static void copy_allowed(lua_State *L, int src, const allow *list, size_t n)
     }
 }
 
-static void wrap_field(lua_State *L, int tbl, const char *name, lua_CFunction fn)
-{
-    tbl = lua_absindex(L, tbl);
-    lua_getfield(L, tbl, name);
-    lua_pushcclosure(L, fn, 1);
-    lua_setfield(L, tbl, name);
-}
-
 /* Open one standard library without registering it as a global; leaves its
  * table on the stack. */
 static void open_lib(lua_State *L, const char *name, lua_CFunction f)
@@ -812,18 +630,14 @@ void pol_sandbox_install(lua_State *L, bool test)
     lua_setfield(L, G, "require");
     lua_pushcfunction(L, pol_tostring);
     lua_setfield(L, G, "tostring");
+    pol_bounded_base(L, G);
     lua_pop(L, 1);
 
     /* string: copy, wrap, freeze, and point the string metatable at it */
     open_lib(L, LUA_STRLIBNAME, luaopen_string);
     copy_allowed(L, -1, string_allow, DE_ARRAY_LEN(string_allow));
     int s = lua_gettop(L);
-    wrap_field(L, s, "find", sb_find);
-    wrap_field(L, s, "match", sb_pattern);
-    wrap_field(L, s, "gmatch", sb_pattern);
-    wrap_field(L, s, "gsub", sb_pattern);
-    wrap_field(L, s, "rep", sb_rep);
-    wrap_field(L, s, "format", sb_format);
+    pol_bounded_string(L, s);
     pol_sandbox_freeze(L, s, "string");
     lua_pushvalue(L, -1);
     lua_setfield(L, G, "string");
@@ -840,6 +654,7 @@ void pol_sandbox_install(lua_State *L, bool test)
 
     open_lib(L, LUA_TABLIBNAME, luaopen_table);
     copy_allowed(L, -1, table_allow, DE_ARRAY_LEN(table_allow));
+    pol_bounded_table(L, -1);
     pol_sandbox_freeze(L, -1, "table");
     lua_setfield(L, G, "table");
     lua_pop(L, 2);
@@ -850,12 +665,14 @@ void pol_sandbox_install(lua_State *L, bool test)
     lua_setfield(L, -2, "random");
     lua_pushcfunction(L, sb_randomseed);
     lua_setfield(L, -2, "randomseed");
+    pol_bounded_math(L, -1);
     pol_sandbox_freeze(L, -1, "math");
     lua_setfield(L, G, "math");
     lua_pop(L, 2);
 
     open_lib(L, LUA_UTF8LIBNAME, luaopen_utf8);
     copy_allowed(L, -1, utf8_allow, DE_ARRAY_LEN(utf8_allow));
+    pol_bounded_utf8(L, -1);
     pol_sandbox_freeze(L, -1, "utf8");
     lua_setfield(L, G, "utf8");
     lua_pop(L, 2);

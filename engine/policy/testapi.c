@@ -50,7 +50,9 @@ static pol_testctx *ctx_of(lua_State *L)
 static void fresh_budget(lua_State *L, pol_vm *vm)
 {
     vm->tripped = POL_R_NONE;
+    vm->tripwhy[0] = 0;
     vm->instr = 0;
+    vm->unclocked = vm->alloc_unclocked = 0;
     vm->instr_limit = TEST_INSTRUCTIONS;
     vm->deadline_ns = TEST_DEADLINE_NS;
     vm->deadline = de_now_ns() + TEST_DEADLINE_NS;
@@ -264,6 +266,7 @@ static void kv_arrays(lua_State *L, pol_vm *vm, int t, const char *field, uint32
     }
     int m = lua_gettop(L);
     uint32_t cnt = count_keys(L, m);
+    pol_work(L, cnt, cnt >= 256); /* counted, sorted and interned in C */
     *keys = de_arena_alloc(vm->scratch, (cnt ? cnt : 1) * sizeof(uint32_t));
     *vals = de_arena_alloc(vm->scratch, (cnt ? cnt : 1) * sizeof(uint32_t));
     pol_ordered_pairs(L, m);

@@ -9,8 +9,10 @@
  * time it runs, so a policy that catches the error with pcall (or hides in a
  * coroutine, or in an xpcall handler) is stopped again at its next line;
  * this is what Redis does after SCRIPT KILL.  Hooks do not run inside C
- * functions, which is why the sandbox bounds string.rep and the pattern
- * functions (sandbox.c) before calling them.
+ * functions, which is why every library function whose work the caller
+ * controls charges that work through pol_work (bounded.c, sb_table.c), and
+ * why the allocator reads the clock every ALLOC_CLOCK_BYTES and refuses
+ * strings longer than POL_STRING_FACTOR x max_subject.
  *
  * Memory.  Each VM has its own lua_Alloc that refuses to grow past the cap
  * while a call runs (HAProxy's tune.lua.maxmem).  A refusal also trips the
@@ -25,6 +27,7 @@
  */
 #include "pol_int.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +58,11 @@ void pol_config_default(pol_config *c)
     c->failure = POL_FAIL_CLOSED;
 }
 
+/* Bytes allocated between two reads of the clock by the allocator: C code
+ * that builds large results (gsub, concat, format, a luaL_Buffer) allocates
+ * as it works, so this bounds how far past the deadline it can run. */
+#define ALLOC_CLOCK_BYTES ((size_t)256 << 10)
+
 static void *vm_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
     pol_vm *vm = ud;
@@ -64,10 +72,35 @@ static void *vm_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
         vm->mem_used -= old;
         return NULL;
     }
-    if (nsize > old && vm->state == POL_VM_CALL && vm->mem_used - old + nsize > vm->mem_limit) {
-        if (vm->tripped == POL_R_NONE)
-            vm->tripped = POL_R_MEMORY;
-        return NULL;
+    if (nsize > old && vm->state == POL_VM_CALL) {
+        if (vm->mem_used - old + nsize > vm->mem_limit) {
+            if (vm->tripped == POL_R_NONE)
+                vm->tripped = POL_R_MEMORY;
+            return NULL;
+        }
+        /* a new string object (Lua passes its type as osize): at most
+         * POL_STRING_FACTOR x max_subject, so no single VM instruction
+         * (==, <, ..) works on more than that */
+        size_t smax = vm->cfg->limits.max_subject * POL_STRING_FACTOR;
+        if (!ptr && osize == LUA_TSTRING && nsize > smax + 64) {
+            if (vm->tripped == POL_R_NONE) {
+                vm->tripped = POL_R_MEMORY;
+                snprintf(vm->tripwhy, sizeof vm->tripwhy, "a string of %zu bytes; at most %zu bytes per string",
+                         nsize, smax);
+            }
+            return NULL;
+        }
+        vm->alloc_unclocked += nsize - old;
+        if (vm->alloc_unclocked >= ALLOC_CLOCK_BYTES) {
+            vm->alloc_unclocked = 0;
+            if (vm->tripped == POL_R_NONE && de_now_ns() > vm->deadline)
+                vm->tripped = POL_R_TIMEOUT;
+        }
+        /* past the deadline, large blocks are refused: C code that was
+         * building a result stops here (small ones still pass, so the
+         * error message can be made) */
+        if (vm->tripped == POL_R_TIMEOUT && nsize - old >= 4096)
+            return NULL;
     }
     void *p = realloc(ptr, nsize);
     if (!p)
@@ -78,6 +111,8 @@ static void *vm_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
     return p;
 }
 
+static const char *trip_base(pol_vm *vm, char *buf, size_t cap);
+
 static int vm_panic(lua_State *L)
 {
     /* Every entry into a policy VM is protected; reaching here is a bug. */
@@ -87,6 +122,20 @@ static int vm_panic(lua_State *L)
 }
 
 static const char *trip_text(pol_vm *vm, char *buf, size_t cap)
+{
+    char base[160];
+    if (vm->tripped == POL_R_MEMORY && vm->tripwhy[0])
+        snprintf(base, sizeof base, "memory limit exceeded"); /* the per-string one: not the cap */
+    else
+        trip_base(vm, base, sizeof base);
+    if (vm->tripwhy[0])
+        snprintf(buf, cap, "%s: %s", base, vm->tripwhy);
+    else
+        snprintf(buf, cap, "%s", base);
+    return buf;
+}
+
+static const char *trip_base(pol_vm *vm, char *buf, size_t cap)
 {
     switch (vm->tripped) {
     case POL_R_INSTRUCTIONS:
@@ -109,6 +158,23 @@ static const char *trip_text(pol_vm *vm, char *buf, size_t cap)
     return buf;
 }
 
+static void count_hook(lua_State *L, lua_Debug *ar);
+
+/* Tripped: from now on raise at every line and every instruction, so that
+ * no pcall inside the policy can swallow the stop.  ar: the frame to name
+ * (NULL: none). */
+static int raise_tripped(lua_State *L, pol_vm *vm, lua_Debug *ar)
+{
+    lua_sethook(L, count_hook, LUA_MASKCOUNT | LUA_MASKLINE, 1);
+    char why[320];
+    trip_text(vm, why, sizeof why);
+    if (ar && lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
+        lua_pushfstring(L, "%s:%d: %s", ar->short_src, ar->currentline, why);
+    else
+        lua_pushstring(L, why);
+    return lua_error(L);
+}
+
 static void count_hook(lua_State *L, lua_Debug *ar)
 {
     pol_vm *vm = pol_vm_of(L);
@@ -124,16 +190,67 @@ static void count_hook(lua_State *L, lua_Debug *ar)
         else
             return;
     }
-    /* Tripped: from now on raise at every line and every instruction, so
-     * that no pcall inside the policy can swallow the stop. */
-    lua_sethook(L, count_hook, LUA_MASKCOUNT | LUA_MASKLINE, 1);
-    char why[160];
-    trip_text(vm, why, sizeof why);
-    if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
-        lua_pushfstring(L, "%s:%d: %s", ar->short_src, ar->currentline, why);
-    else
-        lua_pushstring(L, why);
-    lua_error(L);
+    raise_tripped(L, vm, ar);
+}
+
+/* From a C function: name the Lua frame that called it. */
+static int raise_tripped_c(lua_State *L, pol_vm *vm)
+{
+    lua_Debug ar;
+    return raise_tripped(L, vm, lua_getstack(L, 1, &ar) ? &ar : NULL);
+}
+
+void pol_work(lua_State *L, uint64_t units, bool clock)
+{
+    pol_vm *vm = pol_vm_of(L);
+    if (vm->state != POL_VM_CALL)
+        return;
+    if (vm->tripped != POL_R_NONE)
+        raise_tripped_c(L, vm);
+    vm->instr += units;
+    vm->unclocked += units;
+    if (vm->instr > vm->instr_limit) {
+        vm->tripped = POL_R_INSTRUCTIONS;
+        raise_tripped_c(L, vm);
+    }
+    if (clock || vm->unclocked >= POL_HOOK_EVERY) {
+        vm->unclocked = 0;
+        if (de_now_ns() > vm->deadline) {
+            vm->tripped = POL_R_TIMEOUT;
+            raise_tripped_c(L, vm);
+        }
+    }
+}
+
+void pol_work_need(lua_State *L, uint64_t units, const char *what)
+{
+    pol_vm *vm = pol_vm_of(L);
+    if (vm->state != POL_VM_CALL)
+        return;
+    if (vm->tripped != POL_R_NONE)
+        raise_tripped_c(L, vm);
+    if (units > vm->instr_limit || vm->instr + units > vm->instr_limit) {
+        vm->tripped = POL_R_INSTRUCTIONS;
+        snprintf(vm->tripwhy, sizeof vm->tripwhy, "%s: %llu work units, %llu left", what,
+                 (unsigned long long)units,
+                 (unsigned long long)(vm->instr < vm->instr_limit ? vm->instr_limit - vm->instr : 0));
+        raise_tripped_c(L, vm);
+    }
+}
+
+int pol_trip(lua_State *L, pol_reason r, const char *fmt, ...)
+{
+    pol_vm *vm = pol_vm_of(L);
+    if (vm->state != POL_VM_CALL)
+        return pol_raise(L, "%s", "library call refused outside a hook call");
+    if (vm->tripped == POL_R_NONE) {
+        vm->tripped = r;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(vm->tripwhy, sizeof vm->tripwhy, fmt, ap);
+        va_end(ap);
+    }
+    return raise_tripped_c(L, vm);
 }
 
 static int install_tramp(lua_State *L)
@@ -216,6 +333,9 @@ void pol_vm_begin(pol_vm *vm, bool load, uint64_t seed)
     vm->instr_limit = load ? lim->load_instructions : lim->instructions;
     vm->deadline_ns = load ? lim->load_deadline_ns : lim->deadline_ns;
     vm->deadline = de_now_ns() + vm->deadline_ns;
+    vm->unclocked = 0;
+    vm->alloc_unclocked = 0;
+    vm->tripwhy[0] = 0;
     vm->call_gen++;
     vm->log_lines = 0;
     vm->errmsg[0] = vm->errfile[0] = 0;
@@ -231,6 +351,7 @@ void pol_vm_end(pol_vm *vm)
     vm->state = POL_VM_IDLE;
     vm->call_gen++;
     vm->tripped = POL_R_NONE;
+    vm->tripwhy[0] = 0;
     lua_sethook(vm->L, count_hook, LUA_MASKCOUNT, POL_HOOK_EVERY);
 }
 
@@ -295,13 +416,15 @@ pol_reason pol_vm_pcall(pol_vm *vm, int nargs, int nres)
         /* Tripped by the allocator and then recovered by an emergency GC:
          * still over budget. */
         lua_pop(L, nres == LUA_MULTRET ? 0 : nres);
-        char why[160];
+        char why[320];
         snprintf(vm->errmsg, sizeof vm->errmsg, "%s", trip_text(vm, why, sizeof why));
         return r;
     }
     if (st == LUA_ERRMEM && !vm->errmsg[0]) {
-        char why[160];
-        vm->tripped = POL_R_MEMORY;
+        char why[320];
+        /* a refusal by the allocator after the deadline is the timeout's */
+        if (vm->tripped == POL_R_NONE)
+            vm->tripped = POL_R_MEMORY;
         snprintf(vm->errmsg, sizeof vm->errmsg, "%s", trip_text(vm, why, sizeof why));
     }
     if (st == LUA_ERRERR && !vm->errmsg[0])
@@ -309,7 +432,7 @@ pol_reason pol_vm_pcall(pol_vm *vm, int nargs, int nres)
     if (r != POL_R_ERROR && r != POL_R_RESULT) {
         /* Keep the budget text even when a later error handler replaced
          * the message with something else. */
-        char why[160];
+        char why[320];
         trip_text(vm, why, sizeof why);
         if (!strstr(vm->errmsg, why)) {
             char loc[DE_ERR_FIELD_MAX + 16] = "";
