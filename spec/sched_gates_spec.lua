@@ -63,3 +63,60 @@ describe("draengine serve and SchedulerPreQueueingHints", function()
     assert.is_true(narrowed >= 1)
   end)
 end)
+
+describe("draengine serve and GenericWorkload", function()
+  local srv, procs
+  before_each(function() srv = K.start{ seed = 12 }; procs = {} end)
+  after_each(function()
+    local reports = S.stop_all(procs)
+    srv:stop()
+    assert.are.same({}, reports)
+  end)
+
+  local function member(name, group)
+    local p = K.pod("default", name, {})
+    p.spec.schedulingGroup = { podGroupName = group }
+    return p
+  end
+  local function gang(name, min)
+    return { apiVersion = "scheduling.k8s.io/v1beta1", kind = "PodGroup", metadata = { name = name, namespace = "default" },
+      spec = { schedulingPolicy = { gang = { minCount = min } } } }
+  end
+  local function bound(name)
+    for _, pod in ipairs(srv:state().objects.pods) do
+      if pod.metadata.name == name then return pod.spec.nodeName end
+    end
+  end
+  it("holds a gang until minCount of its pods exist (GangScheduling's PreEnqueue)", function()
+    local objs = S.cluster(1, 1)
+    objs[#objs + 1] = gang("trio", 3)
+    objs[#objs + 1] = member("trio-1", "trio")
+    objs[#objs + 1] = member("trio-2", "trio")
+    objs[#objs + 1] = member("lonely", "nowhere")
+    srv:load(objs)
+    local p = S.start(srv, { "--leader-elect=false", "--feature-gates=GenericWorkload=true", "-v", "4" })
+    procs[#procs + 1] = p
+    -- gated as PreEnqueue gates: logged, no FailedScheduling Event
+    assert.is_truthy(K.wait_for(function()
+      local log = p:stderr()
+      return log:find("gated: pod default/trio-2: waiting for minCount pods from a gang to appear in scheduling queue", 1, true)
+        and log:find("gated: pod default/lonely: waiting for pods's pod group \\\"nowhere\\\" to appear in scheduling queue", 1, true)
+    end, 20), p:stderr())
+    assert.is_nil(bound("trio-1"))
+    for _, e in ipairs(srv:state().objects.events or {}) do assert.are_not.equal("trio-1", e.regarding.name) end
+    srv:load{ member("trio-3", "trio") }
+    assert.is_truthy(K.wait_for(function() return bound("trio-1") and bound("trio-2") and bound("trio-3") end, 20),
+      p:stderr())
+    srv:load{ gang("nowhere", 1) }
+    assert.is_truthy(K.wait_for(function() return bound("lonely") end, 20), p:stderr())
+  end)
+
+  it("is off by default: schedulingGroup is not read", function()
+    local objs = S.cluster(1, 1)
+    objs[#objs + 1] = member("trio-1", "trio")
+    srv:load(objs)
+    local p = S.start(srv, { "--leader-elect=false" })
+    procs[#procs + 1] = p
+    assert.is_truthy(K.wait_for(function() return bound("trio-1") end, 20), p:stderr())
+  end)
+end)

@@ -582,6 +582,7 @@ int cli_cmd_serve(int argc, char **argv)
         goto out;
     }
     so.workload_claims = gates.on[DE_GATE_WORKLOAD_RESOURCE_CLAIMS];
+    so.generic_workload = gates.on[DE_GATE_GENERIC_WORKLOAD];
     so.pre_queueing_hints = gates.on[DE_GATE_PRE_QUEUEING_HINTS];
     sv.s = sch_new(sv.g, sv.al, sv.cl, &so);
     ctl_serve_opts cso = {.pool_status = pool_status, .no_events = so.no_events, .identity = ident};
@@ -624,7 +625,7 @@ int cli_cmd_serve(int argc, char **argv)
     for (int i = 0; i < KC_RES_COUNT; i++)
         io.want[i] = true;
     /* PodGroups (KEP-5729) exist only where the workload APIs are served. */
-    io.want[KC_RES_PODGROUPS] = gates.on[DE_GATE_WORKLOAD_RESOURCE_CLAIMS];
+    io.want[KC_RES_PODGROUPS] = gates.on[DE_GATE_GENERIC_WORKLOAD];
     /* the v1alpha3 API is served only where the alpha is switched on */
     io.want[KC_RES_POOL_STATUS_REQUESTS] = pool_status;
     io.backoff_initial_ns = wbackoff;

@@ -124,6 +124,40 @@ static bool terminal(sch_sched *s, const dg_pod *p)
     return !strcmp(ph, "Succeeded") || !strcmp(ph, "Failed");
 }
 
+/* Pods waiting for a PodGroup are indexed like pods waiting for a claim,
+ * under a key no claim can have. */
+static uint64_t podgroup_key(sch_sched *s, const char *ns, const char *name)
+{
+    char k[600];
+    snprintf(k, sizeof k, "podgroups/%s", name);
+    return sch_key(de_intern_cstr(s->in, ns), de_intern_cstr(s->in, k));
+}
+
+/* The PodGroup a pod belongs to (spec.schedulingGroup, the older
+ * spec.workloadRef), NULL when none. */
+static const char *pod_group_name(json_t *pod)
+{
+    json_t *spec = json_object_get(pod, "spec");
+    const char *gn = json_string_value(json_object_get(json_object_get(spec, "schedulingGroup"), "podGroupName"));
+    if (!gn)
+        gn = json_string_value(json_object_get(json_object_get(spec, "workloadRef"), "podGroupName"));
+    return gn && *gn ? gn : NULL;
+}
+
+/* The gang's AllPodsCount: the live pods of the group. */
+static uint32_t group_pods(sch_sched *s, uint32_t ns, const char *group)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < dg_pod_id_limit(s->g); i++) {
+        const dg_pod *q = dg_pod_get(s->g, i);
+        if (!q || q->meta.ns != ns || q->meta.deleting || terminal(s, q))
+            continue;
+        const char *gn = pod_group_name(dg_pod_json(s->g, i));
+        n += gn && !strcmp(gn, group);
+    }
+    return n;
+}
+
 static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
 {
     uint32_t ns = de_intern_cstr(s->in, md(obj, "namespace"));
@@ -173,6 +207,10 @@ static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
         sp->in_active = false;
         return;
     }
+    /* a new member may complete a gang (GangScheduling's pod-added hint) */
+    const char *group = s->o.generic_workload ? pod_group_name(obj) : NULL;
+    if (group && t == KC_EV_ADDED)
+        sch_requeue_claim(s, podgroup_key(s, md(obj, "namespace"), group));
     bool ours = p->scheduler_name == s->sched_name && !p->meta.deleting && !terminal(s, p);
     if (!ours) {
         if (idx != UINT32_MAX && sch_pod(s, idx)->state != SP_ASSUMED)
@@ -209,15 +247,6 @@ static void claim_classes(sch_sched *s, uint64_t key, const dg_claim *c)
             if (rq->subs[k].class_name)
                 sch_index_claim_class(s, key, rq->subs[k].class_name);
     }
-}
-
-/* Pods waiting for a PodGroup are indexed like pods waiting for a claim,
- * under a key no claim can have. */
-static uint64_t podgroup_key(sch_sched *s, const char *ns, const char *name)
-{
-    char k[600];
-    snprintf(k, sizeof k, "podgroups/%s", name);
-    return sch_key(de_intern_cstr(s->in, ns), de_intern_cstr(s->in, k));
 }
 
 void sch_observe(sch_sched *s, kc_res res, kc_evtype t, json_t *obj)
@@ -433,26 +462,34 @@ static void schedule_one(sch_sched *s, uint32_t idx)
     bool *group = de_arena_zalloc(s->cycle, (nrefs + 2) * sizeof *group);
     json_t *pg = NULL;
     char pgname[256] = "", pguid[128] = "";
-    if (s->o.workload_claims) {
-        json_t *spec = json_object_get(dg_pod_json(s->g, pid), "spec");
-        const char *gn = json_string_value(
-            json_object_get(json_object_get(spec, "schedulingGroup"), "podGroupName"));
-        if (!gn)
-            gn = json_string_value(json_object_get(json_object_get(spec, "workloadRef"), "podGroupName"));
-        if (gn && *gn) {
-            char k[600];
-            snprintf(k, sizeof k, "%s/%s", pns, gn);
-            pg = json_object_get(s->podgroups, k);
-            snprintf(pgname, sizeof pgname, "%s", gn);
-            if (!pg) {
-                keys[nk++] = podgroup_key(s, pns, gn);
-                snprintf(msg, sizeof msg, "waiting for PodGroup \"%s\" to appear", gn);
-                gated(s, idx, WAIT_CLAIM, keys, nk, msg);
-                return;
-            }
-            const char *u = json_string_value(json_object_get(json_object_get(pg, "metadata"), "uid"));
-            snprintf(pguid, sizeof pguid, "%s", u ? u : "");
+    /* GenericWorkload: GangScheduling's PreEnqueue - the PodGroup must exist,
+     * and a gang waits until minCount of its pods exist.  (Its Permit, which
+     * holds every member until minCount are placed, is not modelled: the
+     * members bind one by one.) */
+    const char *gn = s->o.generic_workload ? pod_group_name(dg_pod_json(s->g, pid)) : NULL;
+    if (gn) {
+        char k[600];
+        snprintf(k, sizeof k, "%s/%s", pns, gn);
+        pg = json_object_get(s->podgroups, k);
+        snprintf(pgname, sizeof pgname, "%s", gn);
+        if (!pg) {
+            keys[nk++] = podgroup_key(s, pns, gn);
+            snprintf(msg, sizeof msg, "waiting for pods's pod group \"%s\" to appear in scheduling queue", gn);
+            gated(s, idx, WAIT_CLAIM, keys, nk, msg);
+            return;
         }
+        json_t *gang = json_object_get(json_object_get(json_object_get(pg, "spec"), "schedulingPolicy"), "gang");
+        json_int_t min = json_integer_value(json_object_get(gang, "minCount"));
+        if (gang && group_pods(s, p->meta.ns, gn) < (uint64_t)(min > 0 ? min : 0)) {
+            keys[nk++] = podgroup_key(s, pns, gn);
+            snprintf(msg, sizeof msg, "waiting for minCount pods from a gang to appear in scheduling queue");
+            gated(s, idx, WAIT_CLAIM, keys, nk, msg);
+            return;
+        }
+        const char *u = json_string_value(json_object_get(json_object_get(pg, "metadata"), "uid"));
+        snprintf(pguid, sizeof pguid, "%s", u ? u : "");
+        if (!s->o.workload_claims)
+            pg = NULL; /* its claims are shared only with DRAWorkloadResourceClaims */
     }
     uint32_t pguid_id = pguid[0] ? de_intern_cstr(s->in, pguid) : 0;
 

@@ -60,6 +60,7 @@ typedef struct sch_opts {
     uint64_t unschedulable_max_ns;               /* 5 min */
     bool no_events;             /* do not write Events */
     bool workload_claims;       /* DRAWorkloadResourceClaims: PodGroup claims (KEP-5729) */
+    bool generic_workload;      /* GenericWorkload: PodGroups, GangScheduling's PreEnqueue */
     /* SchedulerPreQueueingHints (KEP-6132): a claim event looks up the pods
      * waiting for that claim in an index; without it every unschedulable
      * pod is checked against the claim, as kube-scheduler then does. */
