@@ -11,13 +11,20 @@
  * assignment wins.  Per candidate, in order: in use, selectable (CEL errors
  * are raised here), capacity, then allocateDevice: in use again,
  * partitionable-off, counters, compatibility groups, taints, constraints,
- * mark, capacity again.  Rejections after the counters were charged do not
- * give them back (v0.36.2 behaviour the vectors pin), and neither does undoing
- * a multi-allocatable device.
+ * mark, capacity again.  A candidate rejected after it charged counters,
+ * added constraint values or was marked gives all of it back, as 1.37's
+ * allocator does (its rollbackDevice).  v0.36.2 kept the counters charged on
+ * a taint, constraint or capacity rejection (and the constraints and mark on a
+ * capacity one), so a later alternative could find its counters spent: the
+ * real kube-scheduler 1.37.2 beside draengine (spec/e2e/diff, seed 6) placed
+ * two GPUs of one NUMA node on a MIG host where the leak left none.  No
+ * conformance vector depends on the leak.  Likewise undoing the share of a
+ * multi-allocatable device that charged its counters (the first share) gives
+ * them back, which v0.36.2 did not.
  *
  * Pruning.  A failed subtree normally leaves no trace, but upstream has a few
- * stateful quirks (counter leaks, the list-intersection that does not widen,
- * the distinctAttribute map, lazy CEL errors, All-mode constraint errors).
+ * stateful quirks (the list-intersection that does not widen, the
+ * distinctAttribute map, lazy CEL errors, All-mode constraint errors).
  * The call is "pure" when none of them can fire; then the search may skip
  * subtrees that provably cannot succeed without changing which solution is
  * found first (the first-fit order is untouched; only dead ends are cut):
@@ -41,6 +48,7 @@ typedef struct placed {
     al_rq *rq;
     uint32_t dev;
     bool multi;
+    bool counted; /* this placement charged the device's counters */
     uint32_t gmark;
     dg_consumed *cons;
     uint32_t ncons;
@@ -141,8 +149,10 @@ static int allocate_device(al_call *c, al_rq *rq, uint32_t dev, bool must, place
     }
     if (a->f_taints && al_taint_blocks(dv, rq)) {
         al_undo_to(c, gmark);
+        if (counted)
+            al_counters_release(c, dev);
         c->rej_taint++;
-        return AL_S_FAIL; /* counters stay charged (upstream) */
+        return AL_S_FAIL;
     }
     for (uint32_t i = 0; i < rq->ncons; i++) {
         bool ok;
@@ -157,11 +167,13 @@ static int allocate_device(al_call *c, al_rq *rq, uint32_t dev, bool must, place
                     al_str(a, dv->s->driver), al_str(a, dv->s->pool), al_str(a, dv->name));
             return AL_S_ERR;
         }
-        for (uint32_t j = 0; j < i; j++)
+        for (uint32_t j = i; j-- > 0;)
             al_cons_remove(c, &cc->cons[rq->cons[j]], rq, dev);
         al_undo_to(c, gmark);
+        if (counted)
+            al_counters_release(c, dev);
         c->rej_constraint++;
-        return AL_S_FAIL; /* counters stay charged (upstream) */
+        return AL_S_FAIL;
     }
     if (!multi)
         mark(c, rq->claim, dev, true);
@@ -169,8 +181,15 @@ static int allocate_device(al_call *c, al_rq *rq, uint32_t dev, bool must, place
     uint32_t ncons = 0;
     if (a->f_cc) {
         if (al_capacity_fits(c, rq, dev) != 1) {
+            if (!multi)
+                mark(c, rq->claim, dev, false);
+            for (uint32_t j = rq->ncons; j-- > 0;)
+                al_cons_remove(c, &cc->cons[rq->cons[j]], rq, dev);
+            al_undo_to(c, gmark);
+            if (counted)
+                al_counters_release(c, dev);
             c->rej_capacity++;
-            return AL_S_FAIL; /* upstream leaves constraints and marks in place here */
+            return AL_S_FAIL;
         }
         if (multi) {
             al_capacity_consumed(c, rq, dev, &cons, &ncons);
@@ -188,6 +207,7 @@ static int allocate_device(al_call *c, al_rq *rq, uint32_t dev, bool must, place
     p->rq = rq;
     p->dev = dev;
     p->multi = multi;
+    p->counted = counted;
     p->gmark = gmark;
     p->cons = cons;
     p->ncons = ncons;
@@ -205,10 +225,10 @@ static void undo_device(al_call *c, placed *p)
             al_acap_remove(c, p->dev, p->cons, p->ncons);
     } else {
         mark(c, p->rq->claim, p->dev, false);
-        if (c->a->f_part && (c->t->devs[p->dev].flags & AL_DF_COUNTERS))
-            al_counters_release(c, p->dev);
     }
     al_undo_to(c, p->gmark);
+    if (p->counted)
+        al_counters_release(c, p->dev);
     c->nres[p->rq->claim] = p->nres;
 }
 
@@ -439,8 +459,6 @@ static void prepare(al_call *c)
                     const al_dev *dv = &t->devs[d];
                     bool tainted = a->f_taints && al_taint_blocks(dv, rq);
                     if (dv->flags & AL_DF_COUNTERS) {
-                        if (tainted || rq->ncons || (dv->flags & AL_DF_MULTI))
-                            pure = false;
                         if (!a->f_part)
                             continue;
                         if (!a->f_cgroups && al_cgroups_skip_disabled(c, (uint32_t)d))
