@@ -321,12 +321,16 @@ end
 
 -- Requests the server refused for a reason other than a lost race or a
 -- stale read: every 4xx except 404 (a get after a delete), 409 (conflict)
--- and 410 (a watch that expired), and every 5xx. Returns one line each.
+-- and 410 (a watch that expired), and every 5xx but a killed client's.
+-- Returns one line each.
 function M.refused(mark)
   local out = {}
   for _, ev in ipairs(M.audit(mark)) do
     local code = ev.responseStatus and ev.responseStatus.code or 0
-    if code >= 400 and code ~= 404 and code ~= 409 and code ~= 410 then
+    -- a request whose client was killed mid-flight (the SIGKILL spec) is
+    -- logged as 500 "client disconnected": not the server refusing it
+    local gone = code == 500 and ev.responseStatus.message == "client disconnected"
+    if code >= 400 and code ~= 404 and code ~= 409 and code ~= 410 and not gone then
       local o = ev.objectRef or {}
       out[#out + 1] = string.format("%d %s %s %s/%s%s: %s", code, ev.verb, ev.requestURI,
         o.namespace or "", o.name or "", o.subresource and ("/" .. o.subresource) or "",
