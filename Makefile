@@ -41,7 +41,7 @@ LIBA   := $(BUILD)/libdraengine.a
 LUAMOD := $(BUILD)/lua/draengine/core.so
 STAMP  := $(BUILD)/.deps-ok
 
-.PHONY: all deps run test test-asan fuzz-cel bench clean conformance bench-serve e2e e2e-run-only k8s
+.PHONY: all deps run test test-asan fuzz-cel bench clean conformance bench-serve e2e e2e-run-only k8s bench-e2e
 all: $(BIN) $(LUAMOD)
 
 # ---- Debian packages ------------------------------------------------------
@@ -137,6 +137,10 @@ k8s:
 e2e: all k8s
 	@python3 spec/e2e/cluster.py run $(if $(E2E_KEEP),--keep) -- \
 	  $(MAKE) --no-print-directory e2e-run-only
+
+# Throughput beside the real kube-scheduler (spec/e2e/bench): BENCH lines.
+bench-e2e: all k8s
+	@spec/e2e/bench $(BENCH_E2E_ARGS)
 
 e2e-run-only:
 	@$(MAKE) --no-print-directory test-run-only SPEC_DIR=spec/e2e BUSTED_ARGS="--pattern=_e2e $(E2E_ARGS)"
