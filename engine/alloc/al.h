@@ -209,6 +209,8 @@ typedef struct al_pod_outcome {
     const char *why;         /* unschedulable: summary over nodes (top reasons) */
     const char *k8s_why;     /* unschedulable: the message kube-scheduler gives (its FitError
                               * and DefaultPreemption's PostFilter), for PodScheduled=False */
+    struct al_nar *nar;      /* scheduled: what its devices take from the node (KEP-5517),
+                              * NULL when nothing */
 } al_pod_outcome;
 
 /*
@@ -268,9 +270,11 @@ unsigned al_node_fit(al_allocator *a, const dg_pod *pod, const al_amount *req, u
 void al_fit_text(const al_fit *f, char *buf, size_t cap);
 /* NodeResourcesFit's least-allocated score over cpu and memory (0-100). */
 double al_least_allocated(al_allocator *a, const al_amount *req, uint32_t nreq, const dg_node *node);
-/* Count the pod on node_name until the graph shows it elsewhere or it
- * ends; al_pod_forget undoes an assumption the graph has not confirmed. */
-void al_pod_assume(al_allocator *a, uint32_t pod, uint32_t node_name);
+/* Count the pod on node_name (with what its devices take there, nar may be
+ * NULL) until the graph shows it elsewhere or it ends; al_pod_forget undoes
+ * an assumption the graph has not confirmed. */
+struct al_nar;
+void al_pod_assume(al_allocator *a, uint32_t pod, uint32_t node_name, const struct al_nar *nar);
 void al_pod_forget(al_allocator *a, uint32_t pod);
 uint32_t al_node_pods(al_allocator *a, uint32_t node_name);
 /* DynamicResources' Filter on the pod's allocated claims (DG_NONE entries
@@ -280,6 +284,62 @@ uint32_t al_node_pods(al_allocator *a, uint32_t node_name);
  * "resourceclaim not available on the node". */
 bool al_node_matches_allocated(al_allocator *a, const uint32_t *claims, uint32_t n, const dg_node *node);
 int64_t al_node_requested(al_allocator *a, uint32_t node_name, uint32_t resource);
+
+/* ---- node allocatable resources (KEP-5517, al_nar.c) ----------------------------------
+ *
+ * With DRANodeAllocatableResources, devices whose slice maps them to node
+ * resources (nodeAllocatableResources) take those from the node with the
+ * pod's own requests; the result is what `serve` writes into
+ * pod.status.nodeAllocatableResourceClaimStatuses. */
+
+typedef struct al_nar_res {
+    uint32_t name;           /* resource */
+    de_qty qty;
+} al_nar_res;
+
+typedef struct al_nar_over {
+    uint32_t name;
+    bool has_pod, has_ctr;
+    de_qty per_pod, per_ctr;
+} al_nar_over;
+
+typedef struct al_nar_status {  /* one NodeAllocatableResourceClaimStatus */
+    uint32_t claim;          /* claim name */
+    uint32_t *containers;    /* container names, once per reference */
+    uint32_t ncontainers;
+    al_nar_res *mapping;     /* by name */
+    uint32_t nmapping;
+    al_nar_over *overhead;   /* by name */
+    uint32_t noverhead;
+} al_nar_status;
+
+typedef struct al_nar {
+    al_nar_status *st;       /* by claim name; n == 0: nothing to write */
+    uint32_t n;
+    al_amount *demand;       /* the pod's requests with the devices' share */
+    uint32_t ndemand;
+} al_nar;
+
+typedef struct al_nar_pod {
+    const dg_pod *pod;
+    const uint32_t *claims;  /* pod.spec.resourceClaims order, then a KEP-5004 claim (DG_NONE: none) */
+    uint32_t nclaims;
+    const uint32_t *pending; /* the claims allocated now ... */
+    const al_claim_alloc *allocs; /* ... and their allocations on this node */
+    uint32_t npending;
+    const al_amount *req;    /* al_pod_requests */
+    uint32_t nreq;
+} al_nar_pod;
+
+/* After Allocate on `node`: DE_OK with f->bit 0 (fits; out filled, arena
+ * memory) or f->bit set (AL_FIT_RESOURCES: "Insufficient cpu", ...;
+ * AL_FIT_CLAIM_NODE: a claim with a mapped device reserved for another
+ * consumer); another code is upstream's hard error (a capacityKey mapping
+ * on a result without consumedCapacity).  Nothing when the gate is off. */
+de_rc al_nar_fit(al_allocator *a, const al_nar_pod *p, const dg_node *node, de_arena *ar, al_nar *out, al_fit *f,
+                 de_err *e);
+/* pod.status.nodeAllocatableResourceClaimStatuses */
+json_t *al_nar_json(const dg_graph *g, const al_nar *n);
 
 /* ---- offline input ------------------------------------------------------------------ */
 

@@ -519,6 +519,22 @@ static void eval_node(al_allocator *a, const al_podctx *p, uint32_t r, de_arena 
         v->rc = rc;
         return;
     }
+    al_nar nar;
+    al_fit nf;
+    rc = al_place_nar(a, p, DG_NONE, p->pending, &v->o, p->npending, node, ar, &nar, &nf, &v->err);
+    if (rc != DE_OK) {
+        v->state = E_ERROR;
+        v->rc = rc;
+        return;
+    }
+    if (nf.bit) {
+        al_fit_text(&nf, buf, sizeof buf);
+        v->state = E_INFEASIBLE;
+        v->reason = de_arena_strdup(ar, buf);
+        v->kreasons = de_arena_strdup(ar, nf.reasons);
+        v->kres = !nf.unresolvable;
+        return;
+    }
     rc = al_score_node(a, p->podid, r, p->pending, p->npending, &v->o, ar, &v->ps, &v->err);
     if (rc != DE_OK) {
         v->state = E_ERROR;
@@ -852,6 +868,18 @@ static void build_sig(al_allocator *a, const al_podctx *p)
         w = w64(w, (uint64_t)p->req[i].milli);
     }
     done(c, w);
+    if (a->opts.gates.on[DE_GATE_NODE_ALLOCATABLE_RESOURCES]) {
+        /* which containers name which claim: perContainer overheads */
+        for (uint32_t i = 0; i < pod->ncontainers; i++) {
+            const dg_container *k = &pod->containers[i];
+            w = reserve(c, 2 + k->nclaims);
+            *w++ = k->name;
+            *w++ = k->nclaims;
+            for (uint32_t j = 0; j < k->nclaims; j++)
+                *w++ = k->claims[j].name;
+            done(c, w);
+        }
+    }
     if (pod->has_required_affinity)
         put_nodesel(c, &pod->required_affinity);
     *reserve(c, 1) = p->nclaims;

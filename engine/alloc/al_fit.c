@@ -53,7 +53,7 @@ struct al_usage {
 
 /* ---- requests ------------------------------------------------------------------------- */
 
-static void acc_add(al_amount **a, uint32_t *n, uint32_t *cap, uint32_t name, int64_t v)
+void al_amount_add(al_amount **a, uint32_t *n, uint32_t *cap, uint32_t name, int64_t v)
 {
     for (uint32_t i = 0; i < *n; i++)
         if ((*a)[i].name == name) {
@@ -80,7 +80,7 @@ static void acc_max(al_amount **a, uint32_t *n, uint32_t *cap, const al_amount *
     for (uint32_t i = 0; i < nb; i++) {
         int64_t cur = al_amount_get(*a, *n, b[i].name);
         if (b[i].milli > cur)
-            acc_add(a, n, cap, b[i].name, b[i].milli - cur);
+            al_amount_add(a, n, cap, b[i].name, b[i].milli - cur);
     }
 }
 
@@ -96,23 +96,23 @@ uint32_t al_pod_requests(const dg_pod *p, al_amount **out)
         const dg_container *c = &p->containers[i];
         if (!c->init) {
             for (uint32_t k = 0; k < c->nrequests; k++)
-                acc_add(&reqs, &nr, &cr, c->requests[k].name, de_qty_milli_value(c->requests[k].value));
+                al_amount_add(&reqs, &nr, &cr, c->requests[k].name, de_qty_milli_value(c->requests[k].value));
             continue;
         }
         nt = 0;
         if (c->sidecar) {
             for (uint32_t k = 0; k < c->nrequests; k++) {
                 int64_t v = de_qty_milli_value(c->requests[k].value);
-                acc_add(&reqs, &nr, &cr, c->requests[k].name, v);
-                acc_add(&side, &ns, &cs, c->requests[k].name, v);
+                al_amount_add(&reqs, &nr, &cr, c->requests[k].name, v);
+                al_amount_add(&side, &ns, &cs, c->requests[k].name, v);
             }
             for (uint32_t k = 0; k < ns; k++)
-                acc_add(&tmp, &nt, &ct, side[k].name, side[k].milli);
+                al_amount_add(&tmp, &nt, &ct, side[k].name, side[k].milli);
         } else {
             for (uint32_t k = 0; k < c->nrequests; k++)
-                acc_add(&tmp, &nt, &ct, c->requests[k].name, de_qty_milli_value(c->requests[k].value));
+                al_amount_add(&tmp, &nt, &ct, c->requests[k].name, de_qty_milli_value(c->requests[k].value));
             for (uint32_t k = 0; k < ns; k++)
-                acc_add(&tmp, &nt, &ct, side[k].name, side[k].milli);
+                al_amount_add(&tmp, &nt, &ct, side[k].name, side[k].milli);
         }
         acc_max(&init, &ni, &ci, tmp, nt);
     }
@@ -148,7 +148,7 @@ static void node_add(al_allocator *a, uint32_t node, const al_amount *am, uint32
     nuse *u = node_use(a, node, true);
     u->npods = (uint32_t)((int64_t)u->npods + sign);
     for (uint32_t i = 0; i < n; i++)
-        acc_add(&u->a, &u->na, &u->cap, am[i].name, sign * am[i].milli);
+        al_amount_add(&u->a, &u->na, &u->cap, am[i].name, sign * am[i].milli);
     al_node_changed(a, node);
 }
 
@@ -174,15 +174,18 @@ static void rec_clear(al_allocator *a, prec *r)
     memset(r, 0, sizeof *r);
 }
 
-static void rec_set(al_allocator *a, prec *r, const dg_pod *p, uint32_t node, bool assumed)
+static void rec_set(al_allocator *a, prec *r, const dg_pod *p, uint32_t node, bool assumed, const al_nar *nar)
 {
     rec_clear(a, r);
     r->na = al_pod_usage(a, p, &r->a);
+    if (nar && nar->n) {
+        uint32_t cap = r->na;
+        al_nar_demand(nar->st, nar->n, &r->a, &r->na, &cap);
+    }
     r->node = node;
     r->assumed = assumed;
     node_add(a, node, r->a, r->na, +1);
 }
-
 static bool ended(al_allocator *a, const dg_pod *p)
 {
     if (!p->phase)
@@ -201,7 +204,7 @@ static void pod_seen(al_allocator *a, uint32_t pid)
         return;
     }
     if (p->node_name) {
-        rec_set(a, r, p, p->node_name, false);
+        rec_set(a, r, p, p->node_name, false, NULL);
         return;
     }
     /* not bound (any more): only a pod the scheduler placed stays counted */
@@ -251,18 +254,17 @@ void al_usage_free(al_allocator *a)
     a->usage = NULL;
 }
 
-void al_pod_assume(al_allocator *a, uint32_t pid, uint32_t node_name)
+void al_pod_assume(al_allocator *a, uint32_t pid, uint32_t node_name, const al_nar *nar)
 {
     usage_ready(a);
     const dg_pod *p = dg_pod_get(a->g, pid);
     if (!p || !node_name)
         return;
     prec *r = pod_rec(a, pid);
-    if (r->node == node_name)
+    if (r->node == node_name && !(nar && nar->n))
         return;
-    rec_set(a, r, p, node_name, !(p->node_name == node_name));
+    rec_set(a, r, p, node_name, p->node_name != node_name, nar);
 }
-
 void al_pod_forget(al_allocator *a, uint32_t pid)
 {
     if (!a->usage || pid >= a->usage->npods)
@@ -445,11 +447,28 @@ double al_least_allocated(al_allocator *a, const al_amount *req, uint32_t nreq, 
     return nsc ? sc / nsc : 0;
 }
 
-/* What a pod counts on its node: its requests. */
+/* What a pod counts on its node: its requests and, with
+ * DRANodeAllocatableResources, what its devices take (the statuses the
+ * scheduler wrote, as upstream's PodRequests with
+ * UseDRANodeAllocatableResourceClaimStatus). */
 uint32_t al_pod_usage(al_allocator *a, const dg_pod *p, al_amount **out)
 {
-    (void)a;
-    return al_pod_requests(p, out);
+    uint32_t n = al_pod_requests(p, out), cap = n;
+    if (!a->opts.gates.on[DE_GATE_NODE_ALLOCATABLE_RESOURCES])
+        return n;
+    for (uint32_t i = 0; i < p->nnar_statuses; i++) {
+        const dg_pod_nar_status *s = &p->nar_statuses[i];
+        for (uint32_t k = 0; k < s->nmapping; k++)
+            al_amount_add(out, &n, &cap, s->mapping[k].name, de_qty_milli_value(s->mapping[k].value));
+        for (uint32_t k = 0; k < s->noverhead; k++) {
+            const dg_nar_overhead *o = &s->overhead[k];
+            int64_t v = o->has_pod ? de_qty_milli_value(o->per_pod) : 0;
+            if (o->has_ctr)
+                v += de_qty_milli_value(o->per_ctr) * (int64_t)s->ncontainers;
+            al_amount_add(out, &n, &cap, o->name, v);
+        }
+    }
+    return n;
 }
 
 bool al_node_declares(const al_allocator *a, const dg_node *n, uint32_t feature)

@@ -17,6 +17,7 @@
  *                   claim set signature, best node from a heap
  *   al_counts.c     devices and free devices per node (for score hooks)
  *   al_fit.c        node fit beyond devices (shared with engine/sched), node usage
+ *   al_nar.c        node allocatable resources of devices (KEP-5517)
  *
  * Index spaces: a node table ("ntab") flattens the pools gathered for one
  * node into one array of devices in canonical order (pool order, slice name
@@ -308,6 +309,9 @@ de_rc al_score_node(al_allocator *a, uint32_t podid, uint32_t rank, const uint32
 
 /* al_fit.c */
 void al_usage_pod_event(al_allocator *a, dg_op op, uint32_t pod);
+void al_amount_add(al_amount **a, uint32_t *n, uint32_t *cap, uint32_t name, int64_t v);
+/* al_nar.c: what statuses add to a pod's demand, per resource */
+void al_nar_demand(const al_nar_status *st, uint32_t n, al_amount **acc, uint32_t *na, uint32_t *cap);
 /* The node declares the feature in status.declaredFeatures (read only with
  * the NodeDeclaredFeatures gate, as the API server drops the field without
  * it); a stand-in node (NULL) declares nothing. */
@@ -327,6 +331,12 @@ const dg_node *al_node_at(al_allocator *a, uint32_t rank);
 const char *al_pod_filter(al_allocator *a, const al_podctx *p, const dg_node *node, al_fit *f, char *buf,
                           size_t cap);
 const char *al_quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t nss, uint32_t rank);
+
+/* KEP-5517 on one node after Allocate (al_nar_fit for the pod's claims,
+ * `ext` a KEP-5004 claim or DG_NONE, the n pending ones allocated as in o) */
+de_rc al_place_nar(al_allocator *a, const al_podctx *p, uint32_t ext, const uint32_t *pending,
+                   const al_outcome *o, uint32_t n, const dg_node *node, de_arena *ar, al_nar *out, al_fit *f,
+                   de_err *e);
 
 /* Why no node fits, summed over nodes: "0/N nodes are available: ..." */
 typedef struct al_reasons {

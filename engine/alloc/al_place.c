@@ -146,6 +146,25 @@ const char *al_pod_filter(al_allocator *a, const al_podctx *p, const dg_node *no
     return buf;
 }
 
+/* KEP-5517 after Allocate on one node: the pod's claims (with `ext`, a
+ * KEP-5004 claim, when not DG_NONE), the n pending ones allocated as in o. */
+de_rc al_place_nar(al_allocator *a, const al_podctx *p, uint32_t ext, const uint32_t *pending,
+                   const al_outcome *o, uint32_t n, const dg_node *node, de_arena *ar, al_nar *out, al_fit *f,
+                   de_err *e)
+{
+    if (!a->opts.gates.on[DE_GATE_NODE_ALLOCATABLE_RESOURCES]) {
+        memset(out, 0, sizeof *out);
+        memset(f, 0, sizeof *f);
+        return DE_OK;
+    }
+    uint32_t *claims = AL_NEW(ar, uint32_t, p->nclaims + 1), nc = p->nclaims;
+    memcpy(claims, p->claims, p->nclaims * sizeof *claims);
+    if (ext != DG_NONE)
+        claims[nc++] = ext;
+    al_nar_pod np = {p->pod, claims, nc, pending, o ? o->claims : NULL, o ? n : 0, p->req, p->nreq};
+    return al_nar_fit(a, &np, node, ar, out, f, e);
+}
+
 /* ---- reasons ------------------------------------------------------------------------- */
 
 
@@ -338,11 +357,23 @@ static de_rc commit(al_allocator *a, const dg_pod *pod, al_pod_outcome *out, con
 /* ---- scheduling ------------------------------------------------------------------------- */
 
 /* The chosen node: fill the outcome and commit. */
-static de_rc place(al_allocator *a, const dg_pod *pod, uint32_t podid, al_pod_outcome *out, uint32_t *pending,
+static de_rc place(al_allocator *a, const al_podctx *pc, al_pod_outcome *out, uint32_t *pending,
                    const uint32_t *pidx, uint32_t npending, uint32_t rank, const al_outcome *best,
-                   int64_t k8s, double policy, de_err *e)
+                   int64_t k8s, double policy, de_arena *ar, de_err *e)
 {
+    const dg_pod *pod = pc->pod;
+    uint32_t podid = pc->podid;
     const dg_node *node = al_node_at(a, rank);
+    /* what the devices take from the node (KEP-5517), before the claims
+     * are committed: the same computation the filter made */
+    al_nar *nar = AL_NEW(ar, al_nar, 1);
+    al_fit nf;
+    al_podctx pc2 = *pc;
+    pc2.claims = out->claims;
+    pc2.nclaims = pod->nclaims;
+    DE_TRY(al_place_nar(a, &pc2, out->nclaims > pod->nclaims ? out->claims[out->nclaims - 1] : DG_NONE, pending,
+                        best, npending, node, ar, nar, &nf, e));
+    out->nar = nar->n ? nar : NULL;
     out->node = a->node_order[rank];
     out->node_name = node->meta.name;
     out->k8s_score = k8s;
@@ -355,7 +386,7 @@ static de_rc place(al_allocator *a, const dg_pod *pod, uint32_t podid, al_pod_ou
         DE_TRY(commit(a, pod, out, pending, npending, best, e));
     /* the pod now takes its requests from the node (NodeResourcesFit of
      * the next pods); the graph never shows it bound offline */
-    al_pod_assume(a, podid, node->meta.name);
+    al_pod_assume(a, podid, node->meta.name, out->nar);
     return DE_OK;
 }
 
@@ -526,7 +557,7 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         }
         if (rc != DE_OK)
             return rc;
-        return place(a, pod, podid, out, pending, pidx, npending, ch.rank, &ch.o, ch.k8s, ch.policy, e);
+        return place(a, &pc, out, pending, pidx, npending, ch.rank, &ch.o, ch.k8s, ch.policy, ar, e);
     }
     al_reasons rs = {0}, ks = {0};
     de_map_init(&rs.idx);
@@ -596,6 +627,24 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
             }
         }
         if (!nuse) {
+            /* nothing to allocate; the allocated claims' devices may still
+             * take node resources (KEP-5517) */
+            al_nar nar;
+            de_err xe;
+            de_err_clear(&xe);
+            rc = al_place_nar(a, &pc, DG_NONE, pending, NULL, 0, node, ar, &nar, &fit, &xe);
+            if (rc != DE_OK) {
+                *e = xe;
+                result = rc;
+                break;
+            }
+            if (fit.bit) {
+                al_fit_text(&fit, fbuf, sizeof fbuf);
+                al_reason_addn(&rs, fbuf, 1);
+                al_kreason_add(&ks, fit.reasons, 1);
+                resolvable += !fit.unresolvable;
+                continue;
+            }
             out->nodes_feasible++;
             best_rank = (uint32_t)r;
             break;
@@ -635,6 +684,24 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
             *e = ne;
             result = rc;
             break;
+        }
+        {
+            al_nar nar;
+            rc = al_place_nar(a, &pc, nuse > npending ? pending[npending] : DG_NONE, pending, &o, nuse, node, ar,
+                              &nar, &fit, &ne);
+            if (rc != DE_OK) {
+                *e = ne;
+                result = rc;
+                break;
+            }
+            if (fit.bit) {
+                de_arena_rewind(ar, m);
+                al_fit_text(&fit, fbuf, sizeof fbuf);
+                al_reason_addn(&rs, fbuf, 1);
+                al_kreason_add(&ks, fit.reasons, 1);
+                resolvable += !fit.unresolvable;
+                continue;
+            }
         }
         out->nodes_feasible++;
         double ps = 0;
@@ -725,5 +792,5 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         out->claims[out->nclaims++] = best_ext;
         npending++;
     }
-    return place(a, pod, podid, out, pending, pidx, npending, best_rank, &best, best_k8s, best_policy, e);
+    return place(a, &pc, out, pending, pidx, npending, best_rank, &best, best_k8s, best_policy, ar, e);
 }

@@ -7,8 +7,9 @@
  *    status.nominatedNodeName cleared, condition PodScheduled=True - plus
  *    the status the claim controller and the scheduler write before it:
  *    status.resourceClaimStatuses for claims made from templates (sorted
- *    by name, as the controller applies them) and
- *    status.extendedResourceClaimStatus for a KEP-5004 claim.
+ *    by name, as the controller applies them),
+ *    status.extendedResourceClaimStatus for a KEP-5004 claim and
+ *    status.nodeAllocatableResourceClaimStatuses (KEP-5517).
  *  - Awaiting binding conditions (KEP-5007): allocated but not bound;
  *    kube-scheduler has published status.nominatedNodeName and waits in
  *    PreBind, so spec.nodeName stays empty.
@@ -128,7 +129,10 @@ json_t *cli_pod_scheduled(al_allocator *al, dg_graph *g, const al_pod_outcome *p
         free(v);
         json_object_set_new(st, "resourceClaimStatuses", arr);
     }
-    /* the KEP-5004 claim, last among the pod's claims */
+    /* what the devices take from the node (KEP-5517), written in PreBind */
+    if (po->nar && po->nar->n)
+        json_object_set_new(st, "nodeAllocatableResourceClaimStatuses", al_nar_json(g, po->nar));
+        /* the KEP-5004 claim, last among the pod's claims */
     if (po->nclaims > pod->nclaims && po->claims[po->nclaims - 1] != DG_NONE) {
         const dg_claim *c = dg_claim_get(g, po->claims[po->nclaims - 1]);
         uint32_t nid = dg_node_find(g, po->node_name);

@@ -305,6 +305,45 @@ static void check_container_claims(dec *d, dg_pod *p)
     }
 }
 
+/* status.nodeAllocatableResourceClaimStatuses, written by the scheduler
+ * (KEP-5517): what the pod's devices take from its node. */
+static void dec_pod_nar(dec *d, json_t *st, dg_pod *p)
+{
+    dec_items it;
+    if (!dec_items_begin(d, dec_get_arr(d, st, "nodeAllocatableResourceClaimStatuses"),
+                         "nodeAllocatableResourceClaimStatuses", 0, &it))
+        return;
+    p->nar_statuses = DEC_NEW(d, dg_pod_nar_status, it.n);
+    for (json_t *x; p->nar_statuses && (x = dec_items_next_obj(d, &it, NULL));) {
+        dg_pod_nar_status *k = &p->nar_statuses[p->nnar_statuses++];
+        dec_get_id(d, x, "resourceClaimName", &k->claim_name);
+        json_t *c = dec_get_arr(d, x, "containers");
+        k->ncontainers = (uint32_t)json_array_size(c);
+        json_t *mp = dec_get_arr(d, x, "mapping"), *ov = dec_get_arr(d, x, "overhead");
+        size_t i;
+        json_t *e;
+        k->mapping = DEC_NEW(d, dg_resource_amount, json_array_size(mp) + 1);
+        json_array_foreach(mp, i, e) {
+            if (!k->mapping || !json_is_object(e))
+                continue;
+            dg_resource_amount *r = &k->mapping[k->nmapping];
+            dec_get_id(d, e, "name", &r->name);
+            if (dec_get_qty(d, e, "quantity", &r->value))
+                k->nmapping++;
+        }
+        k->overhead = DEC_NEW(d, dg_nar_overhead, json_array_size(ov) + 1);
+        json_array_foreach(ov, i, e) {
+            if (!k->overhead || !json_is_object(e))
+                continue;
+            dg_nar_overhead *r = &k->overhead[k->noverhead++];
+            dec_get_id(d, e, "name", &r->name);
+            r->has_pod = dec_get_qty(d, e, "perPod", &r->per_pod);
+            r->has_ctr = dec_get_qty(d, e, "perContainer", &r->per_ctr);
+        }
+    }
+    dec_items_end(d, &it);
+}
+
 dg_pod *dec_pod(dec *d, json_t *obj)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
@@ -452,6 +491,7 @@ dg_pod *dec_pod(dec *d, json_t *obj)
             }
             dec_items_end(d, &it);
         }
+        dec_pod_nar(d, st, p);
         dec_pop(d, m);
     }
     return p;

@@ -445,6 +445,8 @@ static void dec_nars(dec *d, json_t *m, dg_device *dev)
         json_t *mp = dec_get_obj(d, v, "mapping"), *ov = dec_get_obj(d, v, "overhead");
         if (!mp && !ov && d->validate)
             dec_required(d, NULL, "at least one of mapping or overhead must be set");
+        r->has_mapping = mp != NULL;
+        r->has_overhead = ov != NULL;
         if (mp) {
             size_t mm = dec_field(d, "mapping");
             static const char *const mf[] = {"capacityKey", "capacityMultiplier", "deviceMultiplier", NULL};

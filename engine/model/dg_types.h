@@ -154,6 +154,7 @@ typedef struct dg_reqpolicy {
 typedef struct dg_nar {  /* nodeAllocatableResources entry (KEP-5517) */
     uint32_t resource;   /* cpu, memory, ... */
     uint32_t capacity_key;
+    bool has_mapping, has_overhead;
     bool has_cap_mult, has_dev_mult, has_per_pod, has_per_container;
     de_qty cap_mult, dev_mult, per_pod, per_container;
 } dg_nar;
@@ -471,6 +472,22 @@ typedef struct dg_pod_claim_status {
     uint32_t name, claim_name; /* claim_name 0 = no claim needed */
 } dg_pod_claim_status;
 
+typedef struct dg_nar_overhead {
+    uint32_t name;
+    bool has_pod, has_ctr;
+    de_qty per_pod, per_ctr;
+} dg_nar_overhead;
+
+/* status.nodeAllocatableResourceClaimStatuses[] (KEP-5517) */
+typedef struct dg_pod_nar_status {
+    uint32_t claim_name;
+    uint32_t ncontainers;
+    dg_resource_amount *mapping;
+    uint32_t nmapping;
+    dg_nar_overhead *overhead;
+    uint32_t noverhead;
+} dg_pod_nar_status;
+
 typedef struct dg_pod {
     dg_meta meta;
     uint32_t node_name, scheduler_name;
@@ -488,6 +505,8 @@ typedef struct dg_pod {
     uint32_t nclaim_statuses;
     uint32_t phase;
     bool preempt_never;       /* spec.preemptionPolicy: Never */
+    dg_pod_nar_status *nar_statuses;
+    uint32_t nnar_statuses;
 } dg_pod;
 
 typedef struct dg_namespace {

@@ -632,7 +632,15 @@ static void schedule_one(sch_sched *s, uint32_t idx)
     if (s->nodes_dirty)
         rebuild_nodes(s);
     al_amount *req = NULL;
-    uint32_t nreq = al_pod_requests(p, &req);
+    uint32_t nreq;
+    {
+        al_amount *r0 = NULL;
+        nreq = al_pod_requests(p, &r0);
+        req = de_arena_alloc(s->cycle, (nreq + 1) * sizeof *req);
+        if (nreq)
+            memcpy(req, r0, nreq * sizeof *req);
+        free(r0);
+    }
     uint32_t N = s->nnodes, want = nodes_to_find(N);
     feas *fs = de_arena_alloc(s->cycle, (want + 1) * sizeof *fs);
     uint32_t nf = 0, k;
@@ -702,6 +710,19 @@ static void schedule_one(sch_sched *s, uint32_t idx)
                 break;
             }
         }
+        if (!bits) {
+            al_nar nar;
+            de_rc nrc;
+            de_err xe;
+            de_err_clear(&xe);
+            bits = sch_nar(s, p, claims, nall, variant >= 0 ? ev[variant].clid : DG_NONE, npend, &out, nuse, req,
+                           nreq, n, &nar, why, sizeof why, &nrc, &xe);
+            if (nrc != DE_OK) {
+                hard = nrc;
+                herr = xe;
+                break;
+            }
+        }
         if (bits) {
             reason_bits |= bits;
             for (int b = 0; b < 6; b++)
@@ -717,7 +738,6 @@ static void schedule_one(sch_sched *s, uint32_t idx)
     }
     if (N)
         s->next_start = (s->next_start + k) % N;
-    free(req);
     sch_hist_observe(&s->alloc_lat, (double)alloc_ns / 1e9);
 
     /* From here on every path ends the cycle: the temporary claims go. */
@@ -849,8 +869,17 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         ext_maps = v->maps;
         claims[nall++] = v->clid;
     }
+    al_nar nar;
+    {
+        char nwhy[256];
+        de_rc nrc;
+        de_err xe;
+        de_err_clear(&xe);
+        sch_nar(s, p, claims, ext_clid == DG_NONE ? nall : nall - 1, ext_clid, npend, &fs[best].out, nchosen, req, nreq,
+                dg_node_get(s->g, fs[best].node), &nar, nwhy, sizeof nwhy, &nrc, &xe);
+    }
     sch_choice ch = {fs[best].node, fs[best].name, claims, nall, fs[best].out, npend, nchosen,
-                     ext_clid, ext_obj, ext_maps, group, pgname, pguid};
+                     ext_clid, ext_obj, ext_maps, nar.n ? &nar : NULL, group, pgname, pguid};
     de_err be;
     de_err_clear(&be);
     char podname[512];

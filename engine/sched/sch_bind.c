@@ -290,6 +290,21 @@ de_rc sch_deallocate(sch_sched *s, uint32_t clid, uint32_t pod_uid, de_err *e)
     return rc;
 }
 
+/* KEP-5517: pods/status nodeAllocatableResourceClaimStatuses, a merge
+ * patch with the pod's UID as precondition (statuses NULL clears them:
+ * upstream's Unreserve writes an explicit empty list). */
+static de_rc write_pod_nar(sch_sched *s, const char *ns, const char *pod, const char *uid, json_t *statuses,
+                           de_err *e)
+{
+    json_t *patch = json_pack("{s:{s:s}, s:{s:o}}", "metadata", "uid", uid, "status",
+                              "nodeAllocatableResourceClaimStatuses", statuses ? statuses : json_array());
+    char path[512];
+    kc_object_path(KC_RES_PODS, ns, pod, "status", path, sizeof path);
+    de_rc rc = kc_request(s->cl, "PATCH", path, patch, "application/merge-patch+json", NULL, NULL, e);
+    json_decref(patch);
+    return rc;
+}
+
 de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, de_err *e)
 {
     spod *sp = sch_pod(s, idx);
@@ -362,6 +377,15 @@ de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, de
     free(assumed);
     if (rc != DE_OK)
         return rc;
+    bool nar_written = false;
+    if (c->nar && c->nar->n) {
+        rc = write_pod_nar(s, ns, name, uid, al_nar_json(s->g, c->nar), e);
+        if (rc != DE_OK) {
+            de_err_prefix(e, "pod %s/%s: nodeAllocatableResourceClaimStatuses", ns, name);
+            return rc;
+        }
+        nar_written = true;
+    }
     rc = kc_pod_bind(s->cl, ns, name, uid, node, e);
     if (rc == DE_ECONFLICT) {
         json_t *cur = NULL;
@@ -378,11 +402,18 @@ de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, de
         }
         json_decref(cur);
     }
-    if (rc != DE_OK)
+    if (rc != DE_OK) {
+        if (nar_written) {
+            de_err ce;
+            de_err_clear(&ce);
+            if (write_pod_nar(s, ns, name, uid, NULL, &ce) != DE_OK)
+                DE_INFO(1, "pod %s/%s: nodeAllocatableResourceClaimStatuses not cleared: %s", ns, name, ce.msg);
+        }
         return rc;
+    }
 bound:
     sp->state = SP_ASSUMED;
     sp->node = c->node_name;
-    al_pod_assume(s->al, pid, c->node_name);
+    al_pod_assume(s->al, pid, c->node_name, c->nar);
     return DE_OK;
 }

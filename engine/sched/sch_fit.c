@@ -7,6 +7,7 @@
 #include "sch_int.h"
 
 #include <stdio.h>
+#include <string.h>
 
 unsigned sch_fit(sch_sched *s, const dg_pod *p, const al_amount *req, uint32_t nreq, const dg_node *n, char *why,
                  size_t cap, double *score)
@@ -23,4 +24,30 @@ unsigned sch_fit(sch_sched *s, const dg_pod *p, const al_amount *req, uint32_t n
     if (score)
         *score = al_least_allocated(s->al, req, nreq, n);
     return 0;
+}
+
+/* KEP-5517 on one node after Allocate: the pod's claims (claims[0..nall),
+ * pod order, plus `ext`, the cycle's KEP-5004 claim for this node or
+ * DG_NONE) with the nuse pending ones (pend) allocated as in o.  0 = fits
+ * (out filled from the cycle arena), else SCH_FIT_* with the reasons in
+ * why; a hard error (upstream's) in *rc. */
+unsigned sch_nar(sch_sched *s, const dg_pod *p, const uint32_t *claims, uint32_t nall, uint32_t ext,
+                 const uint32_t *pend, const al_outcome *o, uint32_t nuse, const al_amount *req, uint32_t nreq,
+                 const dg_node *n, al_nar *out, char *why, size_t cap, de_rc *rc, de_err *e)
+{
+    *rc = DE_OK;
+    memset(out, 0, sizeof *out);
+    if (!al_gates(s->al)->on[DE_GATE_NODE_ALLOCATABLE_RESOURCES])
+        return 0;
+    uint32_t *all = de_arena_alloc(s->cycle, (nall + 1) * sizeof *all), na = nall;
+    memcpy(all, claims, nall * sizeof *all);
+    if (ext != DG_NONE)
+        all[na++] = ext;
+    al_nar_pod np = {p, all, na, pend, o ? o->claims : NULL, o ? nuse : 0, req, nreq};
+    al_fit f;
+    *rc = al_nar_fit(s->al, &np, n, s->cycle, out, &f, e);
+    if (*rc != DE_OK || !f.bit)
+        return 0;
+    al_fit_text(&f, why, cap);
+    return f.bit;
 }

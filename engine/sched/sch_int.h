@@ -127,6 +127,9 @@ void sch_queue_free(sch_sched *s);
 /* sch_fit.c: the allocator's node fit (al_node_fit) as SCH_FIT_* bits */
 unsigned sch_fit(sch_sched *s, const dg_pod *p, const al_amount *req, uint32_t nreq,
                  const dg_node *n, char *why, size_t cap, double *score);
+unsigned sch_nar(sch_sched *s, const dg_pod *p, const uint32_t *claims, uint32_t nall, uint32_t ext,
+                 const uint32_t *pend, const al_outcome *o, uint32_t nuse, const al_amount *req, uint32_t nreq,
+                 const dg_node *n, al_nar *out, char *why, size_t cap, de_rc *rc, de_err *e);
 
 /* sch_ext.c */
 uint32_t sch_ext_resources(sch_sched *s, const dg_pod *p, al_ext_res *res);
@@ -154,6 +157,7 @@ typedef struct sch_choice {
     uint32_t ext_clid;    /* temporary extended-resource claim among pending, or DG_NONE */
     json_t *ext_obj;      /* the claim to create for it (generateName) */
     json_t *ext_maps;     /* pod.status.extendedResourceClaimStatus.requestMappings */
+    const al_nar *nar;    /* pod.status.nodeAllocatableResourceClaimStatuses (KEP-5517), or NULL */
     const bool *group;    /* per claim: shared through the pod's PodGroup */
     const char *group_name, *group_uid;
 } sch_choice;
