@@ -271,6 +271,7 @@ static int l_schedule(lua_State *L)
     al_allocator *a = al_new(x.g, &x.opts, &e);
     if (!a)
         return fail_load(L, &x, &e);
+    al_set_podgroups(a, x.in.podgroups);
     de_interner *in = dg_intern(x.g);
     de_arena *ar = de_arena_new(0);
     lua_newtable(L);

@@ -198,7 +198,8 @@ describe("serve agrees with allocate on node resources", function()
     srv:load{ pods[2] }
     local ev = K.wait_for(function()
       for _, e in ipairs(srv:get("/apis/events.k8s.io/v1/events").items) do
-        if e.reason == "FailedScheduling" and e.regarding.name == "two" then return e end
+        if e.reason == "FailedScheduling" and e.regarding.name == "two" and
+            (e.note or ""):find("Insufficient example.com/gpu", 1, true) then return e end
       end
     end, 15 * (H.asan and 3 or 1), 0.1)
     assert.truthy(ev, "a FailedScheduling event for the pod that does not fit")

@@ -186,7 +186,8 @@ describe("node allocatable resources in serve", function()
     srv:load{ pod("b", "500m", "1Gi", "one-core") }
     local ev = K.wait_for(function()
       for _, e in ipairs(srv:get("/apis/events.k8s.io/v1/events").items) do
-        if e.reason == "FailedScheduling" and e.regarding.name == "b" then return e end
+        if e.reason == "FailedScheduling" and e.regarding.name == "b" and
+            (e.note or ""):find("Insufficient cpu", 1, true) then return e end
       end
     end, 15 * SLOW, 0.1)
     assert.truthy(ev, "pod b was not refused")

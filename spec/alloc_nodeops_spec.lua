@@ -121,7 +121,8 @@ describe("optional node operations in serve", function()
     srv:load{ pod("q", { nodeSelector = { ["kubernetes.io/hostname"] = "a-plain" } }) }
     local ev = K.wait_for(function()
       for _, e in ipairs(srv:get("/apis/events.k8s.io/v1/events").items) do
-        if e.reason == "FailedScheduling" and e.regarding.name == "q" then return e end
+        if e.reason == "FailedScheduling" and e.regarding.name == "q" and
+            (e.note or ""):find("does not declare DRAOptionalNodeOperations", 1, true) then return e end
       end
     end, 15 * SLOW, 0.1)
     assert.truthy(ev)

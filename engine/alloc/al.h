@@ -31,6 +31,7 @@
 #define AL_H
 
 #include "../base/arena.h"
+#include "../base/buf.h"
 #include "../base/de.h"
 #include "../base/gates.h"
 #include "../base/map.h"
@@ -61,6 +62,7 @@ typedef struct al_opts {
      * Unset = the 10 s default; set to 0 = none; no limit with the gate off. */
     uint64_t filter_timeout_ns;
     bool filter_timeout_set;
+    uint64_t binding_timeout_ns; /* KEP-5007 bindingTimeout; 0 = kube-scheduler's 600 s */
 } al_opts;
 
 /* ---- policy hooks ---------------------------------------------------------
@@ -211,6 +213,8 @@ typedef struct al_pod_outcome {
                               * and DefaultPreemption's PostFilter), for PodScheduled=False */
     struct al_nar *nar;      /* scheduled: what its devices take from the node (KEP-5517),
                               * NULL when nothing */
+    bool *group;             /* per claim: shared through the pod's PodGroup (KEP-5729) */
+    const char *group_name, *group_uid; /* that PodGroup, when it has one */
 } al_pod_outcome;
 
 /*
@@ -322,6 +326,7 @@ typedef struct al_nar {
 
 typedef struct al_nar_pod {
     const dg_pod *pod;
+    uint32_t podid;
     const uint32_t *claims;  /* pod.spec.resourceClaims order, then a KEP-5004 claim (DG_NONE: none) */
     uint32_t nclaims;
     const uint32_t *pending; /* the claims allocated now ... */
@@ -340,6 +345,48 @@ de_rc al_nar_fit(al_allocator *a, const al_nar_pod *p, const dg_node *node, de_a
                  de_err *e);
 /* pod.status.nodeAllocatableResourceClaimStatuses */
 json_t *al_nar_json(const dg_graph *g, const al_nar *n);
+
+/* ---- binding conditions (KEP-5007, al_bindcond.c) ---------------------------------------
+ *
+ * Where an allocated claim stands against the conditions its devices must
+ * reach before its pod is bound (upstream's isClaimReadyForBinding and
+ * isClaimTimeout).  `now` is the wall clock in unix seconds; 0 never times
+ * out (offline runs have no "now": decisions do not read the clock). */
+enum { AL_BIND_READY = 0, AL_BIND_PENDING, AL_BIND_FAILED, AL_BIND_TIMEOUT };
+/* Gates on, allocated, and some result carries bindingConditions. */
+bool al_claim_has_binding_conditions(const al_allocator *a, const dg_claim *c);
+/* AL_BIND_*; FAILED and TIMEOUT say which claim (and the condition's
+ * reason and message) in why, as upstream's errors do. */
+int al_binding_state(const al_allocator *a, const dg_claim *c, int64_t now, char *why, size_t cap);
+/* "driver/pool/device:condition ..." for the binding conditions not True yet. */
+void al_binding_pending(const al_allocator *a, const dg_claim *c, de_buf *b);
+/* The wall clock the Filter compares allocationTimestamps with (al_binding_state). */
+void al_set_now(al_allocator *a, int64_t unix_seconds);
+
+/* ---- PodGroup claims (KEP-5729, al_podgroup.c) ----------------------------------------
+ *
+ * One reading of PodGroups for `allocate` and `serve`: they are kept as
+ * JSON in a map "namespace/name" -> object. */
+void al_podgroups_put(json_t *map, json_t *obj);
+void al_podgroups_del(json_t *map, const char *ns, const char *name);
+/* spec.schedulingGroup.podGroupName, or NULL */
+const char *al_pod_json_group_name(json_t *pod);
+const char *al_pod_group_name(const dg_graph *g, uint32_t pod);
+/* The pod's PodGroup in the map, or NULL (none named, or not there) */
+json_t *al_podgroup_find(const dg_graph *g, json_t *map, uint32_t pod);
+const char *al_podgroup_uid(json_t *pg);
+/* upstream's BindTo: the pod's entry i is one of the group's entries */
+bool al_podgroup_shares(const dg_graph *g, json_t *pg, const dg_pod *pod, uint32_t i);
+/* The claim the claim controller made for the group's entry (its
+ * status.resourceClaimStatuses), 0 = not yet */
+uint32_t al_podgroup_claim_name(dg_graph *g, json_t *pg, uint32_t ref_name);
+/* The claim names `uid` as its controller owner. */
+bool al_claim_owned_by(const dg_claim *c, uint32_t uid);
+/* The PodGroups al_schedule_pod uses (borrowed; NULL: none).  With
+ * DRAWorkloadResourceClaims, a pod's entries that match its group's share
+ * one claim, reserved for the PodGroup; template entries get the claim
+ * the controller would make for the group. */
+void al_set_podgroups(al_allocator *a, json_t *map);
 
 /* ---- offline input ------------------------------------------------------------------ */
 
@@ -365,6 +412,7 @@ typedef struct al_input {
     al_input_ref *pods;
     uint32_t npods, cappods;
     de_map seen;
+    json_t *podgroups;      /* PodGroups of the input (al_podgroups_put), for al_set_podgroups */
 } al_input;
 
 void al_input_init(al_input *in);

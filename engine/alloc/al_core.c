@@ -138,6 +138,9 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
     a->s_noschedule = al_intern(a, "NoSchedule");
     a->s_noexecute = al_intern(a, "NoExecute");
     a->s_optional_ops = al_intern(a, "DRAOptionalNodeOperations");
+    a->s_true = al_intern(a, "True");
+    if (!a->opts.binding_timeout_ns)
+        a->opts.binding_timeout_ns = 600ull * 1000000000ull;
     a->s_in = al_intern(a, "In");
     a->epoch = 1;
     a->order_dirty = true;

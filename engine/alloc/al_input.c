@@ -97,6 +97,15 @@ static de_rc on_object(void *vctx, json_t *obj, const de_origin *o, de_err *e)
         else if (k == DG_KIND_NAMESPACE)
             dg_apply(in->checker, obj, o, NULL, &w);
     }
+    if (kind && !strcmp(kind, "PodGroup")) {
+        /* scheduling.k8s.io PodGroups: read by al_podgroup.c, not modelled */
+        if (!in->podgroups)
+            in->podgroups = json_object();
+        if (!ns)
+            json_object_set_new(meta, "namespace", json_string("default"));
+        al_podgroups_put(in->podgroups, obj);
+        return DE_OK;
+    }
     DE_TRY(dg_apply(c->g, obj, o, &k, e));
     /* namespaced objects without a namespace live in "default" */
     al_input_ref r = {de_intern_cstr(it, ns ? ns : "default"), de_intern_cstr(it, name ? name : "")};
@@ -140,6 +149,7 @@ void al_input_free(al_input *in)
 {
     free(in->pending);
     free(in->pods);
+    json_decref(in->podgroups);
     de_map_destroy(&in->seen);
     memset(in, 0, sizeof *in);
 }

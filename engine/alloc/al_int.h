@@ -18,6 +18,8 @@
  *   al_counts.c     devices and free devices per node (for score hooks)
  *   al_fit.c        node fit beyond devices (shared with engine/sched), node usage
  *   al_nar.c        node allocatable resources of devices (KEP-5517)
+ *   al_bindcond.c   binding conditions of allocated claims (KEP-5007)
+ *   al_podgroup.c   PodGroup claims (KEP-5729), shared with engine/sched
  *
  * Index spaces: a node table ("ntab") flattens the pools gathered for one
  * node into one array of devices in canonical order (pool order, slice name
@@ -242,7 +244,9 @@ struct al_allocator {
     struct al_usage *usage;
     /* frequently used interned strings */
     uint32_t s_metadata_name, s_in;
-    uint32_t s_pods, s_cpu, s_memory, s_unsched_taint, s_noschedule, s_noexecute, s_optional_ops;
+    uint32_t s_pods, s_cpu, s_memory, s_unsched_taint, s_noschedule, s_noexecute, s_optional_ops, s_true;
+    int64_t now;             /* al_set_now: wall clock for binding timeouts, 0 = none */
+    json_t *podgroups;       /* al_set_podgroups: "ns/name" -> PodGroup (borrowed) */
     /* scratch */
     de_arena *scratch;       /* CEL evaluation scratch */
     al_stats stats;

@@ -201,11 +201,16 @@ static void containers_of(al_allocator *a, const dg_pod *pod, uint32_t ref, de_a
                 s->containers[s->ncontainers++] = pod->containers[i].name;
 }
 
-static bool reserved_for_other(const dg_claim *cl, const dg_pod *pod)
+/* Reserved for someone else than the pod or (KEP-5729) its PodGroup. */
+static bool reserved_for_other(al_allocator *a, const dg_claim *cl, const dg_pod *pod, uint32_t podid)
 {
-    for (uint32_t i = 0; i < cl->nreserved_for; i++)
-        if (cl->reserved_for[i].uid != pod->meta.uid)
+    const char *gn = a->opts.gates.on[DE_GATE_WORKLOAD_RESOURCE_CLAIMS] ? al_pod_group_name(a->g, podid) : NULL;
+    uint32_t group = gn ? al_intern(a, gn) : 0, pg = al_intern(a, "podgroups");
+    for (uint32_t i = 0; i < cl->nreserved_for; i++) {
+        const dg_consumer *r = &cl->reserved_for[i];
+        if (r->uid != pod->meta.uid && !(group && r->resource == pg && r->name == group))
             return true;
+    }
     return false;
 }
 
@@ -251,7 +256,7 @@ de_rc al_nar_fit(al_allocator *a, const al_nar_pod *p, const dg_node *node, de_a
     /* claims already allocated with a mapped device cannot be shared */
     for (uint32_t i = 0; i < p->nclaims; i++) {
         const dg_claim *cl = p->claims[i] == DG_NONE ? NULL : dg_claim_get(a->g, p->claims[i]);
-        if (!cl || !cl->allocated || !reserved_for_other(cl, pod))
+        if (!cl || !cl->allocated || !reserved_for_other(a, cl, pod, p->podid))
             continue;
         bool mapped = false;
         for (uint32_t k = 0; k < cl->allocation.nresults && !mapped; k++)

@@ -161,7 +161,7 @@ de_rc al_place_nar(al_allocator *a, const al_podctx *p, uint32_t ext, const uint
     memcpy(claims, p->claims, p->nclaims * sizeof *claims);
     if (ext != DG_NONE)
         claims[nc++] = ext;
-    al_nar_pod np = {p->pod, claims, nc, pending, o ? o->claims : NULL, o ? n : 0, p->req, p->nreq};
+    al_nar_pod np = {p->pod, p->podid, claims, nc, pending, o ? o->claims : NULL, o ? n : 0, p->req, p->nreq};
     return al_nar_fit(a, &np, node, ar, out, f, e);
 }
 
@@ -298,14 +298,49 @@ static de_rc resolve_claims(al_allocator *a, const dg_pod *pod, uint32_t podid, 
     out->claims = AL_NEW(ar, uint32_t, pod->nclaims + 1);
     out->allocated_now = AL_NEW(ar, bool, pod->nclaims + 1);
     out->allocs = AL_NEW(ar, al_claim_alloc, pod->nclaims + 1);
+    out->group = AL_NEW(ar, bool, pod->nclaims + 1);
+    /* KEP-5729: the PodGroup whose claims the pod may share (al_podgroup.c) */
+    json_t *pg = NULL;
+    if (a->opts.gates.on[DE_GATE_WORKLOAD_RESOURCE_CLAIMS] && pod->nclaims) {
+        const char *gn = al_pod_group_name(a->g, podid);
+        pg = gn ? al_podgroup_find(a->g, a->podgroups, podid) : NULL;
+        if (gn && !pg) {
+            *why = de_arena_printf(ar, "podgroup.scheduling.k8s.io \"%s\" not found", gn);
+            return DE_EUNSAT;
+        }
+    }
     for (uint32_t i = 0; i < pod->nclaims; i++) {
         const dg_pod_claim_ref *ref = &pod->claims[i];
         uint32_t id = DG_NONE;
+        out->group[i] = al_podgroup_shares(a->g, pg, pod, i);
         if (ref->claim_name) {
             id = dg_claim_find(a->g, pod->meta.ns, ref->claim_name);
             if (id == DG_NONE) {
                 *why = de_arena_printf(ar, "resourceclaim \"%s\" not found", al_str(a, ref->claim_name));
                 return DE_EUNSAT;
+            }
+        } else if (ref->template_name && out->group[i]) {
+            /* the group's claim: the one its status names, else the one
+             * the claim controller makes for the group */
+            uint32_t cn = al_podgroup_claim_name(a->g, pg, ref->name);
+            id = cn ? dg_claim_find(a->g, pod->meta.ns, cn) : DG_NONE;
+            if (id == DG_NONE) {
+                json_t *av = json_object_get(pg, "apiVersion");
+                const char *gn = al_pod_group_name(a->g, podid);
+                de_err te;
+                de_err_clear(&te);
+                de_rc rc = dg_claim_from_template_for_group(a->g, podid, i,
+                                                            json_is_string(av) ? json_string_value(av)
+                                                                               : "scheduling.k8s.io/v1beta1",
+                                                            gn, al_podgroup_uid(pg), &id, &te);
+                if (rc == DE_ENOTFOUND) {
+                    *why = de_arena_printf(ar, "%s", te.msg);
+                    return DE_EUNSAT;
+                }
+                if (rc != DE_OK) {
+                    *e = te;
+                    return rc;
+                }
             }
         } else if (ref->template_name) {
             for (uint32_t k = 0; k < pod->nclaim_statuses; k++)
@@ -327,6 +362,10 @@ static de_rc resolve_claims(al_allocator *a, const dg_pod *pod, uint32_t podid, 
         }
         out->claims[i] = id;
     }
+    if (pg) {
+        out->group_name = de_arena_strdup(ar, al_pod_group_name(a->g, podid));
+        out->group_uid = de_arena_strdup(ar, al_podgroup_uid(pg));
+    }
     return DE_OK;
 }
 
@@ -338,16 +377,21 @@ static de_rc commit(al_allocator *a, const dg_pod *pod, al_pod_outcome *out, con
 {
     for (uint32_t i = 0; i < npending; i++)
         DE_TRY(dg_claim_set_allocation(a->g, pending[i], &res->claims[i].alloc, e));
-    dg_consumer cons = {.api_group = 0, .resource = al_intern(a, "pods"), .name = pod->meta.name,
-                        .uid = pod->meta.uid};
+    dg_consumer pod_cons = {.api_group = 0, .resource = al_intern(a, "pods"), .name = pod->meta.name,
+                            .uid = pod->meta.uid};
     for (uint32_t i = 0; i < out->nclaims; i++) {
         if (out->claims[i] == DG_NONE)
             continue;
+        /* a claim shared through the PodGroup is reserved for the group, once */
+        dg_consumer cons = pod_cons;
+        if (out->group && out->group[i] && out->group_name)
+            cons = (dg_consumer){al_intern(a, "scheduling.k8s.io"), al_intern(a, "podgroups"),
+                                 al_intern(a, out->group_name), al_intern(a, out->group_uid)};
         const dg_claim *cl = dg_claim_get(a->g, out->claims[i]);
         bool have = false;
         for (uint32_t k = 0; cl && k < cl->nreserved_for && !have; k++)
-            have = cl->reserved_for[k].name == pod->meta.name && cl->reserved_for[k].resource == cons.resource &&
-                   (!pod->meta.uid || cl->reserved_for[k].uid == pod->meta.uid);
+            have = cl->reserved_for[k].name == cons.name && cl->reserved_for[k].resource == cons.resource &&
+                   (!cons.uid || cl->reserved_for[k].uid == cons.uid);
         if (!have)
             DE_TRY(dg_claim_add_reservation(a->g, out->claims[i], &cons, e));
     }
@@ -420,6 +464,13 @@ bool al_node_matches_allocated(al_allocator *a, const uint32_t *claims, uint32_t
         const dg_claim *cl = claims[i] == DG_NONE ? NULL : dg_claim_get(a->g, claims[i]);
         if (!cl || !cl->allocated)
             continue;
+        /* devices whose binding failed or timed out (KEP-5007): PostFilter
+         * may then deallocate the claim */
+        if (al_claim_has_binding_conditions(a, cl)) {
+            int st = al_binding_state(a, cl, a->now, NULL, 0);
+            if (st == AL_BIND_FAILED || st == AL_BIND_TIMEOUT)
+                return false;
+        }
         /* devices allocated with skipNodeOperations need a node that
          * declares DRAOptionalNodeOperations (KEP-5945) */
         for (uint32_t k = 0; k < cl->allocation.nresults; k++)

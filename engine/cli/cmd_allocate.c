@@ -223,6 +223,25 @@ static void table_print(table *t)
     free(t->cells);
 }
 
+/* KEP-5007: the binding conditions of a result not True yet in the
+ * claim's status.devices, as "awaiting=A,B". */
+static void awaiting_conditions(de_interner *in, const dg_claim *cl, const dg_result *x, de_buf *b)
+{
+    const dg_device_status *d = NULL;
+    for (uint32_t i = 0; i < cl->ndevices && !d; i++)
+        if (cl->devices[i].driver == x->driver && cl->devices[i].pool == x->pool && cl->devices[i].device == x->device)
+            d = &cl->devices[i];
+    uint32_t t = de_intern_cstr(in, "True"), n = 0;
+    for (uint32_t k = 0; k < x->nbinding_conditions; k++) {
+        bool ok = false;
+        for (uint32_t j = 0; d && j < d->nconditions && !ok; j++)
+            ok = d->conditions[j].type == x->binding_conditions[k] && d->conditions[j].status == t;
+        if (!ok)
+            de_buf_printf(b, "%s%s", n++ ? "," : (b->len ? " awaiting=" : "awaiting="),
+                          de_intern_str(in, x->binding_conditions[k]));
+    }
+}
+
 /* one row per allocated device */
 static void table_rows(table *t, dg_graph *g, const char *pod, uint32_t clid, const dg_allocation *al,
                        const char *node)
@@ -300,6 +319,7 @@ static void table_rows(table *t, dg_graph *g, const char *pod, uint32_t clid, co
         }
         if (x->share_id)
             de_buf_printf(&b, "%sshareID=%s", b.len ? " " : "", de_intern_str(in, x->share_id));
+        awaiting_conditions(in, cl, x, &b);
         const char *cols[8] = {pod, cname, req, node, de_intern_str(in, x->driver), de_intern_str(in, x->pool),
                                de_intern_str(in, x->device), de_buf_str(&b)};
         table_add(t, cols);
@@ -409,7 +429,7 @@ static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, const runctx *r
     json_t *items = json_array();
     table t = {0};
     int ret = 0, fmt = rx->fmt;
-    uint32_t scheduled = 0, unsched = 0, considered = 0;
+    uint32_t scheduled = 0, unsched = 0, considered = 0, waiting = 0;
     for (uint32_t i = 0; i < lc->npods; i++) {
         uint32_t pid = al_input_pod(g, lc, i);
         const dg_pod *pod = pid == DG_NONE ? NULL : dg_pod_get(g, pid);
@@ -448,6 +468,23 @@ static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, const runctx *r
         }
         scheduled++;
         const char *node = po.node_name ? de_intern_str(in, po.node_name) : "-";
+        /* KEP-5007: allocated, but kube-scheduler holds the pod in PreBind
+         * until the devices' binding conditions are True */
+        de_buf pend;
+        de_buf_init(&pend, 16384);
+        for (uint32_t k = 0; k < po.nclaims; k++) {
+            const dg_claim *cl = po.claims[k] == DG_NONE ? NULL : dg_claim_get(g, po.claims[k]);
+            if (al_claim_has_binding_conditions(al, cl) && al_binding_state(al, cl, 0, NULL, 0) == AL_BIND_PENDING)
+                al_binding_pending(al, cl, &pend);
+        }
+        bool awaiting = pend.len > 0;
+        if (awaiting) {
+            waiting++;
+            if (rx->print)
+                fprintf(stderr, "draengine allocate: pod %s: allocated on node %s, awaiting binding conditions (%s)\n",
+                        pname, node, de_buf_str(&pend));
+        }
+        de_buf_free(&pend);
         if (rx->rec)
             cli_plan_pod_add(rx->rec, pname, node, NULL);
         for (uint32_t k = 0; k < po.nclaims; k++) {
@@ -464,13 +501,16 @@ static int run_pods(al_allocator *al, dg_graph *g, al_input *lc, const runctx *r
             }
         }
         if (fmt != OUT_TABLE)
-            json_array_append_new(items, cli_pod_scheduled(al, g, &po, false));
+            json_array_append_new(items, cli_pod_scheduled(al, g, &po, awaiting));
     }
     if (fmt == OUT_TABLE) {
         if (rx->print) {
             revision_header(rx);
             table_print(&t);
-            if (considered)
+            if (considered && waiting)
+                printf("\n%u pod(s) scheduled (%u awaiting binding conditions), %u unschedulable\n", scheduled,
+                       waiting, unsched);
+            else if (considered)
                 printf("\n%u pod(s) scheduled, %u unschedulable\n", scheduled, unsched);
             else
                 printf("no pods reference resource claims; use --node NAME to allocate the pending claims\n");
@@ -535,6 +575,7 @@ int cli_allocate_run(const cli_alloc_cfg *cfg, cli_alloc_load_fn load, void *ctx
         ret = CLI_EXIT_INTERNAL;
         goto out;
     }
+    al_set_podgroups(alc, lc.podgroups);
     runctx rx = {cfg->fmt, NULL, cfg->policies, 0, print, rec};
     if (cfg->policies) {
         /* the policy host publishes derived attributes into the graph and

@@ -67,6 +67,9 @@ static void usage(FILE *f)
         "  --no-events                           do not write events.k8s.io Events\n"
         "  --dra-filter-timeout DURATION         limit of one node's device search (filterTimeout;\n"
         "                                        default 10s, 0s: none; DRASchedulerFilterTimeout)\n"
+        "  --dra-binding-timeout DURATION        longest wait in PreBind for device binding conditions\n"
+        "                                        (bindingTimeout; default 10m, at least 1s;\n"
+        "                                        DRADeviceBindingConditions)\n"
         "\n"
         "Controllers of kube-controller-manager:\n"
         "  --pool-status-controller[=true|false] answer ResourcePoolStatusRequests (default false;\n"
@@ -311,7 +314,7 @@ enum {
     O_KUBECONFIG = 256, O_CONTEXT, O_MASTER, O_QPS, O_BURST, O_SCHEDNAME, O_GATES, O_IBACKOFF,
     O_MBACKOFF, O_NOEVENTS, O_LE, O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_NAME, O_LE_NS,
     O_LE_ID, O_BIND, O_PORT, O_LOGFMT, O_WBACKOFF, O_JITTER, O_POLDIR, O_POLWATCH, O_POLRESCAN,
-    O_FIELDVAL, O_POOLSTATUS, O_FILTERTIMEOUT,
+    O_FIELDVAL, O_POOLSTATUS, O_FILTERTIMEOUT, O_BINDTIMEOUT,
 };
 
 /* What a walk of the policy directory skipped, as a log line. */
@@ -402,6 +405,7 @@ int cli_cmd_serve(int argc, char **argv)
         {"policy-rescan", required_argument, NULL, O_POLRESCAN},
         {"pool-status-controller", optional_argument, NULL, O_POOLSTATUS},
         {"dra-filter-timeout", required_argument, NULL, O_FILTERTIMEOUT},
+        {"dra-binding-timeout", required_argument, NULL, O_BINDTIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -478,6 +482,11 @@ int cli_cmd_serve(int argc, char **argv)
             if (!cli_flag_bool("serve", "--pool-status-controller", optarg, &pool_status))
                 return CLI_EXIT_INVALID;
             break;
+        case O_BINDTIMEOUT:
+            if (!cli_flag_duration("serve", "--dra-binding-timeout", optarg, 1000000000ull, CLI_DURATION_MAX,
+                                   &so.binding_timeout_ns))
+                return CLI_EXIT_INVALID;
+            break;
         case O_FILTERTIMEOUT:
             if (!cli_flag_duration("serve", "--dra-filter-timeout", optarg, 0, CLI_DURATION_MAX, &filter_timeout))
                 return CLI_EXIT_INVALID;
@@ -537,6 +546,13 @@ int cli_cmd_serve(int argc, char **argv)
         cli_errorf("serve", "--dra-filter-timeout: Forbidden: DRASchedulingFilterTimeout feature gate is disabled");
         return CLI_EXIT_INVALID;
     }
+    if (so.binding_timeout_ns &&
+        !(gates.on[DE_GATE_DEVICE_BINDING_CONDITIONS] && gates.on[DE_GATE_RESOURCE_CLAIM_DEVICE_STATUS])) {
+        /* kube-scheduler's validation of bindingTimeout */
+        cli_errorf("serve", "--dra-binding-timeout: Forbidden: DRADeviceBindingConditions or "
+                            "DRAResourceClaimDeviceStatus feature gate is disabled");
+        return CLI_EXIT_INVALID;
+    }
     if (pool_status && !gates.on[DE_GATE_RESOURCE_POOL_STATUS]) {
         cli_errorf("serve", "--pool-status-controller needs the DRAResourcePoolStatus feature gate "
                             "(kube-controller-manager runs that controller only with it)");
@@ -575,6 +591,7 @@ int cli_cmd_serve(int argc, char **argv)
     ao.gates = gates;
     ao.filter_timeout_ns = filter_timeout;
     ao.filter_timeout_set = filter_timeout_set;
+    ao.binding_timeout_ns = so.binding_timeout_ns;
     sv.al = al_new(sv.g, &ao, &e);
     if (!sv.al) {
         cli_errorf("serve", "allocator: %s", e.msg);

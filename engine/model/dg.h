@@ -271,6 +271,12 @@ de_rc dg_claim_add_reservation(dg_graph *g, uint32_t clid, const dg_consumer *c,
  * suffix is derived from the pod UID so the result is deterministic). */
 de_rc dg_claim_from_template(dg_graph *g, uint32_t podid, uint32_t ref_index, uint32_t *clid,
                              de_err *e);
+/* The same for a PodGroup's entry (KEP-5729) that the pod's entry
+ * ref_index matches: <group>-<claim ref name>-<suffix from the group's
+ * UID>, controlled by the PodGroup; recorded in the pod's status as the
+ * controller records it for every member. */
+de_rc dg_claim_from_template_for_group(dg_graph *g, uint32_t podid, uint32_t ref_index, const char *api_version,
+                                       const char *group, const char *group_uid, uint32_t *clid, de_err *e);
 
 /* ---- encoding ----------------------------------------------------------- */
 

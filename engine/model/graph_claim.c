@@ -580,6 +580,76 @@ static void pod_add_claim_status(dg_graph *g, uint32_t pid, uint32_t ref, uint32
     dg_notify(g, DG_KIND_POD, DG_OP_UPDATE, pid);
 }
 
+/* Who a claim made from a template is for: its controller owner. */
+typedef struct tmpl_owner {
+    const char *api_version, *kind, *name, *uid;
+    uint32_t ns;
+    const char *seed;       /* for the name's suffix */
+} tmpl_owner;
+
+/* The claim controller's claim for entry `ref` from template `tmpl`
+ * (found again when it exists already: the name is deterministic). */
+static de_rc claim_from_template(dg_graph *g, const tmpl_owner *ow, uint32_t ref, uint32_t tmpl, uint32_t *clid,
+                                 de_err *e)
+{
+    uint32_t tid = dg_template_find(g, ow->ns, tmpl);
+    if (tid == DG_NONE)
+        return de_errf(e, DE_ENOTFOUND, "%s \"%s/%s\": resource claim template \"%s\" not found in namespace \"%s\"",
+                       !strcmp(ow->kind, "Pod") ? "pod" : ow->kind, dg_s(g, ow->ns), ow->name, dg_s(g, tmpl),
+                       dg_s(g, ow->ns));
+    json_t *tj = dg_template_json(g, tid);
+    const dg_claim_template *t = dg_template_get(g, tid);
+    char name[300], gen[300];
+    generated_name(ow->name, dg_s(g, ref), ow->seed, name, sizeof name, gen, sizeof gen);
+    uint32_t existing = dg_claim_find(g, ow->ns, de_intern_cstr(g->in, name));
+    if (existing != DG_NONE) {
+        *clid = existing;
+        return DE_OK;
+    }
+    json_t *obj = json_object();
+    json_t *av = json_object_get(tj, "apiVersion");
+    json_object_set_new(obj, "apiVersion", json_string(json_is_string(av) ? json_string_value(av) : "resource.k8s.io/v1"));
+    json_object_set_new(obj, "kind", json_string("ResourceClaim"));
+    json_t *md = json_object();
+    json_object_set_new(md, "name", json_string(name));
+    json_object_set_new(md, "generateName", json_string(gen));
+    json_object_set_new(md, "namespace", json_string(dg_s(g, ow->ns)));
+    if (t->nlabels) {
+        json_t *l = json_object();
+        for (uint32_t i = 0; i < t->nlabels; i++)
+            json_object_set_new(l, dg_s(g, t->labels[i].key), json_string(dg_s(g, t->labels[i].value)));
+        json_object_set_new(md, "labels", l);
+    }
+    json_t *an = json_object();
+    for (uint32_t i = 0; i < t->nannotations; i++)
+        json_object_set_new(an, dg_s(g, t->annotations[i].key), json_string(dg_s(g, t->annotations[i].value)));
+    json_object_set_new(an, "resource.kubernetes.io/pod-claim-name", json_string(dg_s(g, ref)));
+    json_object_set_new(md, "annotations", an);
+    json_t *owner = json_object();
+    json_object_set_new(owner, "apiVersion", json_string(ow->api_version));
+    json_object_set_new(owner, "kind", json_string(ow->kind));
+    json_object_set_new(owner, "name", json_string(ow->name));
+    json_object_set_new(owner, "uid", json_string(ow->uid));
+    /* exactly what the 1.37 claim controller sets: no blockOwnerDeletion */
+    json_object_set_new(owner, "controller", json_true());
+    json_t *owners = json_array();
+    json_array_append_new(owners, owner);
+    json_object_set_new(md, "ownerReferences", owners);
+    json_object_set_new(obj, "metadata", md);
+    json_t *tspec = json_object_get(json_object_get(tj, "spec"), "spec");
+    json_object_set_new(obj, "spec", tspec ? json_deep_copy(tspec) : json_object());
+    de_origin o = {"<generated from template>", 1, -1};
+    dg_kind kind;
+    de_rc rc = dg_apply(g, obj, &o, &kind, e);
+    json_decref(obj);
+    if (rc != DE_OK)
+        return rc;
+    *clid = dg_claim_find(g, ow->ns, de_intern_cstr(g->in, name));
+    if (*clid == DG_NONE)
+        return de_errf(e, DE_EINTERNAL, "generated claim \"%s\" not found after creation", name);
+    return DE_OK;
+}
+
 de_rc dg_claim_from_template(dg_graph *g, uint32_t podid, uint32_t ref_index, uint32_t *clid, de_err *e)
 {
     if (podid >= g->npods || !g->pods[podid].p)
@@ -601,67 +671,36 @@ de_rc dg_claim_from_template(dg_graph *g, uint32_t podid, uint32_t ref_index, ui
                 return DE_OK;
             }
         }
-    uint32_t tid = dg_template_find(g, p->meta.ns, ref->template_name);
-    if (tid == DG_NONE)
-        return de_errf(e, DE_ENOTFOUND, "pod \"%s/%s\": resource claim template \"%s\" not found in namespace \"%s\"",
-                       dg_s(g, p->meta.ns), dg_s(g, p->meta.name), dg_s(g, ref->template_name),
-                       dg_s(g, p->meta.ns));
-    json_t *tj = dg_template_json(g, tid);
-    const dg_claim_template *t = dg_template_get(g, tid);
-    char seed[600], name[300], gen[300];
+    char seed[600], pname[300], uid[300];
     snprintf(seed, sizeof seed, "%s", p->meta.uid ? dg_s(g, p->meta.uid) : "");
     if (!p->meta.uid)
         snprintf(seed, sizeof seed, "%s/%s", dg_s(g, p->meta.ns), dg_s(g, p->meta.name));
-    generated_name(dg_s(g, p->meta.name), dg_s(g, ref->name), seed, name, sizeof name, gen, sizeof gen);
-    uint32_t existing = dg_claim_find(g, p->meta.ns, de_intern_cstr(g->in, name));
-    if (existing != DG_NONE) {
-        *clid = existing;
-        pod_add_claim_status(g, podid, ref->name, g->claims[existing].c->meta.name);
-        return DE_OK;
-    }
+    snprintf(pname, sizeof pname, "%s", dg_s(g, p->meta.name));
+    snprintf(uid, sizeof uid, "%s", dg_s(g, p->meta.uid));
+    tmpl_owner ow = {"v1", "Pod", pname, uid, p->meta.ns, seed};
+    uint32_t ref_name = ref->name;
+    DE_TRY(claim_from_template(g, &ow, ref_name, ref->template_name, clid, e));
+    pod_add_claim_status(g, podid, ref_name, g->claims[*clid].c->meta.name);
+    return DE_OK;
+}
 
-    json_t *obj = json_object();
-    json_t *av = json_object_get(tj, "apiVersion");
-    json_object_set_new(obj, "apiVersion", json_string(json_is_string(av) ? json_string_value(av) : "resource.k8s.io/v1"));
-    json_object_set_new(obj, "kind", json_string("ResourceClaim"));
-    json_t *md = json_object();
-    json_object_set_new(md, "name", json_string(name));
-    json_object_set_new(md, "generateName", json_string(gen));
-    json_object_set_new(md, "namespace", json_string(dg_s(g, p->meta.ns)));
-    if (t->nlabels) {
-        json_t *l = json_object();
-        for (uint32_t i = 0; i < t->nlabels; i++)
-            json_object_set_new(l, dg_s(g, t->labels[i].key), json_string(dg_s(g, t->labels[i].value)));
-        json_object_set_new(md, "labels", l);
-    }
-    json_t *an = json_object();
-    for (uint32_t i = 0; i < t->nannotations; i++)
-        json_object_set_new(an, dg_s(g, t->annotations[i].key), json_string(dg_s(g, t->annotations[i].value)));
-    json_object_set_new(an, "resource.kubernetes.io/pod-claim-name", json_string(dg_s(g, ref->name)));
-    json_object_set_new(md, "annotations", an);
-    json_t *owner = json_object();
-    json_object_set_new(owner, "apiVersion", json_string("v1"));
-    json_object_set_new(owner, "kind", json_string("Pod"));
-    json_object_set_new(owner, "name", json_string(dg_s(g, p->meta.name)));
-    json_object_set_new(owner, "uid", json_string(dg_s(g, p->meta.uid)));
-    /* exactly what the 1.37 claim controller sets: no blockOwnerDeletion */
-    json_object_set_new(owner, "controller", json_true());
-    json_t *owners = json_array();
-    json_array_append_new(owners, owner);
-    json_object_set_new(md, "ownerReferences", owners);
-    json_object_set_new(obj, "metadata", md);
-    json_t *tspec = json_object_get(json_object_get(tj, "spec"), "spec");
-    json_object_set_new(obj, "spec", tspec ? json_deep_copy(tspec) : json_object());
-    de_origin o = {"<generated from template>", 1, -1};
-    dg_kind kind;
-    de_rc rc = dg_apply(g, obj, &o, &kind, e);
-    json_decref(obj);
-    if (rc != DE_OK)
-        return rc;
-    uint32_t nid = de_intern_cstr(g->in, name);
-    *clid = dg_claim_find(g, p->meta.ns, nid);
-    if (*clid == DG_NONE)
-        return de_errf(e, DE_EINTERNAL, "generated claim \"%s\" not found after creation", name);
-    pod_add_claim_status(g, podid, ref->name, nid);
+de_rc dg_claim_from_template_for_group(dg_graph *g, uint32_t podid, uint32_t ref_index, const char *api_version,
+                                       const char *group, const char *group_uid, uint32_t *clid, de_err *e)
+{
+    if (podid >= g->npods || !g->pods[podid].p)
+        return de_errf(e, DE_ENOTFOUND, "pod id %u not found", podid);
+    dg_pod *p = g->pods[podid].p;
+    if (ref_index >= p->nclaims || !p->claims[ref_index].template_name)
+        return de_errf(e, DE_EINVAL, "pod \"%s/%s\": resourceClaims[%u] does not name a template",
+                       dg_s(g, p->meta.ns), dg_s(g, p->meta.name), ref_index);
+    uint32_t ref = p->claims[ref_index].name, tmpl = p->claims[ref_index].template_name;
+    char seed[600];
+    snprintf(seed, sizeof seed, "%s", group_uid && *group_uid ? group_uid : "");
+    if (!seed[0])
+        snprintf(seed, sizeof seed, "podgroups/%s/%s", dg_s(g, p->meta.ns), group);
+    tmpl_owner ow = {api_version, "PodGroup", group, group_uid ? group_uid : "", p->meta.ns, seed};
+    DE_TRY(claim_from_template(g, &ow, ref, tmpl, clid, e));
+    /* the controller records the group's claim in the member pod's status too */
+    pod_add_claim_status(g, podid, ref, g->claims[*clid].c->meta.name);
     return DE_OK;
 }

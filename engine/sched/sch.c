@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const double LAT_BOUNDS[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
                                     0.1,    0.2,   0.5,   1,     2,    5,    10};
@@ -34,6 +35,8 @@ sch_sched *sch_new(dg_graph *g, al_allocator *al, kc_client *cl, const sch_opts 
         s->o.backoff_max_ns = SCH_BACKOFF_MAX_NS;
     if (!s->o.unschedulable_max_ns)
         s->o.unschedulable_max_ns = 300000000000ull;
+    if (!s->o.binding_timeout_ns)
+        s->o.binding_timeout_ns = 600000000000ull;
     s->sched_name = de_intern_cstr(s->in, s->o.scheduler_name);
     de_map_init(&s->pod_by_key);
     de_map_init(&s->claim_pods);
@@ -78,6 +81,7 @@ void sch_get_stats(const sch_sched *s, sch_stats *out)
         case SP_BACKOFF: out->backoff++; break;
         case SP_UNSCHED: out->unschedulable_now++; break;
         case SP_ASSUMED: out->assumed++; break;
+        case SP_WAITING: out->waiting++; break;
         default: break;
         }
     }
@@ -135,15 +139,6 @@ static uint64_t podgroup_key(sch_sched *s, const char *ns, const char *name)
 
 /* The PodGroup a pod belongs to (spec.schedulingGroup, the older
  * spec.workloadRef), NULL when none. */
-static const char *pod_group_name(json_t *pod)
-{
-    json_t *spec = json_object_get(pod, "spec");
-    const char *gn = json_string_value(json_object_get(json_object_get(spec, "schedulingGroup"), "podGroupName"));
-    if (!gn)
-        gn = json_string_value(json_object_get(json_object_get(spec, "workloadRef"), "podGroupName"));
-    return gn && *gn ? gn : NULL;
-}
-
 /* The gang's AllPodsCount: the live pods of the group. */
 static uint32_t group_pods(sch_sched *s, uint32_t ns, const char *group)
 {
@@ -152,7 +147,7 @@ static uint32_t group_pods(sch_sched *s, uint32_t ns, const char *group)
         const dg_pod *q = dg_pod_get(s->g, i);
         if (!q || q->meta.ns != ns || q->meta.deleting || terminal(s, q))
             continue;
-        const char *gn = pod_group_name(dg_pod_json(s->g, i));
+        const char *gn = al_pod_json_group_name(dg_pod_json(s->g, i));
         n += gn && !strcmp(gn, group);
     }
     return n;
@@ -208,7 +203,7 @@ static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
         return;
     }
     /* a new member may complete a gang (GangScheduling's pod-added hint) */
-    const char *group = s->o.generic_workload ? pod_group_name(obj) : NULL;
+    const char *group = s->o.generic_workload ? al_pod_json_group_name(obj) : NULL;
     if (group && t == KC_EV_ADDED)
         sch_requeue_claim(s, podgroup_key(s, md(obj, "namespace"), group));
     bool ours = p->scheduler_name == s->sched_name && !p->meta.deleting && !terminal(s, p);
@@ -256,12 +251,10 @@ void sch_observe(sch_sched *s, kc_res res, kc_evtype t, json_t *obj)
         return;
     }
     if (res == KC_RES_PODGROUPS) {
-        char k[600];
-        snprintf(k, sizeof k, "%s/%s", md(obj, "namespace"), md(obj, "name"));
         if (t == KC_EV_DELETED)
-            json_object_del(s->podgroups, k);
+            al_podgroups_del(s->podgroups, md(obj, "namespace"), md(obj, "name"));
         else
-            json_object_set(s->podgroups, k, obj);
+            al_podgroups_put(s->podgroups, obj);
         sch_requeue_claim(s, podgroup_key(s, md(obj, "namespace"), md(obj, "name")));
         return;
     }
@@ -294,6 +287,7 @@ void sch_observe(sch_sched *s, kc_res res, kc_evtype t, json_t *obj)
         sch_requeue_claim(s, key);
         if (was_alloc && !is_alloc)
             sch_requeue_bucket(s, WAIT_DEVICES); /* devices were freed */
+        sch_wait_claim(s, key); /* a driver reporting binding conditions */
         return;
     }
     if (t == KC_EV_DELETED)
@@ -366,14 +360,6 @@ static bool reserved_for_pod(const dg_claim *c, uint32_t uid)
 {
     for (uint32_t i = 0; i < c->nreserved_for; i++)
         if (c->reserved_for[i].uid == uid)
-            return true;
-    return false;
-}
-
-static bool owned_by(const dg_claim *c, uint32_t uid)
-{
-    for (uint32_t i = 0; i < c->meta.nowners; i++)
-        if (c->meta.owners[i].controller && c->meta.owners[i].uid == uid)
             return true;
     return false;
 }
@@ -458,7 +444,8 @@ static void schedule_one(sch_sched *s, uint32_t idx)
     uint32_t np = 0, nk = 0;
     const char *pns = de_intern_str(s->in, p->meta.ns);
 
-    /* KEP-5729: the pod's PodGroup, whose claims it may share. */
+    /* KEP-5729: the pod's PodGroup, whose claims it may share
+     * (al_podgroup.c, the reading `allocate` shares). */
     bool *group = de_arena_zalloc(s->cycle, (nrefs + 2) * sizeof *group);
     json_t *pg = NULL;
     char pgname[256] = "", pguid[128] = "";
@@ -466,11 +453,9 @@ static void schedule_one(sch_sched *s, uint32_t idx)
      * and a gang waits until minCount of its pods exist.  (Its Permit, which
      * holds every member until minCount are placed, is not modelled: the
      * members bind one by one.) */
-    const char *gn = s->o.generic_workload ? pod_group_name(dg_pod_json(s->g, pid)) : NULL;
+    const char *gn = s->o.generic_workload ? al_pod_json_group_name(dg_pod_json(s->g, pid)) : NULL;
     if (gn) {
-        char k[600];
-        snprintf(k, sizeof k, "%s/%s", pns, gn);
-        pg = json_object_get(s->podgroups, k);
+        pg = al_podgroup_find(s->g, s->podgroups, pid);
         snprintf(pgname, sizeof pgname, "%s", gn);
         if (!pg) {
             keys[nk++] = podgroup_key(s, pns, gn);
@@ -486,8 +471,7 @@ static void schedule_one(sch_sched *s, uint32_t idx)
             gated(s, idx, WAIT_CLAIM, keys, nk, msg);
             return;
         }
-        const char *u = json_string_value(json_object_get(json_object_get(pg, "metadata"), "uid"));
-        snprintf(pguid, sizeof pguid, "%s", u ? u : "");
+        snprintf(pguid, sizeof pguid, "%s", al_podgroup_uid(pg));
         if (!s->o.workload_claims)
             pg = NULL; /* its claims are shared only with DRAWorkloadResourceClaims */
     }
@@ -499,31 +483,10 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         uint32_t cname = ref->claim_name;
         bool from_template = ref->template_name != 0;
         claims[i] = DG_NONE;
-        if (pg) {
-            /* an entry that matches a PodGroup entry exactly uses the group's claim */
-            const char *rn = de_intern_str(s->in, ref->name);
-            const char *rc = de_intern_str(s->in, ref->claim_name);
-            const char *rt = de_intern_str(s->in, ref->template_name);
-            size_t k;
-            json_t *e;
-            json_array_foreach(json_object_get(json_object_get(pg, "spec"), "resourceClaims"), k, e) {
-                const char *en = json_string_value(json_object_get(e, "name"));
-                const char *ec = json_string_value(json_object_get(e, "resourceClaimName"));
-                const char *et = json_string_value(json_object_get(e, "resourceClaimTemplateName"));
-                if (en && !strcmp(en, rn) && !strcmp(ec ? ec : "", rc) && !strcmp(et ? et : "", rt))
-                    group[i] = true;
-            }
-        }
+        group[i] = al_podgroup_shares(s->g, pg, p, i);
         if (group[i] && from_template) {
-            const char *gcn = NULL;
-            size_t k;
-            json_t *e;
-            json_array_foreach(json_object_get(json_object_get(pg, "status"), "resourceClaimStatuses"), k, e) {
-                const char *en = json_string_value(json_object_get(e, "name"));
-                if (en && !strcmp(en, de_intern_str(s->in, ref->name)))
-                    gcn = json_string_value(json_object_get(e, "resourceClaimName"));
-            }
-            if (!gcn) {
+            cname = al_podgroup_claim_name(s->g, pg, ref->name);
+            if (!cname) {
                 keys[nk++] = podgroup_key(s, pns, pgname);
                 snprintf(msg, sizeof msg,
                          "waiting for the resource claim controller to create the ResourceClaim "
@@ -531,7 +494,6 @@ static void schedule_one(sch_sched *s, uint32_t idx)
                 gated(s, idx, WAIT_CLAIM, keys, nk, msg);
                 return;
             }
-            cname = de_intern_cstr(s->in, gcn);
         } else if (from_template) {
             bool found = false;
             for (uint32_t k = 0; k < p->nclaim_statuses; k++)
@@ -565,7 +527,7 @@ static void schedule_one(sch_sched *s, uint32_t idx)
             gated(s, idx, WAIT_CLAIM, keys, nk, msg);
             return;
         }
-        if (from_template && !owned_by(c, group[i] ? pguid_id : p->meta.uid)) {
+        if (from_template && !al_claim_owned_by(c, group[i] ? pguid_id : p->meta.uid)) {
             snprintf(msg, sizeof msg, "ResourceClaim %s/%s was not created for pod %s/%s (pod is not owner)",
                      pns, cn, pns, de_intern_str(s->in, p->meta.name));
             gated(s, idx, WAIT_CLAIM, keys, nk, msg);
@@ -885,11 +847,19 @@ static void schedule_one(sch_sched *s, uint32_t idx)
     char podname[512];
     snprintf(podname, sizeof podname, "%s/%s", pns, de_intern_str(s->in, p->meta.name));
     json_t *podjson = json_incref(dg_pod_json(s->g, pid));
-    de_rc rc = sch_bind(s, idx, pid, &ch, &be);
+    bool waiting = false;
+    de_rc rc = sch_bind(s, idx, pid, &ch, &waiting, &be);
     DROP_EXT();
 #undef DROP_EXT
     sch_hist_observe(&s->attempt_lat, (double)(de_now_ns() - t0) / 1e9);
-    if (rc == DE_OK) {
+    if (rc == DE_OK && waiting) {
+        char note[600];
+        snprintf(note, sizeof note, "waiting for binding conditions for device on node %s",
+                 de_intern_str(s->in, ch.node_name));
+        DE_INFO(2, "pod %s: %s", podname, note);
+        sch_event(s, podjson, "Normal", "BindingConditionsPending", "Scheduling", note);
+        sch_wait_first_check(s, idx);
+    } else if (rc == DE_OK) {
         s->st.scheduled++;
         s->by_result[0]++;
         char note[2600];
@@ -918,6 +888,8 @@ unsigned sch_run(sch_sched *s, uint64_t budget_ns)
 {
     uint64_t start = de_now_ns();
     unsigned n = 0;
+    sch_wait_due(s);
+    al_set_now(s->al, (int64_t)time(NULL)); /* binding timeouts of allocated claims (Filter) */
     sch_promote_due(s);
     uint32_t idx;
     while ((idx = sch_pop_active(s)) != UINT32_MAX) {
@@ -969,6 +941,17 @@ void sch_metrics(const sch_sched *s, de_buf *b)
                     (double)s->by_result[1]);
     sch_prom_sample(b, "draengine_scheduler_schedule_attempts_total", "result=\"error\"",
                     (double)s->by_result[2]);
+    sch_prom_head(b, "draengine_scheduler_binding_conditions_waiting_pods", "gauge",
+                  "Pods whose PreBind waits for device binding conditions.");
+    sch_prom_sample(b, "draengine_scheduler_binding_conditions_waiting_pods", "", st.waiting);
+    sch_prom_head(b, "draengine_scheduler_binding_conditions_total", "counter",
+                  "PreBind waits for device binding conditions, by outcome.");
+    sch_prom_sample(b, "draengine_scheduler_binding_conditions_total", "status=\"success\"",
+                    (double)st.waiting_ready);
+    sch_prom_sample(b, "draengine_scheduler_binding_conditions_total", "status=\"failed\"",
+                    (double)st.waiting_failed);
+    sch_prom_sample(b, "draengine_scheduler_binding_conditions_total", "status=\"timeout\"",
+                    (double)st.waiting_timeout);
     sch_prom_head(b, "draengine_scheduler_write_conflicts_total", "counter",
                   "Scheduling cycles retried after a 409 Conflict.");
     sch_prom_sample(b, "draengine_scheduler_write_conflicts_total", "", (double)st.conflicts);

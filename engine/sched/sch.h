@@ -65,6 +65,7 @@ typedef struct sch_opts {
      * waiting for that claim in an index; without it every unschedulable
      * pod is checked against the claim, as kube-scheduler then does. */
     bool pre_queueing_hints;
+    uint64_t binding_timeout_ns; /* PreBind's wait for binding conditions (KEP-5007); 600 s */
 } sch_opts;
 
 /* g, al and cl must outlive the scheduler; cl may be NULL (dry run: the
@@ -94,7 +95,9 @@ typedef struct sch_stats {
     uint64_t invalid_objects, stale_events_ignored;
     uint64_t hint_pods_checked;   /* pods a claim event checked (index hits or all unschedulable) */
     uint64_t prehint_narrowed;    /* claim events narrowed by the index (SchedulerPreQueueingHints) */
-    uint32_t active, backoff, unschedulable_now, assumed;
+    /* PreBind waits for binding conditions: begun, bound, failed, timed out */
+    uint64_t waiting_started, waiting_ready, waiting_failed, waiting_timeout;
+    uint32_t active, backoff, unschedulable_now, assumed, waiting;
 } sch_stats;
 void sch_get_stats(const sch_sched *s, sch_stats *out);
 

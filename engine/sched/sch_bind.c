@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define FINALIZER "resource.kubernetes.io/delete-protection"
 
@@ -132,6 +133,13 @@ typedef struct consumer {
 static de_rc write_status(sch_sched *s, json_t *obj, const dg_allocation *a, const consumer *who,
                           de_err *e);
 
+/* KEP-5007: allocationTimestamp and the PreBind wait need both gates. */
+static bool binding_gates(sch_sched *s)
+{
+    const de_gates *g = al_gates(s->al);
+    return g->on[DE_GATE_DEVICE_BINDING_CONDITIONS] && g->on[DE_GATE_RESOURCE_CLAIM_DEVICE_STATUS];
+}
+
 static de_rc write_claim(sch_sched *s, uint32_t clid, const dg_allocation *a, const consumer *who,
                          de_err *e)
 {
@@ -171,8 +179,24 @@ static de_rc write_status(sch_sched *s, json_t *obj, const dg_allocation *a, con
         st = json_object();
         json_object_set_new(obj, "status", st);
     }
-    if (a)
-        json_object_set_new(st, "allocation", dg_encode_allocation(s->g, a));
+    if (a) {
+        dg_allocation stamped = *a;
+        if (binding_gates(s) && !stamped.allocation_time)
+            stamped.allocation_time = (int64_t)time(NULL);
+        json_object_set_new(st, "allocation", dg_encode_allocation(s->g, &stamped));
+    } else if (binding_gates(s)) {
+        /* upstream stamps an allocation that has no timestamp yet whenever
+         * it reserves the claim (bindClaim) */
+        json_t *al = json_object_get(st, "allocation");
+        if (json_is_object(al) && !json_object_get(al, "allocationTimestamp")) {
+            char ts[40];
+            time_t now = time(NULL);
+            struct tm tmv;
+            gmtime_r(&now, &tmv);
+            strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tmv);
+            json_object_set_new(al, "allocationTimestamp", json_string(ts));
+        }
+    }
     if (!reserved_for(obj, who->uid)) {
         json_t *rf = json_object_get(st, "reservedFor");
         if (!json_is_array(rf)) {
@@ -305,8 +329,87 @@ static de_rc write_pod_nar(sch_sched *s, const char *ns, const char *pod, const 
     return rc;
 }
 
-de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, de_err *e)
+/* status.nominatedNodeName, which kube-scheduler publishes for a pod whose
+ * PreBind has work before it runs it (NominatedNodeNameForExpectation). */
+static de_rc patch_nominated(sch_sched *s, const char *ns, const char *pod, const char *uid, const char *node,
+                             de_err *e)
 {
+    json_t *patch = json_pack("{s:{s:s}, s:{s:s}}", "metadata", "uid", uid, "status", "nominatedNodeName", node);
+    char path[512];
+    kc_object_path(KC_RES_PODS, ns, pod, "status", path, sizeof path);
+    de_rc rc = kc_request(s->cl, "PATCH", path, patch, "application/merge-patch+json", NULL, NULL, e);
+    json_decref(patch);
+    return rc;
+}
+
+de_rc sch_pod_nar_clear(sch_sched *s, const char *ns, const char *pod, const char *uid, de_err *e)
+{
+    return write_pod_nar(s, ns, pod, uid, NULL, e);
+}
+
+/* Unreserve: remove one pod from a claim's reservedFor without reading the
+ * claim first (upstream's strategic merge patch, guarded by the claim's
+ * UID); the answer goes into the graph. */
+de_rc sch_claim_unreserve(sch_sched *s, uint32_t clid, const char *pod_uid, de_err *e)
+{
+    const dg_claim *c = dg_claim_get(s->g, clid);
+    if (!c)
+        return DE_ENOTFOUND;
+    char ns[256], name[256];
+    snprintf(ns, sizeof ns, "%s", de_intern_str(s->in, c->meta.ns));
+    snprintf(name, sizeof name, "%s", de_intern_str(s->in, c->meta.name));
+    json_t *patch = json_pack("{s:{s:s}, s:{s:[{s:s, s:s}]}}", "metadata", "uid", de_intern_str(s->in, c->meta.uid),
+                              "status", "reservedFor", "$patch", "delete", "uid", pod_uid);
+    char path[600];
+    kc_object_path(KC_RES_CLAIMS, ns, name, "status", path, sizeof path);
+    json_t *resp = NULL;
+    de_rc rc = kc_request(s->cl, "PATCH", path, patch, "application/strategic-merge-patch+json", NULL, &resp, e);
+    json_decref(patch);
+    if (rc == DE_OK && resp) {
+        de_err ae;
+        de_err_clear(&ae);
+        remember_written(s, resp);
+        if (dg_apply(s->g, resp, &API_ORIGIN, NULL, &ae) != DE_OK)
+            DE_WARN("claim unreserved but not re-read: %s", ae.msg);
+    }
+    json_decref(resp);
+    return rc;
+}
+
+/* Bind: pods/binding; a 409 whose pod already names this node is our own
+ * earlier binding.  The pod is then assumed on the node. */
+de_rc sch_bind_pod(sch_sched *s, uint32_t pid, uint32_t node_name, de_err *e)
+{
+    const dg_pod *p = dg_pod_get(s->g, pid);
+    if (!p)
+        return de_errf(e, DE_ENOTFOUND, "pod #%u is gone", pid);
+    char ns[256], name[256], uid[128], node[256];
+    snprintf(ns, sizeof ns, "%s", de_intern_str(s->in, p->meta.ns));
+    snprintf(name, sizeof name, "%s", de_intern_str(s->in, p->meta.name));
+    snprintf(uid, sizeof uid, "%s", de_intern_str(s->in, p->meta.uid));
+    snprintf(node, sizeof node, "%s", de_intern_str(s->in, node_name));
+    de_rc rc = kc_pod_bind(s->cl, ns, name, uid, node, e);
+    if (rc == DE_ECONFLICT) {
+        json_t *cur = NULL;
+        de_err ge;
+        de_err_clear(&ge);
+        if (kc_get(s->cl, KC_RES_PODS, ns, name, &cur, &ge) == DE_OK) {
+            const char *nn =
+                json_string_value(json_object_get(json_object_get(cur, "spec"), "nodeName"));
+            if (nn && !strcmp(nn, node))
+                rc = DE_OK; /* our earlier bind went through */
+            else if (nn && *nn)
+                rc = de_errf(e, DE_ECONFLICT, "pod %s/%s was bound to %s by someone else", ns,
+                             name, nn);
+        }
+        json_decref(cur);
+    }
+    return rc;
+}
+
+de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, bool *waiting, de_err *e)
+{
+    *waiting = false;
     spod *sp = sch_pod(s, idx);
     const dg_pod *p = dg_pod_get(s->g, pid);
     char ns[256], name[256], uid[128], node[256];
@@ -386,22 +489,19 @@ de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, de
         }
         nar_written = true;
     }
-    rc = kc_pod_bind(s->cl, ns, name, uid, node, e);
-    if (rc == DE_ECONFLICT) {
-        json_t *cur = NULL;
-        de_err ge;
-        de_err_clear(&ge);
-        if (kc_get(s->cl, KC_RES_PODS, ns, name, &cur, &ge) == DE_OK) {
-            const char *nn =
-                json_string_value(json_object_get(json_object_get(cur, "spec"), "nodeName"));
-            if (nn && !strcmp(nn, node))
-                rc = DE_OK; /* our earlier bind went through */
-            else if (nn && *nn)
-                rc = de_errf(e, DE_ECONFLICT, "pod %s/%s was bound to %s by someone else", ns,
-                             name, nn);
-        }
-        json_decref(cur);
+    if (sch_wait_needed(s, c->claims, c->nclaims)) {
+        /* KEP-5007: PreBind waits for the devices' binding conditions; the
+         * pod holds its node meanwhile (sch_wait.c) */
+        de_err ne;
+        de_err_clear(&ne);
+        if (patch_nominated(s, ns, name, uid, node, &ne) != DE_OK)
+            DE_INFO(1, "pod %s/%s: nominatedNodeName not set: %s", ns, name, ne.msg);
+        al_pod_assume(s->al, pid, c->node_name, c->nar);
+        sch_wait_begin(s, idx, c->node_name, c->claims, c->nclaims, nar_written);
+        *waiting = true;
+        return DE_OK;
     }
+    rc = sch_bind_pod(s, pid, c->node_name, e);
     if (rc != DE_OK) {
         if (nar_written) {
             de_err ce;

@@ -43,7 +43,8 @@ unsigned sch_nar(sch_sched *s, const dg_pod *p, const uint32_t *claims, uint32_t
     memcpy(all, claims, nall * sizeof *all);
     if (ext != DG_NONE)
         all[na++] = ext;
-    al_nar_pod np = {p, all, na, pend, o ? o->claims : NULL, o ? nuse : 0, req, nreq};
+    al_nar_pod np = {p, dg_pod_find(s->g, p->meta.ns, p->meta.name), all, na, pend, o ? o->claims : NULL,
+                     o ? nuse : 0, req, nreq};
     al_fit f;
     *rc = al_nar_fit(s->al, &np, n, s->cycle, out, &f, e);
     if (*rc != DE_OK || !f.bit)

@@ -15,6 +15,7 @@ typedef enum spstate {
     SP_BACKOFF,       /* waiting for its backoff to expire */
     SP_UNSCHED,       /* waiting for an event that could help */
     SP_ASSUMED,       /* bound by us; the watch has not shown it yet */
+    SP_WAITING,       /* PreBind: claims written, waiting for binding conditions (sch_wait.c) */
     SP_BOUND,         /* the graph shows spec.nodeName */
 } spstate;
 
@@ -41,6 +42,11 @@ typedef struct spod {
     uint32_t *claims;     /* claim keys indexed for this pod (packed ns/name, low/high) */
     uint32_t nclaims;
     char *last_msg;       /* last FailedScheduling note (to aggregate Events) */
+    /* SP_WAITING (sch_wait.c) */
+    uint64_t wait_until;  /* monotonic deadline (bindingTimeout from PreBind) */
+    uint64_t *wait_keys;  /* the pod's claims, pod order */
+    uint32_t nwait_keys;
+    bool wait_nar;        /* nodeAllocatableResourceClaimStatuses were written */
 } spod;
 
 typedef struct vec32 {
@@ -78,6 +84,7 @@ struct sch_sched {
     heap backoff;   /* by backoff_until */
     heap flush;     /* unschedulable pods by unsched_since + max */
     vec32 bucket[WAIT_NBITS];
+    vec32 waiting;  /* SP_WAITING pods */
 
     /* indexes */
     de_map claim_pods;  /* claim key -> vec32 index + 1 into vecs */
@@ -161,8 +168,22 @@ typedef struct sch_choice {
     const bool *group;    /* per claim: shared through the pod's PodGroup */
     const char *group_name, *group_uid;
 } sch_choice;
-/* DE_OK bound; DE_ECONFLICT retry at once; other: back off. */
-de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pod, const sch_choice *c, de_err *e);
+/* DE_OK bound, or *waiting: PreBind waits for binding conditions
+ * (sch_wait.c); DE_ECONFLICT retry at once; other: back off. */
+de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pod, const sch_choice *c, bool *waiting, de_err *e);
+de_rc sch_bind_pod(sch_sched *s, uint32_t pod, uint32_t node_name, de_err *e);
+de_rc sch_claim_unreserve(sch_sched *s, uint32_t clid, const char *pod_uid, de_err *e);
+de_rc sch_pod_nar_clear(sch_sched *s, const char *ns, const char *pod, const char *uid, de_err *e);
+
+/* sch_wait.c: PreBind's wait for binding conditions (KEP-5007) */
+bool sch_wait_needed(sch_sched *s, const uint32_t *claims, uint32_t n);
+void sch_wait_begin(sch_sched *s, uint32_t idx, uint32_t node_name, const uint32_t *claims, uint32_t n,
+                    bool nar_written);
+void sch_wait_first_check(sch_sched *s, uint32_t idx); /* the conditions may hold already */
+void sch_wait_claim(sch_sched *s, uint64_t claim_key); /* a claim changed */
+void sch_wait_due(sch_sched *s);                        /* deadlines passed */
+uint64_t sch_wait_next_ns(const sch_sched *s);
+void sch_wait_drop(sch_sched *s, uint32_t idx);         /* forget the wait (no writes) */
 de_rc sch_deallocate(sch_sched *s, uint32_t clid, uint32_t pod_uid, de_err *e);
 void sch_event(sch_sched *s, json_t *regarding, const char *type, const char *reason,
                const char *action, const char *note);

@@ -112,6 +112,8 @@ void sch_pod_forget(sch_sched *s, uint32_t idx)
     spod *p = &s->pods[idx];
     if (p->state == SP_NONE && p->ns == 0 && p->name == 0)
         return;
+    if (p->state == SP_WAITING)
+        sch_wait_drop(s, idx);
     de_map_del(&s->pod_by_key, sch_key(p->ns, p->name));
     free(p->claims);
     free(p->last_msg);
@@ -323,7 +325,7 @@ void sch_promote_due(sch_sched *s)
 
 uint64_t sch_next_due_ns(const sch_sched *s)
 {
-    uint64_t now = de_now_ns(), best = UINT64_MAX;
+    uint64_t now = de_now_ns(), best = sch_wait_next_ns(s);
     if (s->ahead < s->alen)
         return 0;
     if (s->backoff.n)
@@ -341,8 +343,10 @@ void sch_queue_free(sch_sched *s)
     for (uint32_t i = 0; i < s->npods; i++) {
         free(s->pods[i].claims);
         free(s->pods[i].last_msg);
+        free(s->pods[i].wait_keys);
     }
     free(s->pods);
+    free(s->waiting.v);
     free(s->free_slots);
     free(s->active);
     free(s->backoff.v);

@@ -106,6 +106,11 @@ function Server:restart() return self:post("/_test/restart", { x = 1 }) end
 function Server:tokens(list) return self:post("/_test/tokens", { valid = list }) end
 function Server:basic(list) return self:post("/_test/basic", { valid = list }) end
 function Server:writes() return self:get("/_test/writes").items end
+-- Play a DRA driver that reports binding conditions: mode "ready" (all
+-- True), "fail" (a failure condition True) or "none", after delay_ms.
+function Server:driver(name, mode, delay_ms)
+  return self:post("/_test/driver", { driver = name, mode = mode, delay_ms = delay_ms or 0 })
+end
 function Server:stats() return self:get("/_test/stats") end
 function Server:state() return self:get("/_test/state") end
 

@@ -7,7 +7,12 @@ subresource, resourceVersion with 409 on stale writes, list paging with
 limit/continue, watch streams (chunked newline-delimited JSON) with
 bookmarks and 410 for versions older than its history, pods/binding, leases
 and events.  It also plays the resource claim controller (claims from
-templates, named like the real one) unless told not to.
+templates, named like the real one) unless told not to, and on request a
+DRA driver that reports device binding conditions (POST /_test/driver):
+when a claim's allocation names its devices with bindingConditions, it
+writes status.devices for them after a delay - every binding condition
+True ("ready"), a bindingFailureConditions condition True ("fail"), or
+nothing ("none").
 
 Faults on demand (POST /_test/faults): connections dropped mid-watch, any
 error status (with the Status reason and message a rule gives, or a raw
@@ -110,6 +115,7 @@ class Store:
                        "watch_gone": 0, "gone_mode": "event", "expire_continue": 0,
                        "warnings": 0}
         self.valid_tokens = set()
+        self.drivers = {}          # driver -> {"mode": ready|fail|none, "delay_ms": n}
         self.valid_basic = set()   # "user:password"
         self.stats = {"requests": 0, "watches": 0, "lists": 0, "active_watches": 0,
                       "gone": 0, "dropped": 0, "auth_failures": 0, "tokens_seen": {},
@@ -201,7 +207,9 @@ class Store:
                 new["spec"] = obj["spec"]
             if res[2] not in STATUS_SUB and "status" in obj:
                 new["status"] = obj["status"]
-        return self._store_update(res, cur, new)
+        out = self._store_update(res, cur, new)
+        self.driver_react(res, out)
+        return out
 
     def _store_update(self, res, cur, new):
         md = new["metadata"]
@@ -215,6 +223,52 @@ class Store:
         self.objs[res][key] = new
         self._emit(res, "MODIFIED", new)
         return new
+
+    # -- a DRA driver reporting binding conditions (caller holds cv) -------------------
+    def driver_react(self, res, obj):
+        if res[2] != "resourceclaims" or not self.drivers:
+            return
+        st = obj.get("status") or {}
+        done = {(d.get("driver"), d.get("pool"), d.get("device")) for d in st.get("devices") or []}
+        todo = []
+        for r in ((st.get("allocation") or {}).get("devices") or {}).get("results") or []:
+            rule = self.drivers.get(r.get("driver"))
+            if not rule or rule["mode"] == "none" or not r.get("bindingConditions"):
+                continue
+            if (r.get("driver"), r.get("pool"), r.get("device")) not in done:
+                todo.append((rule, dict(r)))
+        if not todo:
+            return
+        md = obj["metadata"]
+        delay = max(rule["delay_ms"] for rule, _ in todo) / 1000.0
+        t = threading.Timer(delay, self._driver_write, (md.get("namespace", ""), md["name"], md.get("uid"), todo))
+        t.daemon = True
+        t.start()
+
+    def _driver_write(self, ns, name, uid, todo):
+        with self.cv:
+            res = KIND_TO_RES["ResourceClaim"]
+            cur = self.objs[res].get((ns, name))
+            if cur is None or cur["metadata"].get("uid") != uid or not (cur.get("status") or {}).get("allocation"):
+                return
+            new = copy.deepcopy(cur)
+            devs = new["status"].setdefault("devices", [])
+            have = {(d.get("driver"), d.get("pool"), d.get("device")) for d in devs}
+            for rule, r in todo:
+                key = (r.get("driver"), r.get("pool"), r.get("device"))
+                if key in have:
+                    continue
+                conds = []
+                if rule["mode"] == "fail" and r.get("bindingFailureConditions"):
+                    conds.append({"type": r["bindingFailureConditions"][0], "status": "True",
+                                  "reason": "AttachFailed", "message": "the fabric refused the device",
+                                  "lastTransitionTime": now_rfc3339()})
+                else:
+                    for c in r["bindingConditions"]:
+                        conds.append({"type": c, "status": "True", "reason": "Attached",
+                                      "message": "device attached to the node", "lastTransitionTime": now_rfc3339()})
+                devs.append({"driver": key[0], "pool": key[1], "device": key[2], "conditions": conds})
+            self._store_update(res, cur, new)
 
     def _validate_claim_status(self, cur, new):
         st = new.get("status") or {}
@@ -777,6 +831,10 @@ class Handler(BaseHTTPRequestHandler):
                 elif method == "PATCH" and name is not None:
                     ct = self.headers.get("Content-Type") or ""
                     cur = STORE.get(res, ns, name)
+                    want = ((body or {}).get("metadata") or {}).get("uid") if isinstance(body, dict) else None
+                    if want and want != cur["metadata"].get("uid"):
+                        raise ApiError(409, "Conflict", "Precondition failed: UID in precondition: %s, UID in object meta: %s"
+                                       % (want, cur["metadata"].get("uid")))
                     new = merge_patch(cur, body or {}, strategic="strategic" in ct)
                     if sub == "status":
                         new = dict(copy.deepcopy(cur), status=new.get("status"))
@@ -854,6 +912,12 @@ class Handler(BaseHTTPRequestHandler):
             if path == "/_test/basic" and method == "POST":
                 STORE.valid_basic = set((body or {}).get("valid") or [])
                 return self._send_json(200, {"valid": len(STORE.valid_basic)})
+            if path == "/_test/driver" and method == "POST":
+                b = body or {}
+                if b.get("mode") not in ("ready", "fail", "none") or not b.get("driver"):
+                    raise ApiError(400, "BadRequest", "want {driver, mode: ready|fail|none, delay_ms}")
+                STORE.drivers[b["driver"]] = {"mode": b["mode"], "delay_ms": int(b.get("delay_ms") or 0)}
+                return self._send_json(200, STORE.drivers)
             if path == "/_test/claim_controller" and method == "POST":
                 STORE.claim_controller = bool((body or {}).get("enabled"))
                 return self._send_json(200, {"enabled": STORE.claim_controller})
