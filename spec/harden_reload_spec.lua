@@ -14,24 +14,7 @@ local function tier_policy(value)
   return P.policy("tier", { "tier.example.com" }, string.format('    return { ["tier.example.com/tier"] = %q }', value))
 end
 
-local function nodes_yaml(nodes, per)
-  local out = {}
-  for n = 1, nodes do
-    local devs = {}
-    for i = 0, per - 1 do devs[#devs + 1] = string.format("  - name: gpu-%d", i) end
-    out[#out + 1] = string.format([[
-apiVersion: resource.k8s.io/v1
-kind: ResourceSlice
-metadata: {name: node-%d-gpus}
-spec:
-  driver: gpu.example.com
-  nodeName: node-%d
-  pool: {name: node-%d, generation: 1, resourceSliceCount: 1}
-  devices:
-%s]], n, n, n, table.concat(devs, "\n"))
-  end
-  return table.concat(out, "\n---\n")
-end
+local nodes_yaml = P.nodes_yaml
 
 local function sleep(s) os.execute("sleep " .. s) end
 local function sh(cmd) assert(os.execute("bash -c " .. P.q("set -e\n" .. cmd)), cmd) end

@@ -160,6 +160,12 @@ describe("strings", function()
     works(vm, "return #(('x'):rep(2^20 - 100) .. ('y'):rep(100))", 2 ^ 20)
   end)
 
+  it("quantity texts are bounded like version texts (parsed in C on every use)", function()
+    stops(vm, "return dra.quantity(('1'):rep(1000))", "error", "longer than 256 bytes")
+    stops(vm, "local q = dra.quantity('1Gi') return q < ('9'):rep(100000)", "error", "longer than 256 bytes")
+    works(vm, "return dra.quantity('80Gi'):to('Gi')", 80)
+  end)
+
   it("dra.log builds only what it shows", function()
     works(vm, "local s = ('x'):rep(2^20) for i = 1, 100 do dra.log(s, s, s) end return 1", 1)
   end)

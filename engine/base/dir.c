@@ -87,16 +87,21 @@ void de_notice_sink(de_notice_fn fn, void *ctx)
     notice_ctx = ctx;
 }
 
-void de_notice(const char *path, const char *fmt, ...)
+static void vnotice(de_notice_fn fn, void *ctx, const char *path, const char *fmt, va_list ap)
 {
-    if (!notice_fn)
+    if (!fn)
         return;
     char what[512];
+    vsnprintf(what, sizeof what, fmt, ap);
+    fn(ctx, path, what);
+}
+
+void de_notice(const char *path, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    vnotice(notice_fn, notice_ctx, path, fmt, ap);
     va_end(ap);
-    notice_fn(notice_ctx, path, what);
 }
 
 const char *de_file_type(mode_t mode)
@@ -191,16 +196,13 @@ static void wnotice(const walker *w, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void wnotice(const walker *w, const char *path, const char *fmt, ...)
 {
-    de_notice_fn fn = w->o->notice ? w->o->notice : notice_fn;
-    void *ctx = w->o->notice ? w->o->notice_ctx : notice_ctx;
-    if (!fn)
-        return;
-    char what[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    if (w->o->notice)
+        vnotice(w->o->notice, w->o->notice_ctx, path, fmt, ap);
+    else
+        vnotice(notice_fn, notice_ctx, path, fmt, ap);
     va_end(ap);
-    fn(ctx, path, what);
 }
 
 static bool wanted(const walker *w, const char *name)

@@ -189,6 +189,9 @@ static de_qty qty_arg(lua_State *L, int idx)
         de_qty q;
         de_err e;
         de_err_clear(&e);
+        /* parsed in C on every call: bounded like version texts */
+        if (n > 256)
+            pol_raise(L, "invalid quantity: longer than 256 bytes");
         if (de_qty_parse(s, n, &q, &e) != DE_OK)
             pol_raise(L, "invalid quantity \"%s\": %s", s, e.msg);
         return q;

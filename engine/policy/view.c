@@ -183,11 +183,17 @@ static void trace_key(lua_State *L, pol_vm *vm, uint32_t idx, uint8_t op, int ki
     size_t n;
     const char *k = lua_tolstring(L, kidx, &n);
     const char *slash = memchr(k, '/', n);
-    if (slash)
-        pol_trace_read(vm, op, idx, de_intern(vm->in, k, (size_t)(slash - k)),
-                       de_intern(vm->in, slash + 1, n - (size_t)(slash - k) - 1));
+    /* Only names the engine already knows are recorded: interning every
+     * key a policy makes up would grow the graph's interner without bound
+     * (it is shared and never shrinks).  A key not interned yet may still
+     * be a name of a device added later, so the call is not memoised. */
+    uint32_t a = slash ? de_intern_find(vm->in, k, (size_t)(slash - k)) : POL_READ_BARE;
+    uint32_t b = slash ? de_intern_find(vm->in, slash + 1, n - (size_t)(slash - k) - 1)
+                       : de_intern_find(vm->in, k, n);
+    if ((slash && a == UINT32_MAX) || b == UINT32_MAX) /* not interned */
+        pol_trace_impure(vm);
     else
-        pol_trace_read(vm, op, idx, POL_READ_BARE, de_intern(vm->in, k, n));
+        pol_trace_read(vm, op, idx, a, b);
 }
 
 static void trace_dev(lua_State *L, uint32_t idx, uint8_t op)
