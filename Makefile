@@ -4,7 +4,8 @@
 #   make run        the main job on its built-in default
 #   make test       the busted specs (ends with "N passed, N failed")
 #   make test-asan  the same specs under AddressSanitizer + UBSan + LeakSanitizer
-#   make fuzz-cel   libFuzzer target for the CEL parser and evaluator (clang)
+#   make fuzz       libFuzzer targets, one after the other (fuzz-cel, fuzz-manifest,
+#                   fuzz-kubeconfig, fuzz-watch, fuzz-policy; clang; FUZZ_SECONDS each)
 #   make deps       check the Debian packages the build needs (installs them as root)
 #
 # Design: one static library (engine/ + drivers/) linked into the command and
@@ -151,16 +152,39 @@ bench-serve: all
 	  LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/spec/?.lua;;" lua5.4 spec/support/serve_bench.lua
 
 # ---- fuzzing ---------------------------------------------------------------
+# libFuzzer targets (clang), one per input the engine takes from outside:
+#   fuzz-cel         CEL parser, checker, cost estimator, evaluator
+#   fuzz-manifest    YAML/JSON manifests through to the device graph
+#   fuzz-kubeconfig  the kubeconfig loader
+#   fuzz-watch       the watch-stream line cutter and event decoder
+#   fuzz-policy      the policy loader and the hooks it accepts
+# Each runs FUZZ_SECONDS (default 600) on build-fuzz/corpus-NAME, seeded from
+# spec/fuzz/corpus-NAME (kept small: minimised inputs and regressions).
+# `make fuzz` runs them one after the other (each uses one core).
 FUZZ_SECONDS ?= 600
-fuzz-cel: | $(STAMP)
+FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS)
+FUZZ_RUN = -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+
+.PHONY: fuzz fuzz-lib fuzz-manifest fuzz-kubeconfig fuzz-watch fuzz-policy
+fuzz-lib: | $(STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang OPT=-O1 \
-	  SANITIZE="-fsanitize=fuzzer-no-link,address,undefined" $(BUILD:%=build-fuzz)/libdraengine.a
-	clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS) \
-	  -o build-fuzz/fuzz-cel spec/fuzz/fuzz_cel.c build-fuzz/libdraengine.a $(LDLIBS)
+	  SANITIZE="-fsanitize=fuzzer-no-link,address,undefined" build-fuzz/libdraengine.a
+
+build-fuzz/fuzz-%: spec/fuzz/fuzz_%.c spec/fuzz/fuzz_util.h fuzz-lib
+	clang $(FUZZ_FLAGS) -o $@ $< build-fuzz/libdraengine.a $(LDLIBS)
+
+fuzz-cel: build-fuzz/fuzz-cel
 	@mkdir -p build-fuzz/corpus-cel
 	python3 spec/fuzz/seed_cel.py ../shared/conformance/cel build-fuzz/corpus-cel spec/fuzz/corpus-cel
-	./build-fuzz/fuzz-cel -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
-	  -rss_limit_mb=2048 build-fuzz/corpus-cel
+	./build-fuzz/fuzz-cel $(FUZZ_RUN) -max_len=4096 build-fuzz/corpus-cel
+
+fuzz-manifest fuzz-kubeconfig fuzz-watch fuzz-policy: fuzz-%: build-fuzz/fuzz-%
+	@mkdir -p build-fuzz/corpus-$*
+	./build-fuzz/fuzz-$* $(FUZZ_RUN) -max_len=65536 build-fuzz/corpus-$* spec/fuzz/corpus-$*
+
+fuzz:
+	@for t in cel manifest kubeconfig watch policy; do \
+	  $(MAKE) --no-print-directory fuzz-$$t || exit 1; done
 
 # ---- conformance -----------------------------------------------------------
 conformance: all

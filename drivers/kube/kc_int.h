@@ -78,4 +78,11 @@ void kc_path_resource(const char *method, const char *path, char *res, size_t ca
 /* Deterministic xorshift64*. */
 uint64_t kc_rand_next(uint64_t *state);
 
+/* The watch stream's line cutting and event decoding without a transfer:
+ * `len` bytes of a 200 answer for resource res, handed over `chunk` bytes
+ * at a time as curl would (0: at once).  Returns the events queued; *cut
+ * says the stream was cut (an ERROR, undecodable or oversized line).  For
+ * spec/fuzz/fuzz_watch.c. */
+size_t kc_watch_feed(kc_informer *inf, kc_res res, const char *body, size_t len, size_t chunk, bool *cut);
+
 #endif

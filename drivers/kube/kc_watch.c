@@ -235,6 +235,7 @@ static size_t on_list_body(char *p, size_t sz, size_t n, void *ud)
 }
 
 static void handle_line(refl *r, const char *s, size_t len);
+static size_t watch_bytes(refl *r, const char *p, size_t len);
 
 static size_t on_watch_body(char *p, size_t sz, size_t n, void *ud)
 {
@@ -246,6 +247,12 @@ static size_t on_watch_body(char *p, size_t sz, size_t n, void *ud)
         de_buf_add(&r->body, p, DE_MIN(len, 4096 - DE_MIN(r->body.len, 4096)));
         return len;
     }
+    return watch_bytes(r, p, len);
+}
+
+/* The bytes of a 200 watch answer: cut into lines, each decoded. */
+static size_t watch_bytes(refl *r, const char *p, size_t len)
+{
     size_t start = 0;
     for (size_t i = 0; i < len; i++) {
         if (p[i] != '\n')
@@ -800,4 +807,20 @@ void kc_informer_describe(const kc_informer *inf, de_buf *out)
         de_buf_printf(out, ", resourceVersion=%s, objects=%zu%s%s\n", r->rv,
                       json_object_size(r->store), r->err[0] ? ", last error: " : "", r->err);
     }
+}
+
+size_t kc_watch_feed(kc_informer *inf, kc_res res, const char *body, size_t len, size_t chunk, bool *was_cut)
+{
+    refl *r = &inf->r[res];
+    r->state = RS_WATCH;
+    r->gone = false;
+    size_t before = inf->qlen - inf->qhead;
+    for (size_t at = 0; at < len && !r->gone;) {
+        size_t n = chunk && len - at > chunk ? chunk : len - at;
+        if (watch_bytes(r, body + at, n) != n)
+            break;
+        at += n;
+    }
+    *was_cut = r->gone || r->overflow;
+    return inf->qlen - inf->qhead - before;
 }
