@@ -13,9 +13,11 @@
 #include "run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CELL 8
 #define PITCH 9
@@ -370,9 +372,20 @@ static void script(FILE *f, const run_stats *s)
 
 de_rc run_report_write(const run_stats *s, const run_mix *m, const char *title, const char *path, de_err *e)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
+    /* O_NONBLOCK: a FIFO nobody reads would block the open forever (ENXIO
+     * instead); writes block again, for a pipe that is being read */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
+    if (fd < 0)
+        return de_errf(e, DE_EIO, "%s: %s", path,
+                       errno == ENXIO ? "a FIFO with no reader" : strerror(errno));
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
         return de_errf(e, DE_EIO, "%s: %s", path, strerror(errno));
+    }
     head(f, "draengine run report");
     fputs("<h1>draengine run</h1>\n<p class=\"sub\">", f);
     esc(f, title);
