@@ -371,11 +371,14 @@ static void decide(runner *r, al_allocator *al, de_arena *arena, size_t wi, uint
         run_stats_add_pod(&r->st, &p);
         de_arena_reset(arena);
         return;
-    } else {
+    }
+    /* out here: p.reason points into it when run_stats_add_pod copies it
+     * (declared in the branch, it was read after its scope ended) */
+    char line[600];
+    if (rc != DE_OK) {
         /* a hard error for this pod (bad selector, budget): pending, and the
          * workload stops, since every pod of it would fail the same way */
         *hard_error = true;
-        char line[600];
         snprintf(line, sizeof line, "error: %.500s", pe.msg);
         line[strcspn(line, "\n")] = 0;
         p.reason = line;
