@@ -60,23 +60,6 @@ bool al_dev_in_use(const al_call *c, uint32_t dev)
     return de_bit_get(c->t->inuse, dev) || c->busy_cnt[dev] > 0;
 }
 
-/* resourceclaim.ToleratesTaint */
-static bool tolerates(const dg_toleration *t, const dg_taint *x)
-{
-    if (t->effect_raw) {
-        bool same = x->effect_raw ? t->effect_raw == x->effect_raw : t->effect == x->effect;
-        if (!same)
-            return false;
-    }
-    if (t->key && t->key != x->key)
-        return false;
-    switch (t->op) {
-    case DG_TOLOP_EQUAL: return t->value == x->value;
-    case DG_TOLOP_EXISTS: return true;
-    default: return false;
-    }
-}
-
 bool al_taint_blocks(const al_dev *dv, const al_rq *rq)
 {
     if (!(dv->flags & AL_DF_TAINTED))
@@ -87,7 +70,7 @@ bool al_taint_blocks(const al_dev *dv, const al_rq *rq)
             continue;
         bool ok = false;
         for (uint32_t j = 0; j < rq->x->ntolerations && !ok; j++)
-            ok = tolerates(&rq->x->tolerations[j], x);
+            ok = dg_tolerates(&rq->x->tolerations[j], x);
         if (!ok)
             return true;
     }

@@ -37,18 +37,10 @@ typedef struct ectx {
     uint32_t id_pods, id_podgroups, id_pg_group, id_pg_kind;
 } ectx;
 
+/* the eviction controller only looks at tolerations with effect NoExecute */
 static bool tolerates(const dg_toleration *t, const dg_taint *x)
 {
-    /* the eviction controller only looks at NoExecute tolerations */
-    if (t->effect != DG_EFFECT_NO_EXECUTE || !t->effect_raw)
-        return false;
-    if (t->key && t->key != x->key)
-        return false;
-    switch (t->op) {
-    case DG_TOLOP_EQUAL: return t->value == x->value;
-    case DG_TOLOP_EXISTS: return true;
-    default: return false;
-    }
+    return t->effect == DG_EFFECT_NO_EXECUTE && t->effect_raw && dg_tolerates(t, x);
 }
 
 static int cmp_reason(const ectx *c, const ctl_evict_reason *x, const ctl_evict_reason *y)

@@ -41,17 +41,6 @@ static bool parse_v4(const char *s, size_t n, uint8_t out[4])
     return p == n;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Go 1.16's parseIPv6 (no zone): 16 bytes. */
 static bool parse_v6(const char *s, size_t n, uint8_t ip[16])
 {
@@ -67,8 +56,8 @@ static bool parse_v6(const char *s, size_t n, uint8_t ip[16])
     while (i < 16) {
         unsigned v = 0, digits = 0;
         size_t q = p;
-        while (q < n && hexval(s[q]) >= 0) {
-            v = v * 16 + (unsigned)hexval(s[q++]);
+        while (q < n && de_hexval(s[q]) >= 0) {
+            v = v * 16 + (unsigned)de_hexval(s[q++]);
             if (++digits > 6)
                 return false;
         }

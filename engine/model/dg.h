@@ -187,6 +187,9 @@ uint32_t dg_device_node(const dg_graph *g, uint32_t devid);
 uint32_t dg_device_find(const dg_graph *g, uint32_t driver, uint32_t pool, uint32_t name);
 /* The view CEL and policies see (derived attributes included). */
 void dg_device_view(const dg_graph *g, uint32_t devid, de_devview *out);
+/* resourceclaim.ToleratesTaint: the toleration's effect (when set), key
+ * (when set) and operator/value match the taint. */
+bool dg_tolerates(const dg_toleration *t, const dg_taint *x);
 /* Published taints followed by DeviceTaintRule taints (dra-model 1.7). */
 void dg_device_taints(const dg_graph *g, uint32_t devid, const dg_taint **out, uint32_t *n);
 

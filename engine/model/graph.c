@@ -542,3 +542,21 @@ bool dg_device_equal(const dg_device *a, const dg_device *b)
                      b->binding_failure_conditions, b->nbinding_failure_conditions) &&
            nodesel_equal(&a->node_selector, &b->node_selector);
 }
+
+/* ---- tolerations ----------------------------------------------------------------- */
+
+bool dg_tolerates(const dg_toleration *t, const dg_taint *x)
+{
+    if (t->effect_raw) {
+        bool same = x->effect_raw ? t->effect_raw == x->effect_raw : t->effect == x->effect;
+        if (!same)
+            return false;
+    }
+    if (t->key && t->key != x->key)
+        return false;
+    switch (t->op) {
+    case DG_TOLOP_EQUAL: return t->value == x->value;
+    case DG_TOLOP_EXISTS: return true;
+    default: return false;
+    }
+}
