@@ -424,7 +424,9 @@ static int cl_informer(lua_State *L)
     o.max_empty_pages = (int)luaL_optinteger(L, -1, 0);
     lua_getfield(L, 2, "max_body");
     o.max_body = (size_t)luaL_optinteger(L, -1, 0);
-    lua_pop(L, 11);
+    lua_getfield(L, 2, "max_item");
+    o.max_item = (size_t)luaL_optinteger(L, -1, 0);
+    lua_pop(L, 12);
     linformer *u = lua_newuserdatauv(L, sizeof *u, 1);
     u->L = NULL;
     u->n = 0;
@@ -493,6 +495,12 @@ static int inf_describe(lua_State *L)
     kc_informer_describe(chkinf(L, 1)->inf, &b);
     lua_pushstring(L, de_buf_str(&b));
     de_buf_free(&b);
+    return 1;
+}
+
+static int inf_list_peak(lua_State *L)
+{
+    lua_pushinteger(L, (lua_Integer)kc_informer_list_peak(chkinf(L, 1)->inf));
     return 1;
 }
 
@@ -586,6 +594,72 @@ static int l_backoff(lua_State *L)
     return 1;
 }
 
+/* parse_list(text [, chunk [, max_item]]) -> items, the other members; or
+ * nil, error.  The text is fed to the streaming list parser `chunk` bytes at
+ * a time (default: whole), as the network would cut it. */
+typedef struct plist {
+    json_t *items;
+} plist;
+
+static void plist_item(void *ctx, json_t *it)
+{
+    json_array_append(((plist *)ctx)->items, it);
+}
+
+static int l_parse_list(lua_State *L)
+{
+    size_t n;
+    const char *text = luaL_checklstring(L, 1, &n);
+    lua_Integer chunk = luaL_optinteger(L, 2, (lua_Integer)(n ? n : 1));
+    lua_Integer max_item = luaL_optinteger(L, 3, 16 << 20);
+    luaL_argcheck(L, chunk > 0, 2, "chunk must be positive");
+    luaL_argcheck(L, max_item > 0, 3, "max_item must be positive");
+    plist pl = {json_array()};
+    kc_listsplit *sp = kc_listsplit_new((size_t)max_item, plist_item, &pl);
+    const char *err = NULL;
+    json_t *rest = NULL;
+    bool ok = true;
+    for (size_t i = 0; ok && i < n; i += (size_t)chunk)
+        ok = kc_listsplit_feed(sp, text + i, DE_MIN((size_t)chunk, n - i));
+    rest = kc_listsplit_finish(sp, &err);
+    int nret;
+    if (rest) {
+        lb_push_json(L, pl.items);
+        lb_push_json(L, rest);
+        nret = 2;
+    } else {
+        lua_pushnil(L);
+        lua_pushstring(L, err ? err : "?");
+        nret = 2;
+    }
+    json_decref(rest);
+    json_decref(pl.items);
+    kc_listsplit_free(sp);
+    return nret;
+}
+
+/* decode_watch(line) -> type, object (ERROR: the Status), code, reason; or
+ * nil, reason, message */
+static int l_decode_watch(lua_State *L)
+{
+    static const char *const T[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "OTHER"};
+    size_t n;
+    const char *line = luaL_checklstring(L, 1, &n);
+    kc_wevent ev;
+    if (!kc_watch_decode(line, n, &ev)) {
+        lua_pushnil(L);
+        lua_pushstring(L, ev.reason);
+        lua_pushstring(L, ev.msg);
+        return 3;
+    }
+    lua_pushstring(L, T[ev.type]);
+    lb_push_json(L, ev.obj);
+    json_decref(ev.obj);
+    lua_pushinteger(L, ev.code);
+    lua_pushstring(L, ev.reason);
+    return 4;
+}
+
 static int l_parse_time(lua_State *L)
 {
     int64_t ns;
@@ -616,7 +690,8 @@ void lb_open_kube(lua_State *L)
                                    {NULL, NULL}};
     static const luaL_Reg infm[] = {{"poll", inf_poll},         {"synced", inf_synced},
                                     {"rv", inf_rv},             {"describe", inf_describe},
-                                    {"last_error", inf_last_error}, {NULL, NULL}};
+                                    {"last_error", inf_last_error},
+                                    {"list_peak", inf_list_peak}, {NULL, NULL}};
     static const luaL_Reg leasem[] = {{"tick", lease_tick},
                                       {"release", lease_release},
                                       {"holder", lease_holder},
@@ -633,6 +708,7 @@ void lb_open_kube(lua_State *L)
     static const luaL_Reg fns[] = {
         {"config", l_config},           {"client", l_client},
         {"backoff", l_backoff},         {"parse_time", l_parse_time},
+        {"parse_list", l_parse_list},   {"decode_watch", l_decode_watch},
         {"format_time", l_format_time}, {NULL, NULL},
     };
     lua_newtable(L);

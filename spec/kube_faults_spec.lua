@@ -198,6 +198,7 @@ describe("kube watches that end at once", function()
       srv:faults{ rules = { { method = "GET", path = "/api/v1/nodes", watch = true, stream = "empty", count = 1 } } }
       srv:drop()
       delays[i] = episodes(inf, 1)[1]
+      assert.truthy(delays[i], "no backoff seen: " .. inf:describe() .. core.json_encode(srv:stats().by_res))
     end
     table.sort(delays)
     for _, ms in ipairs(delays) do assert.is_true(ms >= 900 and ms < 2000, tostring(ms)) end

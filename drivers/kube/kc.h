@@ -231,8 +231,9 @@ typedef struct kc_informer_opts {
     int max_empty_pages;         /* pages in a row bringing nothing new, default 16 */
     uint64_t jitter_seed;        /* deterministic jitter source; 0 = from the pid */
     int watch_timeout_s;         /* timeoutSeconds base, default 300 (x [1,2)) */
-    size_t max_line;             /* watch event line cap, default 16 MiB */
-    size_t max_body;             /* list page body cap, default 256 MiB */
+    size_t max_line;             /* one watch event, default 16 MiB */
+    size_t max_item;             /* one list item, default 16 MiB */
+    size_t max_body;             /* list page bytes (streamed, not held), default 256 MiB */
 } kc_informer_opts;
 
 kc_informer *kc_informer_new(kc_client *cl, const kc_informer_opts *o, kc_event_fn fn,
@@ -259,6 +260,10 @@ const char *kc_informer_rv(const kc_informer *inf, kc_res r);
 void kc_informer_describe(const kc_informer *inf, de_buf *out);
 /* The last transport or API error a watch saw (redacted), "" if none. */
 const char *kc_informer_last_error(const kc_informer *inf);
+/* The most bytes list parsing held at once, all resources together: list
+ * pages are parsed as they stream (one item's text at a time), so this
+ * stays near the largest single object, whatever the lists weigh. */
+size_t kc_informer_list_peak(const kc_informer *inf);
 
 /* Backoff with jitter, shared by watches and writes: initial * 2^attempt,
  * capped, times a factor in [1, 2) drawn from a seeded xorshift.  With
@@ -272,6 +277,43 @@ typedef struct kc_backoff {
 void kc_backoff_init(kc_backoff *b, uint64_t initial_ns, uint64_t max_ns, uint64_t seed);
 uint64_t kc_backoff_next(kc_backoff *b); /* the next delay */
 void kc_backoff_reset(kc_backoff *b);
+
+/* ---- streamed answers (kc_stream.c) ----------------------------------------- */
+
+/* One line of a watch stream, decoded (the informer's decoder; callable
+ * alone for specs and fuzzing). */
+typedef enum kc_wtype {
+    KC_W_ADDED = 0, KC_W_MODIFIED, KC_W_DELETED, KC_W_BOOKMARK, KC_W_ERROR,
+    KC_W_OTHER /* a type client-go ignores, as draengine does */
+} kc_wtype;
+typedef struct kc_wevent {
+    kc_wtype type;
+    json_t *obj;     /* the caller's reference: the object, or ERROR's Status */
+    long code;       /* ERROR: its Status code (200 when absent or out of range) */
+    char reason[64]; /* ERROR: its Status reason; when decoding failed, why */
+    char msg[400];
+} kc_wevent;
+/* false (reason and msg set, obj NULL) when the line is not a watch event:
+ * not one JSON object, a duplicate key, no type or no object. */
+bool kc_watch_decode(const char *line, size_t len, kc_wevent *ev);
+
+
+/* A list answer cut while it arrives: each element of "items" is decoded
+ * and handed over as soon as its last byte is in, so a list is never held
+ * whole (the informer's design; callable alone for specs and fuzzing). */
+typedef struct kc_listsplit kc_listsplit;
+/* Called for each element of "items" (borrowed; incref to keep). */
+typedef void (*kc_item_fn)(void *ctx, json_t *item);
+kc_listsplit *kc_listsplit_new(size_t max_item, kc_item_fn fn, void *ctx);
+void kc_listsplit_free(kc_listsplit *s);
+void kc_listsplit_reset(kc_listsplit *s);
+/* Feed bytes as they arrive; false on an error (the answer is abandoned). */
+bool kc_listsplit_feed(kc_listsplit *s, const char *p, size_t n);
+/* At the end: every member but "items" as an object, or NULL with *err set
+ * when the answer was not one complete list. */
+json_t *kc_listsplit_finish(kc_listsplit *s, const char **err);
+/* Bytes its buffers hold now. */
+size_t kc_listsplit_held(const kc_listsplit *s);
 
 /* ---- typed writes --------------------------------------------------------- */
 

@@ -75,6 +75,10 @@ void kc_status_reason(long status, const char *body, size_t len, char *reason, s
 void kc_path_resource(const char *method, const char *path, char *res, size_t cap,
                       const char **verb);
 
+/* Empty a buffer, and give its memory back when one large answer grew it
+ * past 1 MiB (a buffer keeps its capacity otherwise). */
+void kc_buf_trim(de_buf *b);
+
 /* Deterministic xorshift64*. */
 uint64_t kc_rand_next(uint64_t *state);
 

@@ -76,8 +76,12 @@ typedef struct refl {
     rstate state;
     CURL *h;
     struct curl_slist *hl;
-    de_buf body; /* list page, or a watch's non-200 answer */
+    de_buf body; /* a list's or watch's error answer (its first 4 KiB) */
     de_buf line; /* partial watch line */
+    kc_listsplit *ls; /* the list page being streamed (kc_stream.c) */
+    size_t page_bytes; /* bytes of that page so far */
+    size_t page_fresh; /* objects it brought new to this list */
+    bool page_bad;     /* the page did not parse as a list */
     char rv[256];
     char *cont;
     json_t *store;  /* "ns/name" -> rv */
@@ -91,7 +95,7 @@ typedef struct refl {
     long gone_code;
     char gone_reason[64];
     bool list_next; /* after the wait: list (true) or resume the watch */
-    uint64_t wait_until, watch_start;
+    uint64_t wait_until;
     unsigned watch_events;
     kc_backoff bo;
     unsigned failures;
@@ -116,6 +120,7 @@ struct kc_informer {
     size_t qhead, qlen, qcap;
     bool delivering;
     char last_err[700];
+    size_t list_peak; /* most bytes list parsing held at once, all resources */
 };
 
 /* ---- queue ----------------------------------------------------------------- */
@@ -193,7 +198,7 @@ static void stop_transfer(refl *r)
         r->hl = NULL;
     }
     de_buf_reset(&r->body);
-    de_buf_reset(&r->line);
+    kc_buf_trim(&r->line);
 }
 
 /* A failure: counted and reported (kc_fail.c), remembered for describe(),
@@ -224,14 +229,38 @@ static void fail(refl *r, const char *verb, long code, const char *reason, bool 
     r->wait_until = de_now_ns() + kc_backoff_next(&r->bo);
 }
 
+/* Keep the first 4 KiB of an error answer for its message. */
+static void keep_error_body(refl *r, const char *p, size_t len)
+{
+    de_buf_add(&r->body, p, DE_MIN(len, 4096 - DE_MIN(r->body.len, 4096)));
+}
+
 static size_t on_list_body(char *p, size_t sz, size_t n, void *ud)
 {
     refl *r = ud;
-    if (de_buf_add(&r->body, p, sz * n) != DE_OK) {
+    size_t len = sz * n;
+    long status = 0;
+    curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 200) {
+        keep_error_body(r, p, len);
+        return len;
+    }
+    r->page_bytes += len;
+    if (r->page_bytes > r->inf->o.max_body) {
         r->overflow = true;
         return 0;
     }
-    return sz * n;
+    if (!kc_listsplit_feed(r->ls, p, len)) {
+        r->page_bad = true;
+        return 0;
+    }
+    kc_informer *inf = r->inf;
+    size_t held = 0;
+    for (int i = 0; i < KC_RES_COUNT; i++)
+        if (inf->r[i].ls)
+            held += kc_listsplit_held(inf->r[i].ls);
+    inf->list_peak = DE_MAX(inf->list_peak, held);
+    return len;
 }
 
 static void handle_line(refl *r, const char *s, size_t len);
@@ -244,7 +273,7 @@ static size_t on_watch_body(char *p, size_t sz, size_t n, void *ud)
     long status = 0;
     curl_easy_getinfo(r->h, CURLINFO_RESPONSE_CODE, &status);
     if (status != 200) { /* keep the error answer for the message */
-        de_buf_add(&r->body, p, DE_MIN(len, 4096 - DE_MIN(r->body.len, 4096)));
+        keep_error_body(r, p, len);
         return len;
     }
     return watch_bytes(r, p, len);
@@ -304,6 +333,9 @@ static void start(refl *r)
             curl_free(esc);
         }
         curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, on_list_body);
+        kc_listsplit_reset(r->ls);
+        r->page_bytes = r->page_fresh = 0;
+        r->page_bad = false;
         curl_easy_setopt(r->h, CURLOPT_TIMEOUT_MS, 120000L);
     } else {
         uint64_t rnd = kc_rand_next(&r->bo.rng);
@@ -316,7 +348,6 @@ static void start(refl *r)
         curl_easy_setopt(r->h, CURLOPT_WRITEFUNCTION, on_watch_body);
         /* A silent server past timeoutSeconds + slack means a dead stream. */
         curl_easy_setopt(r->h, CURLOPT_TIMEOUT_MS, (long)(to + 30) * 1000L);
-        r->watch_start = de_now_ns();
         r->watch_events = 0;
     }
     curl_easy_setopt(r->h, CURLOPT_URL, url);
@@ -358,52 +389,30 @@ static void cut(refl *r, long code, const char *reason, const char *fmt, ...)
 
 static void handle_line(refl *r, const char *s, size_t len)
 {
-    json_error_t je;
-    json_t *ev = json_loadb(s, len, 0, &je);
-    if (!json_is_object(ev)) {
-        json_decref(ev);
-        /* we may have lost an event: relist */
-        cut(r, 200, "UndecodableEvent", "undecodable event: %s", je.text);
+    kc_wevent ev;
+    if (!kc_watch_decode(s, len, &ev)) {
+        cut(r, 200, ev.reason, "%s", ev.msg); /* we may have lost an event: relist */
         return;
     }
-    const char *type = json_string_value(json_object_get(ev, "type"));
-    json_t *obj = json_object_get(ev, "object");
-    if (!type || !json_is_object(obj)) {
-        json_decref(ev);
-        cut(r, 200, "MalformedEvent", "event without type or object");
-        return;
-    }
-    if (!strcmp(type, "ERROR")) {
+    if (ev.type == KC_W_ERROR) {
         /* 410 Expired/Gone, or anything else: the stream's state is unknown,
          * relisting is the safe choice. */
-        json_int_t code = json_integer_value(json_object_get(obj, "code"));
-        const char *msg = json_string_value(json_object_get(obj, "message"));
-        const char *reason = json_string_value(json_object_get(obj, "reason"));
-        cut(r, code > 0 && code < 1000 ? (long)code : 200,
-            reason && *reason ? reason : code == 410 ? "Gone" : "ErrorEvent",
-            "ERROR event %lld: %s", (long long)code, msg ? msg : "");
-        json_decref(ev);
+        cut(r, ev.code, ev.reason, "%s", ev.msg);
+        json_decref(ev.obj);
         return;
     }
     r->watch_events++;
+    json_t *obj = ev.obj;
     const char *rv = obj_rv(obj);
-    if (!strcmp(type, "BOOKMARK")) {
-        if (*rv)
-            snprintf(r->rv, sizeof r->rv, "%s", rv);
-        json_decref(ev);
+    if (ev.type == KC_W_BOOKMARK && *rv)
+        snprintf(r->rv, sizeof r->rv, "%s", rv);
+    if (ev.type != KC_W_ADDED && ev.type != KC_W_MODIFIED && ev.type != KC_W_DELETED) {
+        json_decref(obj); /* bookmarks; unknown types are ignored, as client-go does */
         return;
     }
-    kc_evtype t;
-    if (!strcmp(type, "ADDED"))
-        t = KC_EV_ADDED;
-    else if (!strcmp(type, "MODIFIED"))
-        t = KC_EV_MODIFIED;
-    else if (!strcmp(type, "DELETED"))
-        t = KC_EV_DELETED;
-    else {
-        json_decref(ev);
-        return; /* unknown event types are ignored, as client-go does */
-    }
+    kc_evtype t = ev.type == KC_W_ADDED      ? KC_EV_ADDED
+                  : ev.type == KC_W_MODIFIED ? KC_EV_MODIFIED
+                                             : KC_EV_DELETED;
     set_kind(r->res, obj);
     char key[600];
     obj_key(obj, key, sizeof key);
@@ -414,7 +423,7 @@ static void handle_line(refl *r, const char *s, size_t len)
     if (*rv)
         snprintf(r->rv, sizeof r->rv, "%s", rv);
     enqueue(r->inf, r->res, t, obj);
-    json_decref(ev);
+    json_decref(obj);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -468,61 +477,60 @@ static void fail_status(refl *r, const char *verb, long status, bool relist)
          msg);
 }
 
-/* One page of items: deliver what changed, and count what it brought new
- * to this list (its progress). */
-static size_t take_items(refl *r, json_t *items)
+/* One item of a list page, as the page streams in: deliver it if it
+ * changed, and count whether it is new to this list (the list's progress). */
+static void take_item(void *ctx, json_t *it)
 {
-    size_t i, fresh = 0;
-    json_t *it;
-    json_array_foreach(items, i, it) {
-        if (!json_is_object(it))
-            continue;
-        set_kind(r->res, it);
-        char key[600];
-        obj_key(it, key, sizeof key);
-        const char *old = json_string_value(json_object_get(r->store, key));
-        const char *rv = obj_rv(it);
-        kc_evtype t = old ? KC_EV_MODIFIED : KC_EV_ADDED;
-        bool same = old && *rv && !strcmp(old, rv);
-        json_object_set_new(r->store, key, json_string(rv));
-        if (!json_object_get(r->listed, key)) {
-            json_object_set_new(r->listed, key, json_true());
-            fresh++;
-        }
-        if (!same)
-            enqueue(r->inf, r->res, t, it);
+    refl *r = ctx;
+    if (!json_is_object(it))
+        return;
+    set_kind(r->res, it);
+    char key[600];
+    obj_key(it, key, sizeof key);
+    const char *old = json_string_value(json_object_get(r->store, key));
+    const char *rv = obj_rv(it);
+    kc_evtype t = old ? KC_EV_MODIFIED : KC_EV_ADDED;
+    bool same = old && *rv && !strcmp(old, rv);
+    json_object_set_new(r->store, key, json_string(rv));
+    if (!json_object_get(r->listed, key)) {
+        json_object_set_new(r->listed, key, json_true());
+        r->page_fresh++;
     }
-    return fresh;
+    if (!same)
+        enqueue(r->inf, r->res, t, it);
 }
 
 static void list_done(refl *r, CURLcode cc, long status)
 {
     kc_stats *st = kc_client_stats_mut(r->inf->cl);
-    if (cc != CURLE_OK) {
-        if (r->overflow)
-            fail(r, "list", 200, "ResponseTooLarge", false, "page larger than %zu bytes",
-                 r->inf->o.max_body);
-        else
-            fail(r, "list", 0, kc_curl_reason(cc), false, "%s", transport_msg(r, cc));
+    const char *why = NULL;
+    if (r->page_bad) {
+        kc_listsplit_finish(r->ls, &why); /* the splitter's reason */
+        fail(r, "list", 200, "UndecodableBody", true, "undecodable answer: %s", why);
         return;
     }
-    if (status != 200) {
+    if (r->overflow) {
+        fail(r, "list", 200, "ResponseTooLarge", false, "page larger than %zu bytes",
+             r->inf->o.max_body);
+        return;
+    }
+    if (status != 200 && status != 0) {
         /* 410 on a continue token: the snapshot expired, start over. */
         fail_status(r, "list", status, false);
         return;
     }
-    json_error_t je;
-    json_t *doc = json_loadb(r->body.p, r->body.len, 0, &je);
-    json_t *items = json_object_get(doc, "items");
-    json_t *md = json_object_get(doc, "metadata");
-    if (!json_is_object(doc) || (items && !json_is_null(items) && !json_is_array(items))) {
-        json_decref(doc);
-        fail(r, "list", 200, "UndecodableBody", true, "undecodable answer: %s",
-             json_is_object(doc) ? "items is not a list" : je.text);
+    if (cc != CURLE_OK) {
+        fail(r, "list", 0, kc_curl_reason(cc), false, "%s", transport_msg(r, cc));
+        return;
+    }
+    json_t *doc = kc_listsplit_finish(r->ls, &why);
+    if (!doc) {
+        fail(r, "list", 200, "UndecodableBody", true, "undecodable answer: %s", why);
         return;
     }
     stop_transfer(r);
-    size_t fresh = take_items(r, items);
+    json_t *md = json_object_get(doc, "metadata");
+    size_t fresh = r->page_fresh;
     const char *cont = json_string_value(json_object_get(md, "continue"));
     const char *lrv = json_string_value(json_object_get(md, "resourceVersion"));
     free(r->cont);
@@ -565,7 +573,13 @@ static void watch_done(refl *r, CURLcode cc, long status)
 {
     kc_stats *st = kc_client_stats_mut(r->inf->cl);
     st->watch_restarts++;
-    uint64_t lasted = de_now_ns() - r->watch_start;
+    /* How long the server streamed: from its answer's first byte, so a slow
+     * connect or TLS handshake does not make a watch that ended at once look
+     * healthy. */
+    curl_off_t total = 0, first = 0;
+    curl_easy_getinfo(r->h, CURLINFO_TOTAL_TIME_T, &total);
+    curl_easy_getinfo(r->h, CURLINFO_STARTTRANSFER_TIME_T, &first);
+    uint64_t lasted = total > first ? (uint64_t)(total - first) * 1000ull : 0;
     if (r->gone) {
         char m[600];
         snprintf(m, sizeof m, "%s", r->err);
@@ -626,6 +640,8 @@ kc_informer *kc_informer_new(kc_client *cl, const kc_informer_opts *o, kc_event_
         inf->o.watch_timeout_s = 300;
     if (!inf->o.max_line)
         inf->o.max_line = (size_t)16 << 20;
+    if (!inf->o.max_item)
+        inf->o.max_item = (size_t)16 << 20;
     if (!inf->o.max_body)
         inf->o.max_body = (size_t)256 << 20;
     inf->fn = fn;
@@ -636,8 +652,9 @@ kc_informer *kc_informer_new(kc_client *cl, const kc_informer_opts *o, kc_event_
         r->inf = inf;
         r->res = (kc_res)i;
         r->store = json_object();
-        de_buf_init(&r->body, inf->o.max_body);
+        de_buf_init(&r->body, 8192);
         de_buf_init(&r->line, inf->o.max_line);
+        r->ls = kc_listsplit_new(inf->o.max_item, take_item, r);
         kc_backoff_init(&r->bo, inf->o.backoff_initial_ns, inf->o.backoff_max_ns,
                         inf->o.jitter_seed + (uint64_t)i * 0x100000001b3ull);
         r->bo.reset_ns = inf->o.backoff_reset_ns;
@@ -659,6 +676,7 @@ void kc_informer_free(kc_informer *inf)
         stop_transfer(r);
         de_buf_free(&r->body);
         de_buf_free(&r->line);
+        kc_listsplit_free(r->ls);
         json_decref(r->store);
         json_decref(r->listed);
         de_map_destroy(&r->tokens);
@@ -786,6 +804,7 @@ bool kc_informer_synced(const kc_informer *inf)
 
 const char *kc_informer_rv(const kc_informer *inf, kc_res r) { return inf->r[r].rv; }
 const char *kc_informer_last_error(const kc_informer *inf) { return inf->last_err; }
+size_t kc_informer_list_peak(const kc_informer *inf) { return inf->list_peak; }
 
 void kc_informer_describe(const kc_informer *inf, de_buf *out)
 {

@@ -18,8 +18,9 @@ Faults on demand (POST /_test/faults): connections dropped mid-watch, any
 error status (with the Status reason and message a rule gives, or a raw
 non-JSON body), 429 with Retry-After, slow answers, a restart that loses the
 watch history; watches that end at once ("stream": empty, one_event,
-garbage, error410, error500, drop) and lists that page forever ("list":
-endless, repeat, same_items).  GET /_test/stats counts requests per
+garbage, error410, error500, drop), lists that page forever ("list":
+endless, repeat, same_items) and huge lists streamed as they are generated
+("list": huge, with items and item_bytes).  GET /_test/stats counts requests per
 resource and verb.  Every write from a client is recorded with the
 resourceVersion it carried and whether that was current (GET /_test/writes).
 Requests carrying "X-Test-Bypass: 1" (the specs' own set-up) skip faults and
@@ -600,6 +601,32 @@ class Handler(BaseHTTPRequestHandler):
                     "metadata": {"resourceVersion": str(STORE.rv), "continue": tok}, "items": items}
         self._send_json(200, body)
 
+    def _huge_list(self, res, n, size):
+        """One page of n generated objects of `size` bytes each, streamed in
+        chunks as it is generated (never held whole): a list far larger than
+        a client should buffer."""
+        with STORE.cv:
+            STORE.stats["lists"] += 1
+            rv = STORE.rv
+        kind = RESOURCES[res][0]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+        def chunk(s):
+            b = s.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
+
+        chunk('{"kind":"%sList","apiVersion":"%s","metadata":{"resourceVersion":"%d"},"items":['
+              % (kind, (res[0] + "/" + res[1]) if res[0] else res[1], rv))
+        blob = "x" * size
+        for i in range(n):
+            chunk(("," if i else "") + json.dumps({"metadata": {"name": "huge-%06d" % i, "resourceVersion": str(rv)},
+                                                   "spec": {"blob": blob}}, separators=(",", ":")))
+        chunk("]}")
+        self.wfile.write(b"0\r\n\r\n")
+
     def _bad_watch(self, res, mode):
         """A watch that ends at once, in one of several ways."""
         with STORE.cv:
@@ -635,6 +662,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _get(self, res, ns, name, sub, q, bypass):
         rule = self._maybe_fault("GET", self.path, False, bypass)
+        if rule and rule.get("list") == "huge" and name is None:
+            return self._huge_list(res, int(rule.get("items", 1000)), int(rule.get("item_bytes", 1024)))
         if rule and rule.get("list") and name is None:
             return self._bad_list(res, rule["list"], q)
         with STORE.cv:
