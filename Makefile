@@ -42,7 +42,7 @@ LIBA   := $(BUILD)/libdraengine.a
 LUAMOD := $(BUILD)/lua/draengine/core.so
 STAMP  := $(BUILD)/.deps-ok
 
-.PHONY: all deps run test test-asan fuzz-cel bench clean conformance bench-serve e2e e2e-run-only k8s bench-e2e
+.PHONY: all deps run test test-asan fuzz-cel bench clean conformance bench-serve bench-kube-faults e2e e2e-run-only k8s bench-e2e
 all: $(BIN) $(LUAMOD)
 
 # ---- Debian packages ------------------------------------------------------
@@ -147,6 +147,12 @@ e2e-run-only:
 	@$(MAKE) --no-print-directory test-run-only SPEC_DIR=spec/e2e BUSTED_ARGS="--pattern=_e2e $(E2E_ARGS)"
 
 # `draengine serve` against the test API server: 1,000 pods, wall time.
+# A reflector against a faulty test API server: requests per second per
+# fault with the default backoff, and the peak RSS of 4 x 48 MiB lists.
+bench-kube-faults: all
+	@DRAENGINE_BIN=$(abspath $(BIN)) DRAENGINE_ROOT=$(CURDIR) LUA_CPATH="$(abspath $(BUILD))/lua/?.so;;" \
+	  LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/spec/?.lua;;" lua5.4 spec/support/kube_faults_bench.lua
+
 bench-serve: all
 	@DRAENGINE_BIN=$(abspath $(BIN)) DRAENGINE_ROOT=$(CURDIR) LUA_CPATH="$(abspath $(BUILD))/lua/?.so;;" \
 	  LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/spec/?.lua;;" lua5.4 spec/support/serve_bench.lua

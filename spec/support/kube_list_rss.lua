@@ -33,5 +33,5 @@ while not inf:synced() and os.time() < deadline do
   collectgarbage("step")
 end
 local after = hwm()
-print(before, after, inf:list_peak(), events, tostring(inf:synced()))
+print(before, after, inf.list_peak and inf:list_peak() or -1, events, tostring(inf:synced()))
 srv:stop()
