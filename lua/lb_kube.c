@@ -37,6 +37,14 @@ static const char *optfield(lua_State *L, int t, const char *k)
     return v; /* stays alive: owned by the table argument */
 }
 
+static lua_Integer optint(lua_State *L, int t, const char *k, lua_Integer dflt)
+{
+    lua_getfield(L, t, k);
+    lua_Integer v = luaL_optinteger(L, -1, dflt);
+    lua_pop(L, 1);
+    return v;
+}
+
 static int l_config(lua_State *L)
 {
     luaL_checktype(L, 1, LUA_TTABLE);
@@ -186,15 +194,11 @@ static int l_client(lua_State *L)
     if (lua_istable(L, 2)) {
         lua_getfield(L, 2, "qps");
         o.qps = luaL_optnumber(L, -1, 0);
-        lua_getfield(L, 2, "burst");
-        o.burst = (int)luaL_optinteger(L, -1, 0);
-        lua_getfield(L, 2, "max_retries");
-        o.max_retries = (int)luaL_optinteger(L, -1, 0);
-        lua_getfield(L, 2, "timeout_ms");
-        o.timeout_ms = (long)luaL_optinteger(L, -1, 0);
-        lua_getfield(L, 2, "report_interval_ms");
-        o.report_interval_ms = (long)luaL_optinteger(L, -1, 0);
-        lua_pop(L, 5);
+        lua_pop(L, 1);
+        o.burst = (int)optint(L, 2, "burst", 0);
+        o.max_retries = (int)optint(L, 2, "max_retries", 0);
+        o.timeout_ms = (long)optint(L, 2, "timeout_ms", 0);
+        o.report_interval_ms = (long)optint(L, 2, "report_interval_ms", 0);
         hdr = optfield(L, 2, "header");
     }
     lclient *u = lua_newuserdatauv(L, sizeof *u, 1);
@@ -402,31 +406,18 @@ static int cl_informer(lua_State *L)
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
-    lua_getfield(L, 2, "seed");
-    o.jitter_seed = (uint64_t)luaL_optinteger(L, -1, 1);
-    lua_getfield(L, 2, "page_limit");
-    o.page_limit = (int)luaL_optinteger(L, -1, 0);
-    lua_getfield(L, 2, "backoff_ms");
-    o.backoff_initial_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
-    lua_getfield(L, 2, "backoff_max_ms");
-    o.backoff_max_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
-    lua_getfield(L, 2, "max_line");
-    o.max_line = (size_t)luaL_optinteger(L, -1, 0);
-    lua_getfield(L, 2, "watch_timeout_s");
-    o.watch_timeout_s = (int)luaL_optinteger(L, -1, 0);
-    lua_getfield(L, 2, "backoff_reset_ms");
-    o.backoff_reset_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
-    lua_getfield(L, 2, "min_watch_ms");
-    o.min_watch_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
-    lua_getfield(L, 2, "max_pages");
-    o.max_pages = (int)luaL_optinteger(L, -1, 0);
-    lua_getfield(L, 2, "max_empty_pages");
-    o.max_empty_pages = (int)luaL_optinteger(L, -1, 0);
-    lua_getfield(L, 2, "max_body");
-    o.max_body = (size_t)luaL_optinteger(L, -1, 0);
-    lua_getfield(L, 2, "max_item");
-    o.max_item = (size_t)luaL_optinteger(L, -1, 0);
-    lua_pop(L, 12);
+    o.jitter_seed = (uint64_t)optint(L, 2, "seed", 1);
+    o.page_limit = (int)optint(L, 2, "page_limit", 0);
+    o.backoff_initial_ns = (uint64_t)optint(L, 2, "backoff_ms", 0) * 1000000ull;
+    o.backoff_max_ns = (uint64_t)optint(L, 2, "backoff_max_ms", 0) * 1000000ull;
+    o.backoff_reset_ns = (uint64_t)optint(L, 2, "backoff_reset_ms", 0) * 1000000ull;
+    o.min_watch_ns = (uint64_t)optint(L, 2, "min_watch_ms", 0) * 1000000ull;
+    o.max_line = (size_t)optint(L, 2, "max_line", 0);
+    o.max_item = (size_t)optint(L, 2, "max_item", 0);
+    o.max_body = (size_t)optint(L, 2, "max_body", 0);
+    o.watch_timeout_s = (int)optint(L, 2, "watch_timeout_s", 0);
+    o.max_pages = (int)optint(L, 2, "max_pages", 0);
+    o.max_empty_pages = (int)optint(L, 2, "max_empty_pages", 0);
     linformer *u = lua_newuserdatauv(L, sizeof *u, 1);
     u->L = NULL;
     u->n = 0;
@@ -524,13 +515,9 @@ static int cl_lease(lua_State *L)
     o.ns = optfield(L, 2, "namespace");
     o.name = optfield(L, 2, "name");
     o.identity = optfield(L, 2, "identity");
-    lua_getfield(L, 2, "lease_ms");
-    o.lease_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
-    lua_getfield(L, 2, "renew_ms");
-    o.renew_deadline_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
-    lua_getfield(L, 2, "retry_ms");
-    o.retry_ns = (uint64_t)luaL_optinteger(L, -1, 0) * 1000000ull;
-    lua_pop(L, 3);
+    o.lease_ns = (uint64_t)optint(L, 2, "lease_ms", 0) * 1000000ull;
+    o.renew_deadline_ns = (uint64_t)optint(L, 2, "renew_ms", 0) * 1000000ull;
+    o.retry_ns = (uint64_t)optint(L, 2, "retry_ms", 0) * 1000000ull;
     llease *u = lua_newuserdatauv(L, sizeof *u, 1);
     u->l = kc_lease_new(c->cl, &o);
     luaL_setmetatable(L, MT_LEASE);

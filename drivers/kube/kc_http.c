@@ -232,6 +232,18 @@ void kc_client_setup_easy(kc_client *cl, CURL *h)
     }
 }
 
+/* Append "Authorization: <scheme> <secret>"; the temporary copy is wiped. */
+static struct curl_slist *add_auth(struct curl_slist *hl, const char *scheme, const char *secret)
+{
+    size_t n = strlen(secret) + 32;
+    char *hdr = de_xmalloc(n);
+    snprintf(hdr, n, "Authorization: %s %s", scheme, secret);
+    hl = curl_slist_append(hl, hdr);
+    memset(hdr, 0, n);
+    free(hdr);
+    return hl;
+}
+
 struct curl_slist *kc_client_headers(kc_client *cl, bool force, const char *content_type)
 {
     struct curl_slist *hl = NULL;
@@ -243,21 +255,10 @@ struct curl_slist *kc_client_headers(kc_client *cl, bool force, const char *cont
         kc_client_fail(cl, "tokenfile", "read", 0, "TokenRefused", why);
     }
     const char *basic = kc_config_basic(cl->cfg);
-    if (basic) {
-        size_t n = strlen(basic) + 32;
-        char *hdr = de_xmalloc(n);
-        snprintf(hdr, n, "Authorization: Basic %s", basic);
-        hl = curl_slist_append(hl, hdr);
-        memset(hdr, 0, n);
-        free(hdr);
-    } else if (tok && *tok) {
-        size_t n = strlen(tok) + 32;
-        char *hdr = de_xmalloc(n);
-        snprintf(hdr, n, "Authorization: Bearer %s", tok);
-        hl = curl_slist_append(hl, hdr);
-        memset(hdr, 0, n);
-        free(hdr);
-    }
+    if (basic)
+        hl = add_auth(hl, "Basic", basic);
+    else if (tok && *tok)
+        hl = add_auth(hl, "Bearer", tok);
     hl = curl_slist_append(hl, "Accept: application/json");
     if (cl->extra_header)
         hl = curl_slist_append(hl, cl->extra_header);

@@ -202,6 +202,19 @@ static bool start_scalar_or_nested(kc_listsplit *s, char c, bool into_item)
     return capture(s, c, &consumed);
 }
 
+/* After an element: ',' leads to `more`, `close` to `closed`. */
+static bool separator(kc_listsplit *s, char c, char close, lstate more, lstate closed,
+                      const char *what)
+{
+    if (ws(c))
+        return true;
+    if (c == ',' || c == close) {
+        s->st = c == ',' ? more : closed;
+        return true;
+    }
+    return fail(s, "%s", what);
+}
+
 static bool step(kc_listsplit *s, char c)
 {
     if (s->capturing) {
@@ -279,29 +292,9 @@ static bool step(kc_listsplit *s, char c)
         }
         return start_scalar_or_nested(s, c, true);
     case L_ITEMS_NEXT:
-        if (ws(c))
-            return true;
-        if (c == ',') {
-            s->st = L_ITEM_START;
-            return true;
-        }
-        if (c == ']') {
-            s->st = L_AFTER;
-            return true;
-        }
-        return fail(s, "%s", "items: expected ',' or ']'");
+        return separator(s, c, ']', L_ITEM_START, L_AFTER, "items: expected ',' or ']'");
     case L_AFTER:
-        if (ws(c))
-            return true;
-        if (c == ',') {
-            s->st = L_KEY_START;
-            return true;
-        }
-        if (c == '}') {
-            s->st = L_DONE;
-            return true;
-        }
-        return fail(s, "%s", "expected ',' or '}'");
+        return separator(s, c, '}', L_KEY_START, L_DONE, "expected ',' or '}'");
     case L_DONE:
         if (ws(c))
             return true;

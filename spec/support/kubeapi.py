@@ -442,6 +442,18 @@ class Handler(BaseHTTPRequestHandler):
     def _error(self, e):
         self._send_json(e.code, status_obj(e.code, e.reason, e.message), e.headers)
 
+    def _open_stream(self):
+        """Start a 200 answer in chunked encoding (a watch, or a list
+        streamed as it is generated)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _chunk(self, s):
+        b = s.encode()
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
+
     def _body(self):
         n = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(n) if n else b""
@@ -609,15 +621,8 @@ class Handler(BaseHTTPRequestHandler):
             STORE.stats["lists"] += 1
             rv = STORE.rv
         kind = RESOURCES[res][0]
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-
-        def chunk(s):
-            b = s.encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
-
+        self._open_stream()
+        chunk = self._chunk
         chunk('{"kind":"%sList","apiVersion":"%s","metadata":{"resourceVersion":"%d"},"items":['
               % (kind, (res[0] + "/" + res[1]) if res[0] else res[1], rv))
         blob = "x" * size
@@ -632,15 +637,11 @@ class Handler(BaseHTTPRequestHandler):
         with STORE.cv:
             STORE.stats["watches"] += 1
             rv = STORE.rv
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self._open_stream()
         self.close_connection = True
 
         def chunk(s):
-            b = (s + "\n").encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
+            self._chunk(s + "\n")
 
         if mode == "one_event":
             chunk(json.dumps({"type": "BOOKMARK", "object": {"kind": RESOURCES[res][0],
@@ -748,15 +749,11 @@ class Handler(BaseHTTPRequestHandler):
                 STORE.stats["gone"] += 1
         if gone and mode == "http":
             raise ApiError(410, "Expired", "too old resource version: %s (%d)" % (rv_s, STORE.compacted))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self._open_stream()
         self.close_connection = True
 
         def chunk(s):
-            b = (s + "\n").encode()
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
+            self._chunk(s + "\n")
 
         if gone:
             chunk(json.dumps({"type": "ERROR", "object": status_obj(410, "Expired", "too old resource version: %s (%d)" % (rv_s, STORE.compacted))}))
