@@ -202,6 +202,17 @@ static bool start_scalar_or_nested(kc_listsplit *s, char c, bool into_item)
     return capture(s, c, &consumed);
 }
 
+/* Whitespace, or exactly `want`, which leads to `next`. */
+static bool expect(kc_listsplit *s, char c, char want, lstate next, const char *what)
+{
+    if (ws(c))
+        return true;
+    if (c != want)
+        return fail(s, "%s", what);
+    s->st = next;
+    return true;
+}
+
 /* After an element: ',' leads to `more`, `close` to `closed`. */
 static bool separator(kc_listsplit *s, char c, char close, lstate more, lstate closed,
                       const char *what)
@@ -227,12 +238,7 @@ static bool step(kc_listsplit *s, char c)
     }
     switch (s->st) {
     case L_START:
-        if (ws(c))
-            return true;
-        if (c != '{')
-            return fail(s, "%s", "the answer is not a JSON object");
-        s->st = L_KEY_OR_END;
-        return true;
+        return expect(s, c, '{', L_KEY_OR_END, "the answer is not a JSON object");
     case L_KEY_OR_END:
     case L_KEY_START:
         if (ws(c))
@@ -259,12 +265,7 @@ static bool step(kc_listsplit *s, char c)
         s->key[s->keylen++] = c;
         return true;
     case L_COLON:
-        if (ws(c))
-            return true;
-        if (c != ':')
-            return fail(s, "%s", "expected ':'");
-        s->st = L_VALUE;
-        return true;
+        return expect(s, c, ':', L_VALUE, "expected ':'");
     case L_VALUE:
         if (ws(c))
             return true;
