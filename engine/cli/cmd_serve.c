@@ -103,7 +103,7 @@ static void usage(FILE *f)
         "  --logging-format text|json            default text\n"
         "\n"
         "Testing:\n"
-        "  --watch-backoff DURATION              first watch reconnect delay (default 800ms)\n"
+        "  --watch-backoff DURATION              first list/watch retry delay (default 800ms, doubling to 30s)\n"
         "  --jitter-seed N                       seed of the backoff jitter (default: from the pid)\n"
         "\n"
         "Durations are Go durations: 500ms, 2s, 1m30s; numbers are decimal or 0x-hex, never\n"
