@@ -49,7 +49,15 @@ capacity:
   it("refuses unknown flags", function()
     local rc, _, err = H.run({ "cel", "1", "--nope" })
     assert.are.equal(2, rc)
-    assert.truthy(err:find("unknown flag --nope", 1, true))
+    assert.truthy(err:find("unknown flag \"--nope\"", 1, true))
+    -- a single-dash flag is a flag too; an expression starting with - goes after --
+    rc, _, err = H.run({ "cel", "-x" })
+    assert.are.equal(2, rc)
+    assert.truthy(err:find("unknown shorthand flag", 1, true), err)
+    local out
+    rc, out = H.run({ "cel", "--", "-1 < 0" })
+    assert.are.equal(0, rc)
+    assert.are.equal("true\n", out)
   end)
 
   it("answers JSON lines in --batch, uint64 beyond 2^63 included", function()

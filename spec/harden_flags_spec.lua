@@ -61,14 +61,18 @@ describe("number flags", function()
   end)
 
   it("policy commands refuse bad budgets instead of wrapping or shifting past 64 bits", function()
-    for _, sub in ipairs({ "test", "lint", "bench", "list" }) do
+    for _, sub in ipairs({ "test", "lint", "bench", "list", "diff" }) do
       refused({ "policy", sub, "--instructions", "-5" }, "--instructions", "negative")
       refused({ "policy", sub, "--deadline-ms", "18446744073709551615" }, "--deadline-ms", "too large")
       refused({ "policy", sub, "--memory-mb", "17592186044416" }, "--memory-mb", "too large")
-      refused({ "policy", sub, "--iterations", "0" }, "--iterations", "too small")
-      refused({ "policy", sub, "--iterations", "abc" }, "--iterations", "not a number")
       refused({ "policy", sub, "--instructions" }, "--instructions", "needs a value")
+      refused({ "policy", sub, "--instructions=abc" }, "--instructions", "not a number")
     end
+    refused({ "policy", "bench", "--iterations", "0" }, "--iterations", "too small")
+    refused({ "policy", "bench", "--iterations", "abc" }, "--iterations", "not a number")
+    -- a flag of another subcommand is unknown here, never ignored
+    refused({ "policy", "test", "--iterations", "3" }, "--iterations", "unknown flag")
+    refused({ "policy", "lint", "--from", "x" }, "--from", "unknown flag")
   end)
 end)
 

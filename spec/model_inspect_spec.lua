@@ -16,7 +16,12 @@ describe("draengine inspect", function()
     assert.truthy(n1 and n2 and n3 and n1 < n2 and n2 < n3)
     assert.truthy(out:find("  pool dra.net/gpu-node-1  generation 1, 1/1 slices\n", 1, true))
     -- allocated devices name their claim, admin access is marked, rule taints shown
-    assert.truthy(out:find("gpu-0   ml-team/trainer-0-gpu-efa-x7k2p  type=gpu productName=NVIDIA H100 80GB HBM3 numaNode=0 pcieRoot=pci0000:44", 1, true), out)
+    -- attributes of the driver's own domain by name, others qualified: the standard
+    -- resource.kubernetes.io/numaNode is not the NIC driver's numaNode
+    assert.truthy(out:find("gpu-0   ml-team/trainer-0-gpu-efa-x7k2p  type=gpu productName=NVIDIA H100 80GB HBM3 " ..
+      "resource.kubernetes.io/numaNode=0 resource.kubernetes.io/pcieRoot=pci0000:44", 1, true), out)
+    assert.truthy(out:find("pci-0000-4e-00-0  ml-team/trainer-0-gpu-efa-x7k2p  pciDevice=Elastic Fabric Adapter (EFA) " ..
+      "numaNode=0 resource.kubernetes.io/pcieRoot=pci0000:44", 1, true), out)
     assert.truthy(out:find("gpu-0   gpu-monitoring/dcgm-all-gpus(admin)", 1, true), out)
     assert.truthy(out:find("| taints: gpu.nvidia.com/xid=79:NoSchedule", 1, true), out)
     assert.truthy(out:find("memory=196592Mi", 1, true))

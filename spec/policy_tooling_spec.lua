@@ -227,9 +227,15 @@ describe("draengine policy diff", function()
     local rc, out, err = H.run(args)
     assert.are.equal(0, rc, err)
     assert.truthy(out:find("derived attributes: 12 devices changed", 1, true), out)
-    assert.truthy(out:find("  gpu.nvidia.com/10.140.65.248/gpu-2\n    + resource.kubernetes.io/numaNode = 1\n", 1, true), out)
-    assert.truthy(out:find("    + tier.draengine.io/class = \"h200-class\"", 1, true), out)
-    assert.truthy(out:find("claim default/gpu-nic-numa: becomes schedulable: 10.140.65.248 [gpu.nvidia.com/10.140.65.248/gpu-2,dra.net/", 1, true), out)
+    -- grouped by attribute and driver, the values under the group when they differ
+    assert.truthy(out:find("\n  + resource.kubernetes.io/numaNode on 4 gpu.nvidia.com devices\n" ..
+      "      gpu.nvidia.com/10.140.65.248/gpu-0 = 0\n", 1, true), out)
+    assert.truthy(out:find("      gpu.nvidia.com/10.140.65.248/gpu-2 = 1\n", 1, true), out)
+    assert.truthy(out:find("\n  + resource.kubernetes.io/numaNode on 8 dra.net devices\n", 1, true), out)
+    -- and in the group line when they agree
+    assert.truthy(out:find("\n  + tier.draengine.io/class = \"h200-class\" on 4 gpu.nvidia.com devices\n", 1, true), out)
+    assert.truthy(out:find("  1 claim becomes schedulable: default/gpu-nic-numa\n" ..
+      "    default/gpu-nic-numa: 10.140.65.248 [gpu.nvidia.com/10.140.65.248/gpu-2,dra.net/", 1, true), out)
     -- deterministic: same bytes twice
     local rc2, out2 = H.run(args)
     assert.are.equal(rc, rc2)
@@ -238,8 +244,10 @@ describe("draengine policy diff", function()
     local rc3, out3 = H.run({ "policy", "diff", "--from", POL, "--to", empty, "--node", "10.140.65.248",
                               "-f", FIX .. "oci-gb200.yaml", "-f", SPECFIX .. "gb200-numa-claim.yaml", "--exit-code" })
     assert.are.equal(1, rc3)
-    assert.truthy(out3:find("    - resource.kubernetes.io/numaNode (was 1)", 1, true), out3)
-    assert.truthy(out3:find("becomes unschedulable", 1, true), out3)
+    assert.truthy(out3:find("  - resource.kubernetes.io/numaNode on 4 gpu.nvidia.com devices\n" ..
+      "      gpu.nvidia.com/10.140.65.248/gpu-0 (was 0)\n", 1, true), out3)
+    assert.truthy(out3:find("  - tier.draengine.io/tier (was \"platinum\") on 4 gpu.nvidia.com devices", 1, true), out3)
+    assert.truthy(out3:find("1 claim becomes unschedulable: default/gpu-nic-numa", 1, true), out3)
   end)
 
   it("replays pending claims through the scheduler when no node is given, as JSON", function()
@@ -248,10 +256,39 @@ describe("draengine policy diff", function()
                                  "-f", FIX .. "oci-gb200.yaml", "-f", SPECFIX .. "gb200-numa-claim.yaml" })
     assert.are.equal(0, rc, err)
     local doc = core.json_decode(out)
-    assert.are.equal(12, doc.summary.devices_changed)
-    assert.are.equal(1, doc.summary.claims_schedulable)
+    assert.are.equal(12, doc.summary.devicesChanged)
+    assert.are.equal(1, doc.summary.claimsSchedulable)
+    assert.are.equal(0, doc.summary.devicesWithHookFailures)
+    assert.is_false(doc.refused)
+    assert.are.equal(core.null, doc.failures)
     assert.are.equal("schedulable", doc.claims[1].change)
     assert.are.equal("10.140.65.248", doc.claims[1].to.node)
+    assert.are.same({ "gpu.nvidia.com/10.140.65.248/gpu-2", "dra.net/10.140.65.248/pci-0010-03-00-0" },
+      doc.claims[1].to.devices)
+    -- values typed as they are: a string is a string, an int a number
+    local by = {}
+    for _, d in ipairs(doc.devices) do by[d.device] = d end
+    local gpu2 = by["gpu.nvidia.com/10.140.65.248/gpu-2"]
+    local seen = {}
+    for _, c in ipairs(gpu2.changes) do seen[c.attribute] = c end
+    assert.are.equal(1, seen["resource.kubernetes.io/numaNode"].to)
+    assert.are.equal("int", seen["resource.kubernetes.io/numaNode"].type)
+    assert.are.equal("h200-class", seen["tier.draengine.io/class"].to)
+    assert.are.equal("string", seen["tier.draengine.io/class"].type)
+    assert.are.equal("added", seen["tier.draengine.io/class"].change)
+    -- the groups, as the text shows them
+    local g1 = doc.attributes[1]
+    assert.are.same({ change = "added", attribute = "resource.kubernetes.io/numaNode", driver = "dra.net",
+                      deviceCount = 8 }, g1)
+    -- camelCase keys everywhere (Kubernetes JSON style)
+    local function keys(v, path)
+      if type(v) ~= "table" then return end
+      for k, x in pairs(v) do
+        if type(k) == "string" then assert.falsy(k:find("_", 1, true), "snake_case key " .. path .. "." .. k) end
+        keys(x, path .. "." .. tostring(k))
+      end
+    end
+    keys(doc, "")
   end)
 
   it("shows nothing between identical revisions", function()
@@ -311,7 +348,7 @@ describe("the README's worked example (examples/policy-pack)", function()
                                  "-f", PACK .. "/spec/fixtures/claims.yaml" })
     assert.are.equal(0, rc, err)
     assert.truthy(out:find("derived attributes: 0 devices changed", 1, true), out)
-    assert.truthy(out:find("claim research/experiment: becomes unschedulable", 1, true), out)
+    assert.truthy(out:find("1 claim becomes unschedulable: research/experiment\n    research/experiment (was gpu-node-1", 1, true), out)
     assert.truthy(out:find("class gold-gpu is reserved for the namespaces prod and ml-prod", 1, true), out)
     assert.truthy(out:find("0 claims allocated differently, 1 become unschedulable, 0 become schedulable", 1, true), out)
   end)

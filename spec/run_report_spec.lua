@@ -59,7 +59,7 @@ describe("draengine run --report", function()
     local devices = tonumber((out:match("\nCluster: [%d,]+ nodes, ([%d,]+) devices"):gsub(",", "")))
     local allocated = tonumber((out:match("\nDevices allocated: ([%d,]+) of"):gsub(",", "")))
     assert.are.equal(devices, count(html, '<rect class="dev"'))
-    local free = count(html, 'data%-w="%-1" data%-t="%-?%d+" data%-s="0"')
+    local free = count(html, 'data%-w="%-1" data%-s="0"')
     assert.are.equal(devices - allocated, free)
     assert.are.equal(24, count(html, '<g class="node"'))
   end)
@@ -76,18 +76,65 @@ describe("draengine run --report", function()
     end
   end)
 
-  it("can colour the cluster by the tiers the policies derive", function()
+  it("can colour the cluster by any derived attribute, tiers in their own colours", function()
     local p2 = os.tmpname() .. ".html"
-    local rc2 = H.run({ "run", "--nodes", "12", "--policies", H.root .. "/policies", "--report", p2 })
+    local rc2, out2 = H.run({ "run", "--nodes", "12", "--policies", H.root .. "/policies", "--report", p2 })
     local h2 = H.read_file(p2)
     os.remove(p2)
     assert.are.equal(0, rc2)
-    assert.truthy(h2:find('<div class="legend" id="legend-tier"', 1, true))
-    for _, t in ipairs({ "platinum", "gold" }) do
-      assert.truthy(h2:find("</i>" .. t .. "</span>", 1, true), t)
+    -- one button per derived attribute, each with its legend
+    local facets = {}
+    for k, name in h2:gmatch('<button data%-f="(%d+)">([^<]+)</button>') do facets[name] = tonumber(k) end
+    for _, a in ipairs({ "tier.draengine.io/tier", "tier.draengine.io/class", "resource.kubernetes.io/numaNode" }) do
+      assert.is_not_nil(facets[a], a)
+      assert.truthy(h2:find('<div class="legend" id="legend-' .. facets[a] .. '"', 1, true), a)
     end
-    assert.truthy(count(h2, 'data%-t="%d+"') > 0)
-    assert.are.equal(0, count(html, 'data%-t="%d+"')) -- no policies, no tiers
+    -- gold is gold, platinum and silver their metals
+    local legend = h2:match('<div class="legend" id="legend%-' .. facets["tier.draengine.io/tier"] .. '".-</div>')
+    assert.truthy(legend:find('<i style="background:#d4af37"></i>gold</span>', 1, true), legend)
+    assert.truthy(legend:find('<i style="background:#7d8fa3"></i>platinum</span>', 1, true), legend)
+    -- every cell carries its value per attribute
+    assert.truthy(h2:find('data%-v="[%d,%-]+"'))
+    -- and the page names the revision that decided
+    local rev = out2:match("policies: %d+ loaded, revision (%x+)")
+    assert.truthy(h2:find('<code id="policy-revision">' .. rev, 1, true), rev)
+    assert.truthy(html:find("policies: none (Kubernetes allocation only)", 1, true))
+    assert.is_nil(html:find('<button data-f="0">', 1, true)) -- no policies, nothing derived
+  end)
+
+  it("draws shared devices by the workloads holding shares, named in the tooltip", function()
+    local p3 = os.tmpname() .. ".html"
+    local wl = os.tmpname() .. ".json"
+    H.write(wl, [[{"patience": 3, "workloads": [
+      {"name": "cpu-a", "weight": 1, "summary": "4 CPUs",
+       "claim": {"devices": {"requests": [{"name": "cpu", "exactly": {"deviceClassName": "dra.cpu",
+         "capacity": {"requests": {"dra.cpu/cpu": "4"}}}}]}}},
+      {"name": "cpu-b", "weight": 1, "summary": "8 CPUs",
+       "claim": {"devices": {"requests": [{"name": "cpu", "exactly": {"deviceClassName": "dra.cpu",
+         "capacity": {"requests": {"dra.cpu/cpu": "8"}}}}]}}}]}]])
+    local rc3, out3, err3 = H.run({ "run", "--nodes", "4", "--shapes", "cpu-2socket", "--no-policies",
+                                   "--workload", wl, "--max-pods", "12", "--report", p3 })
+    local h3 = H.read_file(p3)
+    os.remove(p3)
+    os.remove(wl)
+    assert.are.equal(0, rc3, out3 .. err3)
+    local title = h3:match("<title>[^<]*: shared, %d+ shares? held by [^<]*</title>")
+    assert.truthy(title, "no shared device in the picture")
+    assert.truthy(title:find("cpu%-a %(%d+%)") or title:find("cpu%-b %(%d+%)"), title)
+    assert.truthy(h3:find('<rect class="share"', 1, true) or not title:find(", ", 1, true), title)
+  end)
+
+  it("aligns table headers with their columns and keeps reasons whole", function()
+    assert.truthy(html:find('<th class="l">workload</th><th class="l">what</th><th>arrived</th>', 1, true))
+    assert.truthy(html:find('<th class="l">first pending reason</th>', 1, true))
+    -- reasons are whole: they used to stop at 511 bytes, mid-word; this run has longer ones
+    local longest = 0
+    for reason in html:gmatch('<td class="l why">([^<]*)</td>') do
+      reason = reason:gsub("&gt;", ">"):gsub("&lt;", "<"):gsub("&amp;", "&"):gsub("&quot;", '"'):gsub("&#39;", "'")
+      longest = math.max(longest, #reason)
+      if #reason > 0 then assert.truthy(reason:find("^0/24 nodes are available: "), reason) end
+    end
+    assert.is_true(longest > 511, "no reason longer than the old cut: " .. longest)
   end)
 
   it("renders in headless Chromium", function()

@@ -125,6 +125,10 @@ typedef struct al_hooks {
     void (*groups)(void *ctx, const dg_graph *g, uint32_t devid, al_groups *out);
     de_rc (*score)(void *ctx, const dg_graph *g, const al_placement *p, double *score, de_err *e);
     uint64_t (*revision)(void *ctx);
+    /* For explanations only (never a decision): the name of a policy whose
+     * derive or groups hook failed on the device - its derived attributes
+     * may be missing - or NULL. */
+    const char *(*facts_failed)(void *ctx, const dg_graph *g, uint32_t devid);
 } al_hooks;
 
 /* ---- lifecycle ------------------------------------------------------------ */

@@ -179,9 +179,10 @@ static char *enhance(de_arena *ar, const char *msg)
 
 /* Evaluate one device: 1 selectable, 0 not, -1 error (message in *msg). */
 static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, char **msg,
-                       uint8_t *kind)
+                       uint8_t *kind, bool *class_ok)
 {
     const al_dev *dv = &t->devs[i];
+    *class_ok = ss->nclass == 0;
     if ((dv->flags & AL_DF_BINDING) && !a->f_bind)
         return 0;
     uint32_t n = ss->nclass + ss->nreq;
@@ -194,6 +195,8 @@ static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, c
     for (uint32_t k = 0; k < n; k++) {
         bool is_class = k < ss->nclass;
         uint32_t idx = is_class ? k : k - ss->nclass;
+        if (k == ss->nclass)
+            *class_ok = true;
         if (!ss->progs[k]) {
             *kind = is_class ? 0 : 1;
             if (is_class)
@@ -234,6 +237,10 @@ static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, c
         if (err) {
             *kind = is_class ? 0 : 1;
             char *m2 = enhance(t->ar, err);
+            const char *pf = a->hooks.facts_failed ? a->hooks.facts_failed(a->hooks.ctx, a->g, dv->devid) : NULL;
+            if (pf)
+                m2 = de_arena_printf(t->ar, "%s (policy %s failed on this device: its derived attributes are "
+                                            "missing)", m2, pf);
             if (is_class)
                 *msg = de_arena_printf(t->ar, "class %s: selector #%u on device %s: CEL runtime error: %s",
                                        al_str(a, ss->class_name), idx, idbuf, m2);
@@ -245,6 +252,7 @@ static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, c
         if (!ok)
             return 0;
     }
+    *class_ok = true;
     if (dv->flags & AL_DF_PERDEV) {
         if (dv->node_ok < 0) {
             *kind = 0;
@@ -267,7 +275,16 @@ static void cset_eval(al_allocator *a, al_ntab *t, al_cset *c, uint32_t i)
     de_bit_clr(c->poison, i);
     char *msg = NULL;
     uint8_t kind = 0;
-    int r = eval_device(a, t, c->ss, i, &msg, &kind);
+    bool class_ok = false;
+    int r = eval_device(a, t, c->ss, i, &msg, &kind, &class_ok);
+    if (class_ok)
+        de_bit_set(c->clsok, i);
+    else
+        de_bit_clr(c->clsok, i);
+    if (r <= 0 && a->hooks.facts_failed && a->hooks.facts_failed(a->hooks.ctx, a->g, t->devs[i].devid))
+        de_bit_set(c->nofacts, i);
+    else
+        de_bit_clr(c->nofacts, i);
     if (r > 0) {
         de_bit_set(c->cand, i);
         c->ncand++;
@@ -305,6 +322,8 @@ al_cset *al_cset_get(al_allocator *a, al_ntab *t, al_selset *ss)
     c->ss_gen = ss->gen;
     c->cand = AL_NEW(t->ar, uint64_t, t->nwords);
     c->poison = AL_NEW(t->ar, uint64_t, t->nwords);
+    c->clsok = AL_NEW(t->ar, uint64_t, t->nwords);
+    c->nofacts = AL_NEW(t->ar, uint64_t, t->nwords);
     for (uint32_t i = 0; i < t->ndev; i++)
         cset_eval(a, t, c, i);
     a->stats.candidate_sets_built++;

@@ -60,7 +60,8 @@ static bool describe_rq(al_call *c, al_rq *rq, de_buf *b, uint64_t *usable_out)
 {
     al_ntab *t = c->t;
     uint32_t match = 0, inuse = 0, tainted = 0, cap = 0, counters = 0, groups = 0, noattr = 0,
-             usable = 0, blocked = 0, nodeops = 0;
+             usable = 0, blocked = 0, nodeops = 0, nofacts = 0;
+    const char *failed_policy = NULL;
     uint64_t *usable_set = usable_out;
     const al_claimc *cc = &c->claims[rq->claim];
     for (size_t d = de_bits_next(rq->cs->cand, t->ndev, 0); d < t->ndev;
@@ -107,6 +108,14 @@ static bool describe_rq(al_call *c, al_rq *rq, de_buf *b, uint64_t *usable_out)
         }
         if (!has_all) {
             noattr++;
+            const char *pf = c->a->hooks.facts_failed
+                                 ? c->a->hooks.facts_failed(c->a->hooks.ctx, c->a->g, dv->devid)
+                                 : NULL;
+            if (pf) {
+                nofacts++;
+                if (!failed_policy)
+                    failed_policy = pf;
+            }
             continue;
         }
         usable++;
@@ -140,6 +149,9 @@ static bool describe_rq(al_call *c, al_rq *rq, de_buf *b, uint64_t *usable_out)
         for (uint32_t k = 0; k < rq->ncons; k++)
             de_buf_printf(b, "%s%s", k ? ", " : "", al_str(c->a, cc->cons[rq->cons[k]].name));
         de_buf_puts(b, ")");
+        if (nofacts)
+            de_buf_printf(b, ": policy %s failed on %u of them (their derived attributes are missing)",
+                          failed_policy, nofacts);
     }
     bool short_ = rq->all ? (match == 0 || usable < match) : (int64_t)usable < rq->need;
     de_buf_printf(b, " -> %u usable%s", usable, short_ ? "" : " (enough on its own)");

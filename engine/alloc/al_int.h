@@ -96,6 +96,8 @@ typedef struct al_cset {
     uint64_t *poison;        /* evaluation error */
     char **poison_msg;       /* per local index (only for poison bits), "class X: selector #i ..." */
     uint8_t *poison_kind;    /* 0 = class selector (message final), 1 = claim selector (needs claim name) */
+    uint64_t *clsok;         /* the class's selectors accept it (for explanations) */
+    uint64_t *nofacts;       /* refused, and a policy failed on it (al_hooks.facts_failed) */
     uint32_t ncand;          /* popcount(cand) */
     uint64_t ss_gen;         /* al_selset.gen it was evaluated for */
 } al_cset;

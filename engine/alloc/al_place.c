@@ -488,6 +488,39 @@ bool al_node_matches_allocated(al_allocator *a, const uint32_t *claims, uint32_t
     return true;
 }
 
+/* Why a request has no free candidate on a node, in the terms a user acts
+ * on: every match is in use (the usual case: the words stay the same on
+ * every such node, so the summary counts them together), or nothing of the
+ * class is there, or the class is there and the request's selectors refuse
+ * it all - then a policy that failed on those devices is named, since its
+ * missing derived attributes are the likely cause. */
+static const char *no_candidate(al_allocator *a, const al_ntab *t, const al_cset *cs)
+{
+    const char *cls = al_str(a, cs->ss->class_name);
+    if (cs->ncand)
+        return de_arena_printf(a->scratch, "no free device of class %s", cls);
+    uint32_t nclass = 0, nfacts = 0, first = UINT32_MAX;
+    for (uint32_t w = 0; w < t->nwords; w++) {
+        nclass += (uint32_t)__builtin_popcountll(cs->clsok[w]);
+        uint64_t f = cs->clsok[w] & cs->nofacts[w];
+        nfacts += (uint32_t)__builtin_popcountll(f);
+        if (f && first == UINT32_MAX)
+            first = w * 64 + (uint32_t)__builtin_ctzll(f);
+    }
+    if (!nclass)
+        return de_arena_printf(a->scratch, "no device of class %s on the node", cls);
+    const char *pol = first != UINT32_MAX && a->hooks.facts_failed
+                          ? a->hooks.facts_failed(a->hooks.ctx, a->g, t->devs[first].devid)
+                          : NULL;
+    if (pol)
+        return de_arena_printf(a->scratch,
+                               "none of the %u device%s of class %s matches the request's selectors: policy %s "
+                               "failed on %u of them (their derived attributes are missing)",
+                               nclass, nclass == 1 ? "" : "s", cls, pol, nfacts);
+    return de_arena_printf(a->scratch, "none of the %u device%s of class %s matches the request's selectors", nclass,
+                           nclass == 1 ? "" : "s", cls);
+}
+
 /* Quick DRA pre-check on a node table: every non-firstAvailable request of
  * the pending claims has at least one free candidate.  Clears the node's bit
  * in the selector set index when it has none. */
@@ -505,7 +538,7 @@ const char *al_quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t
             uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
             while (ss[i]->mf_low < nw && !mf[ss[i]->mf_low])
                 ss[i]->mf_low++;
-            return de_arena_printf(a->scratch, "no free device of class %s", al_str(a, ss[i]->class_name));
+            return no_candidate(a, t, cs);
         }
     }
     return NULL;

@@ -41,6 +41,7 @@ void cli_plan_free(cli_plan *p)
     free(p->claims);
     free(p->why);
     free(p->error);
+    free(p->refused);
     if (p->list)
         json_decref(p->list);
     memset(p, 0, sizeof *p);

@@ -32,6 +32,9 @@ typedef struct cli_alloc_cfg {
     al_opts opts;
     const char *node;     /* --node, or NULL: schedule the pods */
     const char *policies; /* --policies, or NULL */
+    const char *policies_good; /* --watch: a copy of the last good revision, used
+                                * when the revision in `policies` is refused */
+    bool verbose;         /* -v: policy statistics even without failures */
     const char *validate; /* warn, strict, none */
     int fmt;              /* CLI_OUT_* */
 } cli_alloc_cfg;
@@ -54,6 +57,7 @@ typedef struct cli_plan {
     int rc;             /* the run's exit code (CLI_EXIT_*) */
     char *why;          /* --node: why the claims cannot be satisfied there */
     char *error;        /* rc 2 or 3: what failed */
+    char *refused;      /* --watch: the policy revision refused (the last good one decided) */
     char revision[65];  /* the active policy revision; "" without --policies */
     uint32_t npolicies;
     cli_plan_pod *pods;

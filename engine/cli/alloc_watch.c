@@ -16,9 +16,14 @@
  * interner keeps every plan byte-identical to the one-shot run's.
  *
  * The watcher keeps a broken file's last good objects and reports its
- * error once.  A plan that fails (an invalid object, policies that do not
- * load, a hard allocation error) is reported, and the last good plan stays
- * the reference the next plan is compared with.
+ * error once.  A plan that fails (an invalid object, a hard allocation
+ * error) is reported, and the last good plan stays the reference the next
+ * plan is compared with.  A policy revision that is refused (it does not
+ * load, or its hooks fail on the devices: the verdict every command
+ * applies) does not decide: the last good revision does, as in serve.
+ * Since every plan loads its policies afresh into a fresh graph, the last
+ * good revision is kept as a private copy of its files (same contents, so
+ * the same revision), made when a revision is first accepted.
  *
  * Output: -o table prints the first plan exactly as without --watch, then
  * per change the changed objects (kubectl get -w style), "plan N:" and one
@@ -31,9 +36,16 @@
 #include "cli.h"
 #include "objout.h"
 #include "watch.h"
+#include "../base/dir.h"
+#include "../policy/pol.h"
 
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Event lines printed per change in table mode; the rest are counted. */
 #define MAX_EVENT_LINES 20
@@ -52,7 +64,108 @@ typedef struct wstate {
     cli_plan good;
     bool have_good;
     uint32_t cycle;
+    /* a private copy of the last good policy revision: when the directory's
+     * revision is refused, plans go on with this one, as serve keeps its
+     * active revision (cfg->policies_good points here once it exists) */
+    cli_alloc_cfg pcfg;
+    char good_dir[4096];
+    char good_rev[65];
 } wstate;
+
+/* ---- the last good policy revision ------------------------------------------------- */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+static void rm_tree(const char *dir)
+{
+    if (dir[0])
+        nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static bool mkdirs(char *path)
+{
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        bool ok = mkdir(path, 0700) == 0 || errno == EEXIST;
+        *p = '/';
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* Copy the files a policy revision is made of (the walk pol_dir_hash makes:
+ * regular files 4 levels down, hidden entries left out) into a fresh
+ * directory under $TMPDIR.  The copy has the same revision: a revision is
+ * the hash of the policies' and manifests' contents. */
+static bool copy_policies(const char *src, char *out, size_t cap, de_err *e)
+{
+    const char *tmp = getenv("TMPDIR");
+    int n = snprintf(out, cap, "%s/draengine-policies-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (n < 0 || (size_t)n >= cap || !mkdtemp(out)) {
+        de_errf(e, DE_EIO, "cannot create a directory for the last good policy revision: %s", strerror(errno));
+        out[0] = 0;
+        return false;
+    }
+    de_walk_opts o = {.max_depth = 4};
+    de_walk_out w;
+    if (de_walk(src, &o, &w, e) != DE_OK)
+        goto fail;
+    size_t skip = strlen(src) + (de_ends_with(src, "/") ? 0 : 1);
+    for (size_t i = 0; i < w.nfiles; i++) {
+        char *text = NULL;
+        size_t len = 0;
+        de_read_opts ro = {.max = 1u << 20, .binary_ok = true};
+        if (de_read_input(w.files[i], &ro, &text, &len, NULL, e) != DE_OK) {
+            de_walk_free(&w);
+            goto fail;
+        }
+        char *dst = de_path_join(out, w.files[i] + skip);
+        FILE *f = mkdirs(dst) ? fopen(dst, "wb") : NULL;
+        bool ok = f && fwrite(text, 1, len, f) == len;
+        if (f && fclose(f) != 0)
+            ok = false;
+        if (!ok)
+            de_errf(e, DE_EIO, "%s: cannot write: %s", dst, strerror(errno));
+        free(dst);
+        free(text);
+        if (!ok) {
+            de_walk_free(&w);
+            goto fail;
+        }
+    }
+    de_walk_free(&w);
+    return true;
+fail:
+    rm_tree(out);
+    out[0] = 0;
+    return false;
+}
+
+/* After a plan: when its revision is the directory's own (not refused) and
+ * new, it becomes the last good one. */
+static void keep_good_revision(wstate *w, const cli_plan *now)
+{
+    if (!w->cfg->policies || now->refused || !now->revision[0] || !strcmp(now->revision, w->good_rev))
+        return;
+    char dir[4096];
+    de_err e;
+    de_err_clear(&e);
+    if (!copy_policies(w->cfg->policies, dir, sizeof dir, &e)) {
+        cli_errorf("allocate", "%s (a refused revision will stop the plans instead)", e.msg);
+        return;
+    }
+    rm_tree(w->good_dir);
+    snprintf(w->good_dir, sizeof w->good_dir, "%s", dir);
+    snprintf(w->good_rev, sizeof w->good_rev, "%s", now->revision);
+    w->pcfg.policies_good = w->good_dir;
+}
 
 static void on_event(void *ctx, const fd_event *ev)
 {
@@ -134,7 +247,7 @@ static void plan_once(wstate *w)
     }
     /* the whole plan when there is nothing to compare with */
     bool full = table && !w->have_good;
-    int rc = cli_allocate_run(cfg, load_watched, w, &now, full);
+    int rc = cli_allocate_run(&w->pcfg, load_watched, w, &now, full);
     bool ok = rc == CLI_EXIT_OK || rc == CLI_EXIT_UNSAT;
     static const cli_plan empty;
     const cli_plan *was = w->have_good ? &w->good : &empty;
@@ -143,7 +256,9 @@ static void plan_once(wstate *w)
             printf("plan %u: not updated: %s\n", w->cycle, now.error ? now.error : "the run failed");
         } else {
             printf("plan %u:", w->cycle);
-            if (strcmp(was->revision, now.revision))
+            if (now.refused)
+                printf(" policy revision refused, %.12s stays (%s);", now.revision, now.refused);
+            else if (strcmp(was->revision, now.revision))
                 printf(" policy revision %.12s -> %.12s;", was->revision[0] ? was->revision : "(none)",
                        now.revision[0] ? now.revision : "(none)");
             char sum[600];
@@ -168,6 +283,8 @@ static void plan_once(wstate *w)
         json_object_set_new(doc, "exitCode", json_integer(rc));
         if (now.revision[0])
             json_object_set_new(doc, "policyRevision", json_string(now.revision));
+        if (now.refused)
+            json_object_set_new(doc, "policyRefused", json_string(now.refused));
         json_t *changes = json_array();
         if (ok)
             cli_plan_diff(was, &now, NULL, changes);
@@ -180,6 +297,8 @@ static void plan_once(wstate *w)
         emit_doc(w, doc);
         json_decref(doc);
     }
+    if (ok)
+        keep_good_revision(w, &now);
     if (ok) {
         cli_plan_free(&w->good);
         w->good = now;
@@ -215,7 +334,8 @@ int cli_allocate_watch(const cli_alloc_cfg *cfg, const char *const *files, int n
     }
     cli_polwatch *pw = cfg->policies ? cli_polwatch_open(cfg->policies) : NULL;
     cli_watch_signals();
-    wstate w = {.cfg = cfg, .fw = fw, .initial = true};
+    wstate w = {.cfg = cfg, .fw = fw, .initial = true, .pcfg = *cfg};
+    w.pcfg.policies_good = NULL;
     w.events = json_array();
     w.errors = json_array();
     cli_plan_init(&w.good);
@@ -246,6 +366,7 @@ int cli_allocate_watch(const cli_alloc_cfg *cfg, const char *const *files, int n
             plan_once(&w);
         reset_batch(&w);
     }
+    rm_tree(w.good_dir);
     cli_plan_free(&w.good);
     json_decref(w.events);
     json_decref(w.errors);

@@ -35,6 +35,7 @@ int cli_cmd_sim(int argc, char **argv);
 int cli_cmd_sysfs(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
 int cli_cmd_serve(int argc, char **argv);
+int cli_cmd_snapshot(int argc, char **argv);
 int cli_cmd_policy(int argc, char **argv);
 int cli_cmd_bench(int argc, char **argv);
 

@@ -29,10 +29,12 @@
 #include "cli.h"
 #include "flags.h"
 #include "objout.h"
+#include "policy_out.h"
 #include "../alloc/al.h"
 #include "../base/buf.h"
 #include "../base/doc.h"
 #include "../base/gates.h"
+#include "../base/log.h"
 #include "../base/map.h"
 #include "../base/quantity.h"
 #include "../model/dg.h"
@@ -70,7 +72,10 @@ static void usage(FILE *o)
             "                        in input order, choosing a node among the input's Nodes\n"
             "  --feature-gates SPEC  Kubernetes feature gates (1.37 defaults), e.g.\n"
             "                        DRAListTypeAttributes=true,DRAConsumableCapacity=false\n"
-            "  --policies DIR        load Lua policies (derived attributes, groups, scores)\n"
+            "  --policies DIR        load Lua policies (derived attributes, groups, scores);\n"
+            "                        --policy-dir is the same flag.  A revision whose hooks fail\n"
+            "                        on the input's devices is refused (exit 2, the failures on\n"
+            "                        stderr); with --watch the last good revision stays\n"
             "  --validate MODE       warn (default): report objects the API server would refuse\n"
             "                        and allocate anyway, as the scheduler works on what it gets;\n"
             "                        strict: refuse them (exit 2); none: no checks\n"
@@ -85,6 +90,8 @@ static void usage(FILE *o)
             "                        print what changed in the decisions; -o json prints one\n"
             "                        JSON document per plan (JSON lines), -o yaml one YAML\n"
             "                        document. SIGINT/SIGTERM end it with exit 0.\n"
+            "  -v                    log verbosity (-v 2, -v=2); policy statistics at the end\n"
+            "  -h, --help            this help\n"
             "With --policies, each allocated claim is annotated " CLI_POLICY_REVISION_ANNOTATION "\n"
             "(the policy set's SHA-256) and the table starts with the revision.\n",
             AL_DEFAULT_MAX_STEPS);
@@ -559,6 +566,7 @@ int cli_allocate_run(const cli_alloc_cfg *cfg, cli_alloc_load_fn load, void *ctx
         lc.keep_duplicates = true;
     }
     pol_host *host = NULL;
+    pol_verdict verdict = {0};
     al_allocator *alc = NULL;
     if (load(ctx, g, &lc, &e) != DE_OK) {
         cli_errorf("allocate", "%s", e.msg);
@@ -582,14 +590,33 @@ int cli_allocate_run(const cli_alloc_cfg *cfg, cli_alloc_load_fn load, void *ctx
          * answers the allocator's hooks (admit, groups, score) */
         al_hooks hooks;
         memset(&hooks, 0, sizeof hooks);
-        if (pol_host_for_allocate(g, cfg->policies, &opts.gates, &hooks, &host, &e) != DE_OK) {
-            cli_errorf("allocate", "--policies %s: %s", cfg->policies, e.msg);
-            if (rec) {
-                char msg[DE_ERR_MSG_MAX + 600];
-                snprintf(msg, sizeof msg, "--policies %s: %s", cfg->policies, e.msg);
-                cli_plan_set(&rec->error, msg);
+        de_rc prc = pol_host_for_allocate(g, cfg->policies, &opts.gates, &hooks, &host, &e);
+        if (prc == DE_OK && !pol_host_judge(host, &verdict)) {
+            /* hook failures on current devices: the revision is refused
+             * (the same verdict as serve's reload and policy diff) */
+            pol_verdict_summary(&verdict, e.msg, sizeof e.msg);
+            e.rc = prc = DE_EPOLICY;
+            pol_host_free_for_allocate(host);
+            host = NULL;
+        }
+        if (prc != DE_OK) {
+            char msg[DE_ERR_MSG_MAX + 600];
+            snprintf(msg, sizeof msg, "--policies %s: %s", cfg->policies, e.msg);
+            cli_errorf("allocate", "%s", msg);
+            if (verdict.ndevices)
+                cli_verdict_text(stderr, &verdict, "");
+            if (rec)
+                cli_plan_set(cfg->policies_good ? &rec->refused : &rec->error, msg);
+            if (!cfg->policies_good)
+                goto out;
+            /* --watch: the last good revision stays, as in serve */
+            de_err_clear(&e);
+            if (pol_host_for_allocate(g, cfg->policies_good, &opts.gates, &hooks, &host, &e) != DE_OK) {
+                cli_errorf("allocate", "the last good policy revision: %s", e.msg);
+                if (rec)
+                    cli_plan_set(&rec->error, e.msg);
+                goto out;
             }
-            goto out;
         }
         al_set_hooks(alc, &hooks);
         const pol_set *set = pol_host_active(host);
@@ -601,7 +628,10 @@ int cli_allocate_run(const cli_alloc_cfg *cfg, cli_alloc_load_fn load, void *ctx
         }
     }
     ret = cfg->node ? run_node(alc, g, &lc, cfg->node, &rx) : run_pods(alc, g, &lc, &rx);
+    if (host && print)
+        cli_policy_stats(stderr, "allocate", pol_host_active(host), cfg->verbose);
 out:
+    pol_verdict_free(&verdict);
     al_free(alc);
     pol_host_free_for_allocate(host); /* before the graph: it clears what it published */
     dg_free(g);
@@ -639,36 +669,51 @@ int cli_cmd_allocate(int argc, char **argv)
     de_err e;
     de_err_clear(&e);
     int ret = CLI_EXIT_INVALID;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *val = NULL;
-        size_t al = 0;
-#define FLAG(name) (al = strlen(name), !strncmp(a, name, al) && (a[al] == 0 || a[al] == '='))
-#define VALUE()                                                                          \
-    do {                                                                                 \
-        if (a[al] == '=')                                                                \
-            val = a + al + 1;                                                            \
-        else if (i + 1 < argc)                                                           \
-            val = argv[++i];                                                             \
-        else {                                                                           \
-            cli_errorf("allocate", "flag %s needs a value", a);                          \
-            goto done;                                                                   \
-        }                                                                                \
-    } while (0)
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    enum { F_HELP = 1, F_WATCH, F_FILE, F_NODE, F_GATES, F_VALIDATE, F_POLICIES, F_STEPS, F_TIMEOUT, F_SEED,
+           F_OUTPUT, F_VERBOSE };
+    static const cli_flag flags[] = {
+        {"help", 'h', CLI_ARG_NONE, F_HELP, NULL},
+        {"watch", 'w', CLI_ARG_NONE, F_WATCH, NULL},
+        {"filename", 'f', CLI_ARG_REQUIRED, F_FILE, NULL},
+        {"node", 0, CLI_ARG_REQUIRED, F_NODE, NULL},
+        {"feature-gates", 0, CLI_ARG_REQUIRED, F_GATES, NULL},
+        {"validate", 0, CLI_ARG_REQUIRED, F_VALIDATE, NULL},
+        {"policies", 0, CLI_ARG_REQUIRED, F_POLICIES, "policy-dir"},
+        {"max-search-steps", 0, CLI_ARG_REQUIRED, F_STEPS, NULL},
+        {"dra-filter-timeout", 0, CLI_ARG_REQUIRED, F_TIMEOUT, NULL},
+        {"seed", 0, CLI_ARG_REQUIRED, F_SEED, NULL},
+        {"output", 'o', CLI_ARG_REQUIRED, F_OUTPUT, NULL},
+        {"v", 'v', CLI_ARG_LEVEL, F_VERBOSE, "verbose"},
+        {0},
+    };
+    int verbose = 0;
+    cli_args args;
+    cli_args_init(&args, "allocate", argc, argv, 1);
+    const char *val;
+    int id;
+    while ((id = cli_args_next(&args, flags, &val)) != CLI_ARGS_END) {
+        const char *fl = cli_args_flag(&args);
+        switch (id) {
+        case CLI_ARGS_ERROR:
+            usage(stderr);
+            goto done;
+        case CLI_ARGS_OPERAND:
+            cli_errorf("allocate", "unexpected argument \"%s\" (manifests are given with -f PATH)", val);
+            goto done;
+        case F_HELP:
             usage(stdout);
             ret = 0;
             goto done;
-        } else if (!strcmp(a, "-w") || !strcmp(a, "--watch")) {
+        case F_WATCH:
             watch = true;
-        } else if (FLAG("-f") || FLAG("--filename")) {
-            VALUE();
+            break;
+        case F_FILE:
             files[nfiles++] = val;
-        } else if (FLAG("--node")) {
-            VALUE();
+            break;
+        case F_NODE:
             node = val;
-        } else if (FLAG("--feature-gates")) {
-            VALUE();
+            break;
+        case F_GATES: {
             /* library mode: the allocator's unit tests and the conformance
              * vectors switch off gates that 1.37 locks (see gates.h) */
             char warn[DE_ERR_MSG_MAX];
@@ -679,31 +724,32 @@ int cli_cmd_allocate(int argc, char **argv)
             if (warn[0])
                 fprintf(stderr, "draengine allocate: warning: --feature-gates: %s (kube-scheduler 1.37 "
                                 "refuses this; the allocator runs with these features as given)\n", warn);
-        } else if (FLAG("--validate")) {
-            VALUE();
+            break;
+        }
+        case F_VALIDATE:
             if (strcmp(val, "warn") && strcmp(val, "strict") && strcmp(val, "none")) {
                 cli_errorf("allocate", "--validate: want warn, strict or none, got \"%s\"", val);
                 goto done;
             }
             validate = val;
-        } else if (FLAG("--policies")) {
-            VALUE();
+            break;
+        case F_POLICIES:
             policies = val;
-        } else if (FLAG("--max-search-steps")) {
-            VALUE();
-            if (!cli_flag_u64("allocate", "--max-search-steps", val, 1, UINT64_MAX, &opts.max_steps))
+            break;
+        case F_STEPS:
+            if (!cli_flag_u64("allocate", fl, val, 1, UINT64_MAX, &opts.max_steps))
                 goto done;
-        } else if (FLAG("--dra-filter-timeout")) {
-            VALUE();
-            if (!cli_flag_duration("allocate", "--dra-filter-timeout", val, 0, CLI_DURATION_MAX, &opts.filter_timeout_ns))
+            break;
+        case F_TIMEOUT:
+            if (!cli_flag_duration("allocate", fl, val, 0, CLI_DURATION_MAX, &opts.filter_timeout_ns))
                 goto done;
             opts.filter_timeout_set = true;
-        } else if (FLAG("--seed")) {
-            VALUE();
-            if (!cli_flag_u64("allocate", "--seed", val, 0, UINT64_MAX, &opts.seed))
+            break;
+        case F_SEED:
+            if (!cli_flag_u64("allocate", fl, val, 0, UINT64_MAX, &opts.seed))
                 goto done;
-        } else if (FLAG("-o") || FLAG("--output")) {
-            VALUE();
+            break;
+        case F_OUTPUT:
             if (!strcmp(val, "json"))
                 fmt = OUT_JSON;
             else if (!strcmp(val, "yaml"))
@@ -714,13 +760,13 @@ int cli_cmd_allocate(int argc, char **argv)
                 cli_errorf("allocate", "-o: unknown output format \"%s\" (json, yaml, table)", val);
                 goto done;
             }
-        } else {
-            cli_errorf("allocate", "unknown flag \"%s\"", a);
-            usage(stderr);
-            goto done;
+            break;
+        case F_VERBOSE:
+            if (!cli_flag_level("allocate", val, &verbose))
+                goto done;
+            de_log_set_verbosity(verbose);
+            break;
         }
-#undef FLAG
-#undef VALUE
     }
     if (opts.filter_timeout_set && !opts.gates.on[DE_GATE_SCHEDULER_FILTER_TIMEOUT]) {
         /* kube-scheduler refuses filterTimeout with the gate off (its typo kept) */
@@ -732,7 +778,8 @@ int cli_cmd_allocate(int argc, char **argv)
         usage(stderr);
         goto done;
     }
-    cli_alloc_cfg cfg = {opts, node, policies, validate, fmt};
+    cli_alloc_cfg cfg = {.opts = opts, .node = node, .policies = policies, .validate = validate, .fmt = fmt,
+                         .verbose = verbose > 0};
     if (watch) {
         ret = cli_allocate_watch(&cfg, files, nfiles);
         goto done;

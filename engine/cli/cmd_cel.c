@@ -15,7 +15,9 @@
 #include "../base/gates.h"
 #include "../base/intern.h"
 #include "../cel/cel.h"
+#include "../base/log.h"
 #include "cli.h"
+#include "flags.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -200,45 +202,50 @@ int cli_cmd_cel(int argc, char **argv)
 {
     const char *expr = NULL, *devfile = NULL, *driver = NULL, *fg = NULL;
     bool batch = false, newx = false, show_cost = false, value = false;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(a, "--batch")) {
-            batch = true;
-        } else if (!strcmp(a, "--new-expressions")) {
-            newx = true;
-        } else if (!strcmp(a, "--cost")) {
-            show_cost = true;
-        } else if (!strcmp(a, "--value")) {
-            value = true;
-        } else if (!strcmp(a, "--device") || !strcmp(a, "--driver") || !strcmp(a, "--feature-gates")) {
-            if (i + 1 >= argc) {
-                cli_errorf("cel", "%s needs a value", a);
+    enum { F_HELP = 1, F_BATCH, F_NEWX, F_COST, F_VALUE, F_DEVICE, F_DRIVER, F_GATES, F_VERBOSE };
+    static const cli_flag flags[] = {
+        {"help", 'h', CLI_ARG_NONE, F_HELP, NULL},
+        {"batch", 0, CLI_ARG_NONE, F_BATCH, NULL},
+        {"new-expressions", 0, CLI_ARG_NONE, F_NEWX, NULL},
+        {"cost", 0, CLI_ARG_NONE, F_COST, NULL},
+        {"value", 0, CLI_ARG_NONE, F_VALUE, NULL},
+        {"device", 0, CLI_ARG_REQUIRED, F_DEVICE, NULL},
+        {"driver", 0, CLI_ARG_REQUIRED, F_DRIVER, NULL},
+        {"feature-gates", 0, CLI_ARG_REQUIRED, F_GATES, NULL},
+        {"v", 'v', CLI_ARG_LEVEL, F_VERBOSE, "verbose"},
+        {0},
+    };
+    cli_args args;
+    cli_args_init(&args, "cel", argc, argv, 1);
+    const char *fv;
+    int id, verbose = 0;
+    while ((id = cli_args_next(&args, flags, &fv)) != CLI_ARGS_END) {
+        switch (id) {
+        case CLI_ARGS_ERROR:
+            cli_errorf("cel", "(an expression that starts with '-' goes after --: draengine cel -- '-1 < 0')");
+            return CLI_EXIT_INVALID;
+        case CLI_ARGS_OPERAND:
+            if (expr) {
+                cli_errorf("cel", "only one expression may be given (quote it)");
                 return CLI_EXIT_INVALID;
             }
-            const char *v = argv[++i];
-            if (!strcmp(a, "--device"))
-                devfile = v;
-            else if (!strcmp(a, "--driver"))
-                driver = v;
-            else
-                fg = v;
-        } else if (!strncmp(a, "--feature-gates=", 16)) {
-            fg = a + 16;
-        } else if (!strncmp(a, "--device=", 9)) {
-            devfile = a + 9;
-        } else if (!strncmp(a, "--driver=", 9)) {
-            driver = a + 9;
-        } else if (a[0] == '-' && a[1] == '-') {
-            cli_errorf("cel", "unknown flag %s (see draengine cel --help)", a);
-            return CLI_EXIT_INVALID;
-        } else if (!expr) {
-            expr = a;
-        } else {
-            cli_errorf("cel", "only one expression may be given (quote it)");
-            return CLI_EXIT_INVALID;
+            expr = fv;
+            break;
+        case F_HELP:
+            usage(stdout);
+            return 0;
+        case F_BATCH: batch = true; break;
+        case F_NEWX: newx = true; break;
+        case F_COST: show_cost = true; break;
+        case F_VALUE: value = true; break;
+        case F_DEVICE: devfile = fv; break;
+        case F_DRIVER: driver = fv; break;
+        case F_GATES: fg = fv; break;
+        case F_VERBOSE:
+            if (!cli_flag_level("cel", fv, &verbose))
+                return CLI_EXIT_INVALID;
+            de_log_set_verbosity(verbose);
+            break;
         }
     }
     de_gates gates;

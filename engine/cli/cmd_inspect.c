@@ -12,10 +12,14 @@
  * --watch lives in inspect_watch.c; it prints this report again, or the
  * node blocks a change touched (cli_inspect_changes).
  */
+#include "../base/log.h"
 #include "../base/quantity.h"
 #include "../model/dg.h"
+#include "../policy/polgraph.h"
 #include "cli.h"
+#include "flags.h"
 #include "inspect.h"
+#include "policy_out.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +125,52 @@ static void attr_text(const cli_inspect *c, const de_attrval *v, char *buf, size
     }
 }
 
+/* An attribute's name as the table shows it: bare in the driver's own
+ * domain (how slices usually write it), else qualified, so the driver's
+ * numaNode and resource.kubernetes.io/numaNode never print alike. */
+static void attr_name(const cli_inspect *c, const de_devview *v, const de_attr *a, char *out, size_t cap)
+{
+    if (a->domain == v->driver)
+        snprintf(out, cap, "%s", S(c, a->name));
+    else
+        snprintf(out, cap, "%s/%s", S(c, a->domain), S(c, a->name));
+}
+
+/* Under a device row: per policy, the attributes it derived there, and its
+ * failures on the device. */
+static void derived_rows(const cli_inspect *c, const de_devview *v, FILE *out)
+{
+    if (!c->pol)
+        return;
+    uint32_t np = pol_set_count(c->pol);
+    for (uint32_t p = 0; p < np; p++) {
+        pol_info info;
+        pol_set_info(c->pol, p, &info);
+        bool any = false;
+        for (uint32_t i = 0; i < v->nderived; i++) {
+            const de_attr *a = &v->derived[i];
+            if (pol_set_owner(c->pol, S(c, a->domain), S(c, a->name)) != (int)p)
+                continue;
+            char val[200];
+            attr_text(c, &a->v, val, sizeof val);
+            if (!any)
+                fprintf(out, "      derived by %s:", info.name);
+            fprintf(out, " %s/%s=%s", S(c, a->domain), S(c, a->name), val);
+            any = true;
+        }
+        if (any)
+            fputc('\n', out);
+    }
+    const pol_devfacts *f = pol_set_facts(c->pol, v->id);
+    for (uint32_t k = 0; f && k < f->nfails; k++) {
+        const pol_devfail *x = &f->fails[k];
+        pol_info info;
+        pol_set_info(c->pol, x->policy, &info);
+        fprintf(out, "      FAILED %s %s at %s:%d: %s: %s\n", info.name, pol_hook_names[x->hook], x->file, x->line,
+                pol_reason_str((pol_reason)x->reason), x->msg);
+    }
+}
+
 /* The attributes worth a column: well-known identity/topology ones first,
  * then the rest in published order; short values only. */
 static const char *const key_attrs[] = {"type", "productName", "model", "pciDevice", "profile",
@@ -145,12 +195,12 @@ static void key_attributes(const cli_inspect *c, const de_devview *v, char *out,
                 if (pass == 1 && i != k)
                     continue;
                 used[i] = true;
-                char val[160];
+                char val[160], name[200];
                 attr_text(c, &v->attrs[i].v, val, sizeof val);
                 if (strlen(val) > 40 || shown >= 4)
                     continue;
-                n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s=%s", shown ? " " : "",
-                                      S(c, v->attrs[i].name), val);
+                attr_name(c, v, &v->attrs[i], name, sizeof name);
+                n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%s%s=%s", shown ? " " : "", name, val);
                 shown++;
             }
         }
@@ -283,6 +333,33 @@ static json_t *device_json(const cli_inspect *c, uint32_t devid)
         json_object_set_new(attrs, key, attr_json(c, &v.attrs[i].v));
     }
     json_object_set_new(o, "attributes", attrs);
+    if (c->pol) {
+        /* derived attributes, each with the policy that derived it */
+        json_t *der = json_object();
+        for (uint32_t i = 0; i < v.nderived; i++) {
+            char key[200];
+            snprintf(key, sizeof key, "%s/%s", S(c, v.derived[i].domain), S(c, v.derived[i].name));
+            int p = pol_set_owner(c->pol, S(c, v.derived[i].domain), S(c, v.derived[i].name));
+            pol_info info = {0};
+            if (p >= 0)
+                pol_set_info(c->pol, (uint32_t)p, &info);
+            json_object_set_new(der, key, json_pack("{s:o, s:s}", "value", attr_json(c, &v.derived[i].v), "policy",
+                                                    info.name ? info.name : ""));
+        }
+        json_object_set_new(o, "derivedAttributes", der);
+        json_t *fails = json_array();
+        const pol_devfacts *f = pol_set_facts(c->pol, devid);
+        for (uint32_t k = 0; f && k < f->nfails; k++) {
+            const pol_devfail *x = &f->fails[k];
+            pol_info info;
+            pol_set_info(c->pol, x->policy, &info);
+            json_array_append_new(fails, json_pack("{s:s, s:s, s:s, s:i, s:s, s:s}", "policy", info.name, "hook",
+                                                   pol_hook_names[x->hook], "file", x->file, "line",
+                                                   (json_int_t)x->line, "reason",
+                                                   pol_reason_str((pol_reason)x->reason), "message", x->msg));
+        }
+        json_object_set_new(o, "policyFailures", fails);
+    }
     json_t *caps = json_object();
     for (uint32_t i = 0; i < v.ncaps; i++) {
         char key[200], q[DE_QTY_TEXT_MAX];
@@ -407,6 +484,7 @@ static void pool_table(const cli_inspect *c, uint32_t pid, slice_filter want, ui
                 fprintf(out, " | on: %s", sel);
             }
             fputc('\n', out);
+            derived_rows(c, &v, out);
         }
     }
     if (!rows)
@@ -545,8 +623,21 @@ json_t *cli_inspect_report(const cli_inspect *c, bool json, FILE *out)
         json_object_set_new(sum, "allocatedClaims", json_integer(nallocated));
         json_object_set_new(sum, "deviceTaintRules", json_integer(st.taint_rules));
         json_object_set_new(root, "summary", sum);
+        if (c->pol) {
+            json_t *po = json_pack("{s:s, s:s, s:i}", "dir", pol_set_dir(c->pol), "revision",
+                                   pol_set_revision(c->pol), "count", (json_int_t)pol_set_count(c->pol));
+            json_object_set_new(po, "failures", c->verdict && c->verdict->ndevices ? cli_verdict_json(c->verdict)
+                                                                                     : json_null());
+            json_object_set_new(root, "policies", po);
+        }
     } else {
         summary_line(c, nnodes, out);
+        if (c->pol) {
+            fprintf(out, "policies: %u in %s, revision %.12s\n", pol_set_count(c->pol), pol_set_dir(c->pol),
+                    pol_set_revision(c->pol));
+            if (c->verdict && c->verdict->ndevices)
+                cli_verdict_text(out, c->verdict, "");
+        }
     }
     json_t *jn = json ? json_array() : NULL;
     for (uint32_t i = 0; i < nnodes; i++) {
@@ -698,7 +789,8 @@ static void print_error(void *ctx, const de_err *e)
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: draengine inspect -f PATH... [-o table|json] [--feature-gates A=true,...] [--watch]\n\n"
+            "usage: draengine inspect -f PATH... [-o table|json] [--policies DIR] [--feature-gates A=true,...]\n"
+            "                         [--watch]\n\n"
             "Load Kubernetes manifests (YAML or JSON; one object, several documents, a List, or a\n"
             "directory read recursively) into the device graph and print, per node, the pools and\n"
             "devices with key attributes, capacity, taints and whether they are free or allocated;\n"
@@ -717,51 +809,71 @@ static void usage(FILE *out)
             "                        -o json one compact JSON document per change (JSON lines).\n"
             "                        A broken file is reported once and keeps its last good\n"
             "                        objects. SIGINT/SIGTERM end it with exit 0.\n"
+            "  --policies DIR        run the policies of DIR (--policy-dir too) and show each\n"
+            "                        device's derived attributes under it, with the policy that\n"
+            "                        derived them, and the hook failures (the revision is then\n"
+            "                        refused: exit 2, as every command refuses it)\n"
+            "  -v                    log verbosity; policy statistics at the end\n"
             "  -h, --help            this help\n\n"
+            "Attributes are shown by name when in the driver's own domain, else qualified\n"
+            "(resource.kubernetes.io/numaNode is not the driver's numaNode).\n\n"
             "Exit status: 0 success, 2 invalid input (every invalid object is reported with its\n"
-            "file, document, object and field path).\n");
+            "file, document, object and field path) or a refused policy revision.\n");
 }
 
 int cli_cmd_inspect(int argc, char **argv)
 {
     const char **paths = de_xcalloc((size_t)argc + 1, sizeof *paths);
-    int npaths = 0;
+    int npaths = 0, verbose = 0;
     bool json = false, watch = false;
+    const char *policies = NULL;
     de_gates gates;
     de_gates_default(&gates);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+    enum { F_HELP = 1, F_WATCH, F_FILE, F_GATES, F_OUTPUT, F_POLICIES, F_VERBOSE };
+    static const cli_flag flags[] = {
+        {"help", 'h', CLI_ARG_NONE, F_HELP, NULL},
+        {"watch", 'w', CLI_ARG_NONE, F_WATCH, NULL},
+        {"filename", 'f', CLI_ARG_REQUIRED, F_FILE, NULL},
+        {"feature-gates", 0, CLI_ARG_REQUIRED, F_GATES, NULL},
+        {"output", 'o', CLI_ARG_REQUIRED, F_OUTPUT, NULL},
+        {"policies", 0, CLI_ARG_REQUIRED, F_POLICIES, "policy-dir"},
+        {"v", 'v', CLI_ARG_LEVEL, F_VERBOSE, "verbose"},
+        {0},
+    };
+    cli_args args;
+    cli_args_init(&args, "inspect", argc, argv, 1);
+    const char *v;
+    int id;
+    while ((id = cli_args_next(&args, flags, &v)) != CLI_ARGS_END) {
+        de_err ge;
+        de_err_clear(&ge);
+        switch (id) {
+        case CLI_ARGS_ERROR:
+            usage(stderr);
+            free(paths);
+            return CLI_EXIT_INVALID;
+        case CLI_ARGS_OPERAND:
+            cli_errorf("inspect", "unexpected argument \"%s\" (see draengine inspect --help)", v);
+            free(paths);
+            return CLI_EXIT_INVALID;
+        case F_HELP:
             usage(stdout);
             free(paths);
             return CLI_EXIT_OK;
-        } else if (!strcmp(a, "-w") || !strcmp(a, "--watch")) {
+        case F_WATCH:
             watch = true;
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--filename")) {
-            if (i + 1 >= argc) {
-                cli_errorf("inspect", "%s needs a path", a);
-                free(paths);
-                return CLI_EXIT_INVALID;
-            }
-            paths[npaths++] = argv[++i];
-        } else if (!strncmp(a, "--filename=", 11)) {
-            paths[npaths++] = a + 11;
-        } else if (!strcmp(a, "--feature-gates") || !strncmp(a, "--feature-gates=", 16)) {
-            const char *v = a[15] == '=' ? a + 16 : i + 1 < argc ? argv[++i] : NULL;
-            de_err ge;
-            de_err_clear(&ge);
-            if (!v) {
-                cli_errorf("inspect", "--feature-gates needs a value");
-                free(paths);
-                return CLI_EXIT_INVALID;
-            }
+            break;
+        case F_FILE:
+            paths[npaths++] = v;
+            break;
+        case F_GATES:
             if (de_gates_parse(&gates, v, &ge) != DE_OK) {
                 cli_errorf("inspect", "--feature-gates: %s", ge.msg);
                 free(paths);
                 return CLI_EXIT_INVALID;
             }
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output") || !strncmp(a, "--output=", 9)) {
-            const char *v = a[1] == '-' && a[8] == '=' ? a + 9 : (i + 1 < argc ? argv[++i] : "");
+            break;
+        case F_OUTPUT:
             if (!strcmp(v, "json"))
                 json = true;
             else if (!strcmp(v, "table"))
@@ -771,11 +883,24 @@ int cli_cmd_inspect(int argc, char **argv)
                 free(paths);
                 return CLI_EXIT_INVALID;
             }
-        } else {
-            cli_errorf("inspect", "unexpected argument \"%s\" (see draengine inspect --help)", a);
-            free(paths);
-            return CLI_EXIT_INVALID;
+            break;
+        case F_POLICIES:
+            policies = v;
+            break;
+        case F_VERBOSE:
+            if (!cli_flag_level("inspect", v, &verbose)) {
+                free(paths);
+                return CLI_EXIT_INVALID;
+            }
+            de_log_set_verbosity(verbose);
+            break;
         }
+    }
+    if (watch && policies) {
+        cli_errorf("inspect", "--policies cannot be combined with --watch (allocate --watch --policies "
+                              "re-plans on every change of the manifests and of the policies)");
+        free(paths);
+        return CLI_EXIT_INVALID;
     }
     if (!npaths) {
         cli_errorf("inspect", "no manifests given: use -f PATH");
@@ -802,9 +927,29 @@ int cli_cmd_inspect(int argc, char **argv)
                 rc = CLI_EXIT_INVALID;
         }
     }
+    pol_host *host = NULL;
+    pol_verdict verdict = {0};
+    if (rc == CLI_EXIT_OK && policies) {
+        /* the facts are computed and published as allocate does; a revision
+         * whose hooks fail is shown with its failures, and refused (exit 2)
+         * as every command refuses it */
+        al_hooks hooks;
+        de_err pe;
+        de_err_clear(&pe);
+        if (pol_host_for_allocate(g, policies, &gates, &hooks, &host, &pe) != DE_OK) {
+            cli_errorf("inspect", "--policies %s: %s", policies, pe.msg);
+            rc = CLI_EXIT_INVALID;
+        } else if (!pol_host_judge(host, &verdict)) {
+            char sum[2048];
+            pol_verdict_summary(&verdict, sum, sizeof sum);
+            cli_errorf("inspect", "--policies %s: %s", policies, sum);
+        }
+    }
     if (rc == CLI_EXIT_OK) {
         cli_inspect c;
         cli_inspect_init(&c, g);
+        c.pol = host ? pol_host_active(host) : NULL;
+        c.verdict = host ? &verdict : NULL;
         json_t *root = cli_inspect_report(&c, json, stdout);
         if (root) {
             char *text = json_dumps(root, JSON_INDENT(2));
@@ -813,7 +958,13 @@ int cli_cmd_inspect(int argc, char **argv)
             json_decref(root);
         }
         cli_inspect_fini(&c);
+        if (verdict.ndevices)
+            rc = CLI_EXIT_INVALID;
+        if (host)
+            cli_policy_stats(stderr, "inspect", pol_host_active(host), verbose > 0);
     }
+    pol_verdict_free(&verdict);
+    pol_host_free_for_allocate(host); /* before the graph: it clears what it published */
     dg_free(g);
     free(paths);
     return rc;

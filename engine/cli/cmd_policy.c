@@ -5,12 +5,14 @@
  * Exit codes are strict (CI judges a tool by them):
  *   test   0 every test passed and there was at least one; 1 a test failed
  *          or no test was found; 2 the policies themselves are invalid
- *   lint   0 no error (warnings allowed); 1 errors; 2 usage
+ *   lint   0 no error (warnings allowed); 1 errors; 2 usage or no directory
  *   diff   0 (or 1 with --exit-code when something changes); 2 invalid input
+ *          or a `--to` revision refused (hook failures on current devices)
  *   bench  0; 2 invalid input
  * Output is deterministic: sorted, no clocks (bench prints timings, by
  * definition, and says so).
  */
+#include "../base/dir.h"
 #include "../base/log.h"
 #include "../model/dg.h"
 #include "../policy/lint.h"
@@ -18,14 +20,18 @@
 #include "../policy/polgraph.h"
 #include "../policy/testrun.h"
 #include "cli.h"
+#include "cmd_policy.h"
 #include "flags.h"
 
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 int cli_policy_diff(int argc, char **argv);
+int cli_policy_test(int argc, char **argv);
 
 static void usage(FILE *o)
 {
@@ -38,172 +44,175 @@ static void usage(FILE *o)
             "                                    replay the snapshot's pending claims under both revisions\n"
             "  bench DIR -f SNAPSHOT...          ns and instructions per hook call on the snapshot's devices\n"
             "  list DIR                          the policies of a directory with their revisions\n\n"
-            "common flags:\n"
-            "  --instructions N                  per hook call instruction budget (default 1000000)\n"
-            "  --deadline-ms N                   per hook call deadline (default 100)\n"
-            "  --memory-mb N                     per policy VM memory cap (default 64)\n"
-            "  --failure open|closed             default failure mode (default closed)\n"
-            "  -v                                print every test, not only failures\n");
+            "Run 'draengine policy <command> --help' for the flags of a command.\n");
 }
 
-/* Parse the shared flags; returns the index of the first unparsed argument
- * or -1 on a usage error.  Positional arguments are collected into pos. */
-typedef struct popts {
-    pol_config cfg;
-    bool verbose, exit_code;
-    const char *from, *to, *out;
-    const char *files[64];
-    int nfiles;
-    const char *pos[8];
-    int npos;
-    const char *gates;
-    int iterations;
-} popts;
+const char policy_limit_help[] =
+    "  --instructions N                  per hook call instruction budget (default 1000000)\n"
+    "  --deadline-ms N                   per hook call deadline (default 100)\n"
+    "  --memory-mb N                     per policy VM memory cap (default 64)\n"
+    "  --failure open|closed             default failure mode (default closed)\n";
 
-static int parse(int argc, char **argv, popts *o, const char *cmd)
+/* One policy subcommand's flags (cmd_policy.h): parsed into o, operands
+ * into o->pos.  Returns 1 after --help was printed, -1 on a usage error. */
+int policy_parse(int argc, char **argv, policy_opts *o, const char *sub, const cli_flag *flags,
+                 void (*help)(FILE *))
 {
     pol_config_default(&o->cfg);
     o->cfg.log = pol_log_to_engine;
     o->iterations = 5;
-    char who[32];
-    snprintf(who, sizeof who, "policy %s", cmd);
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED()                                                              \
-    do {                                                                    \
-        if (!v) {                                                           \
-            cli_errorf(who, "%s needs a value", a);                         \
-            return -1;                                                      \
-        }                                                                   \
-        i++;                                                                \
-    } while (0)
-        if (!strcmp(a, "-v") || !strcmp(a, "--verbose"))
-            o->verbose = true;
-        else if (!strcmp(a, "--exit-code"))
-            o->exit_code = true;
-        else if (!strcmp(a, "--instructions")) {
-            NEED();
-            if (!cli_flag_u64(who, a, v, 1, UINT64_MAX, &o->cfg.limits.instructions))
+    o->out = "text";
+    snprintf(o->who, sizeof o->who, "policy %s", sub);
+    const char *who = o->who;
+    cli_args a;
+    cli_args_init(&a, who, argc, argv, 0);
+    const char *v;
+    int id;
+    while ((id = cli_args_next(&a, flags, &v)) != CLI_ARGS_END) {
+        const char *fl = cli_args_flag(&a);
+        switch (id) {
+        case CLI_ARGS_ERROR:
+            help(stderr);
+            return -1;
+        case CLI_ARGS_OPERAND:
+            if (o->npos >= (int)DE_ARRAY_LEN(o->pos)) {
+                cli_errorf(who, "unexpected argument \"%s\"", v);
                 return -1;
-        } else if (!strcmp(a, "--deadline-ms")) {
-            NEED();
+            }
+            o->pos[o->npos++] = v;
+            break;
+        case PF_HELP:
+            help(stdout);
+            return 1;
+        case PF_VERBOSE:
+            if (!cli_flag_level(who, v, &o->verbose))
+                return -1;
+            de_log_set_verbosity(o->verbose);
+            break;
+        case PF_EXIT_CODE:
+            o->exit_code = true;
+            break;
+        case PF_INSTR:
+            if (!cli_flag_u64(who, fl, v, 1, UINT64_MAX, &o->cfg.limits.instructions))
+                return -1;
+            break;
+        case PF_DEADLINE: {
             uint64_t ms;
-            if (!cli_flag_u64(who, a, v, 1, 86400000, &ms))
+            if (!cli_flag_u64(who, fl, v, 1, 86400000, &ms))
                 return -1;
             o->cfg.limits.deadline_ns = ms * 1000000ull;
-        } else if (!strcmp(a, "--memory-mb")) {
-            NEED();
+            break;
+        }
+        case PF_MEMORY: {
             uint64_t mb;
-            if (!cli_flag_u64(who, a, v, 1, 1u << 20, &mb))
+            if (!cli_flag_u64(who, fl, v, 1, 1u << 20, &mb))
                 return -1;
             o->cfg.limits.memory = (size_t)mb << 20;
-        } else if (!strcmp(a, "--failure")) {
-            NEED();
+            break;
+        }
+        case PF_FAILURE:
             if (strcmp(v, "open") && strcmp(v, "closed")) {
-                cli_errorf(who, "--failure: \"%s\" is not open or closed", v);
+                cli_errorf(who, "%s: \"%s\" is not open or closed", fl, v);
                 return -1;
             }
             o->cfg.failure = !strcmp(v, "open") ? POL_FAIL_OPEN : POL_FAIL_CLOSED;
-        } else if (!strcmp(a, "--from")) {
-            NEED();
+            break;
+        case PF_FROM:
             o->from = v;
-        } else if (!strcmp(a, "--to")) {
-            NEED();
+            break;
+        case PF_TO:
             o->to = v;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            NEED();
+            break;
+        case PF_NODE:
+            o->node = v;
+            break;
+        case PF_POLICIES:
+            o->policies = v;
+            break;
+        case PF_OUTPUT:
             o->out = v;
-        } else if (!strcmp(a, "--feature-gates")) {
-            NEED();
+            break;
+        case PF_GATES:
             o->gates = v;
-        } else if (!strncmp(a, "--feature-gates=", 16)) {
-            o->gates = a + 16;
-        } else if (!strcmp(a, "--iterations")) {
-            NEED();
+            break;
+        case PF_ITER: {
             uint64_t it;
-            if (!cli_flag_u64(who, a, v, 1, 1000000, &it))
+            if (!cli_flag_u64(who, fl, v, 1, 1000000, &it))
                 return -1;
             o->iterations = (int)it;
-        } else if (!strcmp(a, "-f") || !strcmp(a, "--filename")) {
-            NEED();
+            break;
+        }
+        case PF_FILE:
             if (o->nfiles >= (int)DE_ARRAY_LEN(o->files)) {
-                cli_errorf(who, "%s: too many files (at most %zu)", a, DE_ARRAY_LEN(o->files));
+                cli_errorf(who, "%s: too many files (at most %zu)", fl, DE_ARRAY_LEN(o->files));
                 return -1;
             }
             o->files[o->nfiles++] = v;
-        } else if (a[0] == '-' && a[1]) {
-            cli_errorf("policy", "%s: unknown flag %s", cmd, a);
-            return -1;
-        } else {
-            if (o->npos >= (int)DE_ARRAY_LEN(o->pos)) {
-                cli_errorf("policy", "%s: too many arguments", cmd);
-                return -1;
-            }
-            o->pos[o->npos++] = a;
+            break;
         }
-#undef NEED
     }
     return 0;
 }
 
-/* ---- test ------------------------------------------------------------------------ */
-
-typedef struct testprint {
-    bool verbose;
-    const char *last_file;
-} testprint;
-
-static void print_test(void *ctx, const pol_test_result *r)
+/* The policy directory of a subcommand: --policies DIR or the operand. */
+const char *policy_dir_arg(policy_opts *o, const char *sub, const char *dflt)
 {
-    testprint *p = ctx;
-    if (r->status == POL_TEST_OK && !p->verbose)
-        return;
-    const char *tag = r->status == POL_TEST_OK ? "ok" : r->status == POL_TEST_PENDING ? "pending" : "FAIL";
-    printf("%-7s %s  %s\n", tag, r->where ? r->where : r->file, r->name);
-    if (r->status == POL_TEST_FAIL && r->message) {
-        /* indent the message */
-        const char *m = r->message;
-        while (*m) {
-            const char *nl = strchr(m, '\n');
-            size_t n = nl ? (size_t)(nl - m) : strlen(m);
-            printf("        %.*s\n", (int)n, m);
-            m += n + (nl ? 1 : 0);
-        }
+    if (o->policies && o->npos) {
+        cli_errorf(o->who, "give the directory once (--policies %s or %s)", o->policies, o->pos[0]);
+        return NULL;
     }
-    fflush(stdout);
+    if (o->npos > 1) {
+        cli_errorf(o->who, "unexpected argument \"%s\"", o->pos[1]);
+        return NULL;
+    }
+    const char *dir = o->policies ? o->policies : o->npos ? o->pos[0] : dflt;
+    if (!dir)
+        cli_errorf(o->who, "%s needs a policy directory (draengine policy %s DIR)", sub, sub);
+    return dir;
 }
 
-static int cmd_test(int argc, char **argv)
+bool policy_want_format(policy_opts *o, const char *const *formats)
 {
-    popts o = {0};
-    if (parse(argc, argv, &o, "test") < 0)
-        return CLI_EXIT_INVALID;
-    const char *dir = o.npos ? o.pos[0] : "policies";
-    testprint tp = {o.verbose, NULL};
-    pol_test_summary sum;
-    de_err e;
-    de_err_clear(&e);
-    if (pol_test_run(dir, &o.cfg, print_test, &tp, &sum, &e) != DE_OK) {
-        cli_errorf("policy", "test: %s", e.msg);
-        return CLI_EXIT_INVALID;
-    }
-    uint32_t total = sum.passed + sum.failed;
-    printf("%u spec files, %u tests, %u pending\n", sum.files, total, sum.pending);
-    printf("%u passed, %u failed\n", sum.passed, sum.failed);
-    if (total == 0) {
-        cli_errorf("policy", "test: no tests found under %s (spec files are <dir>/spec/*_spec.lua and "
-                             "<pack>/spec/*_spec.lua)", dir);
-        return CLI_EXIT_UNSAT;
-    }
-    return sum.failed ? CLI_EXIT_UNSAT : CLI_EXIT_OK;
+    for (const char *const *f = formats; *f; f++)
+        if (!strcmp(o->out, *f))
+            return true;
+    char list[128] = "";
+    for (const char *const *f = formats; *f; f++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", f == formats ? "" : ", ", *f);
+    cli_errorf(o->who, "-o: unknown output format \"%s\" (want %s)", o->out, list);
+    return false;
 }
 
 /* ---- lint ------------------------------------------------------------------------ */
 
+static void lint_help(FILE *o)
+{
+    fprintf(o, "usage: draengine policy lint DIR [flags]\n\n"
+               "Static checks of a policy directory: syntax, undeclared globals and global writes, missing\n"
+               "library fields, metadata, hooks, domains and ownership - everything the loader refuses,\n"
+               "with file:line.\n\nflags:\n"
+               "  --policies DIR                    the directory (instead of the operand; --policy-dir too)\n"
+               "  -o, --output text|json            problems as lines (default) or as one JSON document\n"
+               "%s"
+               "  -v                                log verbosity\n  -h, --help                        this help\n\n"
+               "Exit status: 0 no error (warnings allowed), 1 errors, 2 usage or a missing directory.\n",
+            policy_limit_help);
+}
+
+typedef struct lintout {
+    bool json;
+    json_t *problems;
+} lintout;
+
 static void print_lint(void *ctx, const pol_lint_problem *p)
 {
-    (void)ctx;
+    lintout *lo = ctx;
+    if (lo->json) {
+        json_array_append_new(lo->problems,
+                              json_pack("{s:s, s:i, s:s, s:s}", "file", p->file, "line", (json_int_t)p->line,
+                                        "severity", p->error ? "error" : "warning", "message", p->message));
+        return;
+    }
     if (p->line)
         printf("%s:%d: %s: %s\n", p->file, p->line, p->error ? "error" : "warning", p->message);
     else
@@ -212,37 +221,77 @@ static void print_lint(void *ctx, const pol_lint_problem *p)
 
 static int cmd_lint(int argc, char **argv)
 {
-    popts o = {0};
-    if (parse(argc, argv, &o, "lint") < 0)
+    static const cli_flag flags[] = {
+        PF_COMMON_FLAGS, PF_LIMIT_FLAGS,
+        {"policies", 0, CLI_ARG_REQUIRED, PF_POLICIES, "policy-dir"},
+        {"output", 'o', CLI_ARG_REQUIRED, PF_OUTPUT, NULL},
+        {0},
+    };
+    policy_opts o = {0};
+    int pr = policy_parse(argc, argv, &o, "lint", flags, lint_help);
+    if (pr)
+        return pr > 0 ? CLI_EXIT_OK : CLI_EXIT_INVALID;
+    static const char *const formats[] = {"text", "json", NULL};
+    const char *dir = policy_dir_arg(&o, "lint", NULL);
+    if (!dir || !policy_want_format(&o, formats))
         return CLI_EXIT_INVALID;
-    if (o.npos != 1) {
-        cli_errorf("policy", "lint needs exactly one directory");
+    if (!de_is_dir(dir)) {
+        /* nothing to lint is a usage error, not a lint finding: CI must not
+         * pass a job whose checkout lost the directory */
+        struct stat st;
+        cli_errorf(o.who, "%s: %s", dir, stat(dir, &st) == 0 ? "not a directory" : "no such directory");
         return CLI_EXIT_INVALID;
     }
     pol_lint_summary sum;
     o.cfg.log = NULL;
-    pol_lint_dir(o.pos[0], &o.cfg, print_lint, NULL, &sum);
-    printf("%u files, %u errors, %u warnings\n", sum.files, sum.errors, sum.warnings);
+    lintout lo = {!strcmp(o.out, "json"), json_array()};
+    pol_lint_dir(dir, &o.cfg, print_lint, &lo, &sum);
+    if (lo.json) {
+        json_t *doc = json_pack("{s:s, s:{s:i, s:i, s:i}, s:O}", "directory", dir, "summary", "files",
+                                (json_int_t)sum.files, "errors", (json_int_t)sum.errors, "warnings",
+                                (json_int_t)sum.warnings, "problems", lo.problems);
+        char *t = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", t);
+        free(t);
+        json_decref(doc);
+    } else {
+        printf("%u files, %u errors, %u warnings\n", sum.files, sum.errors, sum.warnings);
+    }
+    json_decref(lo.problems);
     return sum.errors ? CLI_EXIT_UNSAT : CLI_EXIT_OK;
 }
 
 /* ---- list ------------------------------------------------------------------------- */
 
+static void list_help(FILE *o)
+{
+    fprintf(o, "usage: draengine policy list DIR [flags]\n\n"
+               "The policies of a directory: name, version, revision, file, hooks, domains, pack; and the\n"
+               "revision of the whole set.\n\nflags:\n"
+               "  --policies DIR                    the directory (instead of the operand; --policy-dir too)\n"
+               "%s"
+               "  -v                                log verbosity\n  -h, --help                        this help\n",
+            policy_limit_help);
+}
+
 static int cmd_list(int argc, char **argv)
 {
-    popts o = {0};
-    if (parse(argc, argv, &o, "list") < 0)
+    static const cli_flag flags[] = {
+        PF_COMMON_FLAGS, PF_LIMIT_FLAGS, {"policies", 0, CLI_ARG_REQUIRED, PF_POLICIES, "policy-dir"}, {0},
+    };
+    policy_opts o = {0};
+    int pr = policy_parse(argc, argv, &o, "list", flags, list_help);
+    if (pr)
+        return pr > 0 ? CLI_EXIT_OK : CLI_EXIT_INVALID;
+    const char *dir = policy_dir_arg(&o, "list", NULL);
+    if (!dir)
         return CLI_EXIT_INVALID;
-    if (o.npos != 1) {
-        cli_errorf("policy", "list needs exactly one directory");
-        return CLI_EXIT_INVALID;
-    }
     de_interner *in = de_intern_new();
     pol_set *s;
     de_err e;
     de_err_clear(&e);
-    if (pol_set_load(o.pos[0], in, &o.cfg, &s, &e) != DE_OK) {
-        cli_errorf("policy", "list: %s", e.msg);
+    if (pol_set_load(dir, in, &o.cfg, &s, &e) != DE_OK) {
+        cli_errorf(o.who, "%s", e.msg);
         de_intern_free(in);
         return CLI_EXIT_INVALID;
     }
@@ -282,7 +331,7 @@ static uint64_t cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static de_rc load_snapshot(const popts *o, dg_graph **out, de_err *e)
+static de_rc load_snapshot(const policy_opts *o, dg_graph **out, de_err *e)
 {
     dg_opts gopts = {0};
     de_gates gates;
@@ -302,26 +351,53 @@ static de_rc load_snapshot(const popts *o, dg_graph **out, de_err *e)
     return DE_OK;
 }
 
+static void bench_help(FILE *o)
+{
+    fprintf(o, "usage: draengine policy bench DIR -f SNAPSHOT... [flags]\n\n"
+               "Per policy and hook: calls, thread-CPU ns per call and exact instructions per call on the\n"
+               "snapshot's devices, nodes and claims.\n\nflags:\n"
+               "  -f, --filename PATH               snapshot manifests (repeatable)\n"
+               "  --policies DIR                    the directory (instead of the operand; --policy-dir too)\n"
+               "  --iterations N                    timed passes (default 5)\n"
+               "  --feature-gates A=true,...        gates for decoding the snapshot\n"
+               "%s"
+               "  -v                                log verbosity\n  -h, --help                        this help\n",
+            policy_limit_help);
+}
+
 static int cmd_bench(int argc, char **argv)
 {
-    popts o = {0};
-    if (parse(argc, argv, &o, "bench") < 0)
+    static const cli_flag flags[] = {
+        PF_COMMON_FLAGS,
+        PF_LIMIT_FLAGS,
+        {"policies", 0, CLI_ARG_REQUIRED, PF_POLICIES, "policy-dir"},
+        {"filename", 'f', CLI_ARG_REQUIRED, PF_FILE, NULL},
+        {"iterations", 0, CLI_ARG_REQUIRED, PF_ITER, NULL},
+        {"feature-gates", 0, CLI_ARG_REQUIRED, PF_GATES, NULL},
+        {0},
+    };
+    policy_opts o = {0};
+    int pr = policy_parse(argc, argv, &o, "bench", flags, bench_help);
+    if (pr)
+        return pr > 0 ? CLI_EXIT_OK : CLI_EXIT_INVALID;
+    const char *dir = policy_dir_arg(&o, "bench", NULL);
+    if (!dir)
         return CLI_EXIT_INVALID;
-    if (o.npos != 1 || !o.nfiles) {
-        cli_errorf("policy", "bench needs a policy directory and -f SNAPSHOT");
+    if (!o.nfiles) {
+        cli_errorf(o.who, "bench needs a policy directory and -f SNAPSHOT");
         return CLI_EXIT_INVALID;
     }
     dg_graph *g = NULL;
     de_err e;
     de_err_clear(&e);
     if (load_snapshot(&o, &g, &e) != DE_OK) {
-        cli_errorf("policy", "bench: %s", e.msg);
+        cli_errorf(o.who, "%s", e.msg);
         return cli_exit_for(e.rc);
     }
     o.cfg.log = NULL;
     pol_set *s;
-    if (pol_set_load(o.pos[0], dg_intern(g), &o.cfg, &s, &e) != DE_OK) {
-        cli_errorf("policy", "bench: %s", e.msg);
+    if (pol_set_load(dir, dg_intern(g), &o.cfg, &s, &e) != DE_OK) {
+        cli_errorf(o.who, "%s", e.msg);
         dg_free(g);
         return CLI_EXIT_INVALID;
     }
@@ -456,7 +532,7 @@ int cli_cmd_policy(int argc, char **argv)
     }
     const char *sub = argv[1];
     if (!strcmp(sub, "test"))
-        return cmd_test(argc - 2, argv + 2);
+        return cli_policy_test(argc - 2, argv + 2);
     if (!strcmp(sub, "lint"))
         return cmd_lint(argc - 2, argv + 2);
     if (!strcmp(sub, "bench"))

@@ -14,14 +14,22 @@
  *      node choice and scores take part exactly as when scheduling;
  *   3. per claim: allocated differently, becomes unschedulable, becomes
  *      schedulable.
+ * Each revision is judged as every command judges one (pol_verdict_judge):
+ * hook failures of the --to revision on the snapshot's devices are listed in
+ * a section of their own, the devices they hit are left out of the
+ * attribute changes (their facts are missing, not changed), and the command
+ * exits 2 - a CI gate refuses what serve would refuse.
  * Output is deterministic (device and claim order are input order; devices
- * sorted by driver/pool/name), text or JSON (-o json).
+ * sorted by driver/pool/name), as text, Markdown or JSON (policy_diff_out.c).
  */
 #include "../alloc/al.h"
 #include "../base/buf.h"
 #include "../model/dg.h"
 #include "../policy/polgraph.h"
 #include "cli.h"
+#include "cmd_policy.h"
+#include "policy_diff.h"
+#include "policy_out.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -44,6 +52,7 @@ typedef struct side {
     pol_host *host;
     claim_out *claims; /* pending claims, input order */
     uint32_t nclaims;
+    pol_verdict verdict;
 } side;
 
 static void free_side(side *s)
@@ -54,6 +63,7 @@ static void free_side(side *s)
         free(s->claims[i].why);
     }
     free(s->claims);
+    pol_verdict_free(&s->verdict);
     al_free(s->a);
     pol_host_free(s->host);
     if (s->g)
@@ -132,6 +142,7 @@ static de_rc run_side(side *s, const char **files, int nfiles, const de_gates *g
     de_rc rc = pol_host_new(s->dir, s->g, &ho, &s->host, e);
     if (rc != DE_OK)
         return rc;
+    pol_host_judge(s->host, &s->verdict);
     al_opts ao;
     memset(&ao, 0, sizeof ao);
     ao.gates = *gates;
@@ -231,61 +242,6 @@ static de_rc run_side(side *s, const char **files, int nfiles, const de_gates *g
 
 /* ---- derived attribute differences ----------------------------------------------- */
 
-static void val_text(de_interner *in, const de_attrval *v, de_buf *b)
-{
-    switch (v->kind) {
-    case DE_V_INT:
-        de_buf_printf(b, "%lld", (long long)v->u.i);
-        return;
-    case DE_V_BOOL:
-        de_buf_puts(b, v->u.b ? "true" : "false");
-        return;
-    case DE_V_STRING:
-        de_buf_printf(b, "\"%s\"", de_intern_str(in, v->u.s));
-        return;
-    case DE_V_VERSION:
-        de_buf_printf(b, "version %s", de_intern_str(in, v->u.s));
-        return;
-    default:
-        de_buf_putc(b, '[');
-        for (uint32_t i = 0; i < v->n; i++) {
-            if (i)
-                de_buf_putc(b, ',');
-            if (v->kind == DE_V_INTS)
-                de_buf_printf(b, "%lld", (long long)v->u.ints[i]);
-            else if (v->kind == DE_V_BOOLS)
-                de_buf_puts(b, v->u.bools[i] ? "true" : "false");
-            else
-                de_buf_printf(b, "\"%s\"", de_intern_str(in, v->u.strs[i]));
-        }
-        de_buf_putc(b, ']');
-    }
-}
-
-static bool val_eq(de_interner *ia, const de_attrval *a, de_interner *ib, const de_attrval *b)
-{
-    de_buf x, y;
-    de_buf_init(&x, 1 << 16);
-    de_buf_init(&y, 1 << 16);
-    val_text(ia, a, &x);
-    val_text(ib, b, &y);
-    bool eq = !strcmp(de_buf_str(&x), de_buf_str(&y));
-    de_buf_free(&x);
-    de_buf_free(&y);
-    return eq;
-}
-
-typedef struct devline {
-    char *key;  /* driver/pool/name */
-    char *text; /* the change lines */
-    json_t *json;
-} devline;
-
-static int cmp_devline(const void *a, const void *b)
-{
-    return strcmp(((const devline *)a)->key, ((const devline *)b)->key);
-}
-
 static const de_attr *find(const de_devview *v, de_interner *in, const char *dom, const char *name)
 {
     for (uint32_t i = 0; i < v->nderived; i++)
@@ -295,7 +251,50 @@ static const de_attr *find(const de_devview *v, de_interner *in, const char *dom
     return NULL;
 }
 
-static uint32_t diff_devices(side *A, side *B, devline **out)
+static char *text_of(de_interner *in, const de_attrval *v)
+{
+    de_buf b;
+    de_buf_init(&b, 1 << 16);
+    cli_attrval_text(in, v, &b);
+    return de_buf_take(&b);
+}
+
+static void add_change(pd_device *d, char kind, const char *dom, const char *name, de_interner *ia,
+                       const de_attrval *a, de_interner *ib, const de_attrval *b)
+{
+    d->ch = de_xrealloc(d->ch, (d->nch + 1) * sizeof *d->ch);
+    pd_change *c = &d->ch[d->nch++];
+    memset(c, 0, sizeof *c);
+    c->kind = kind;
+    size_t n = strlen(dom) + strlen(name) + 2;
+    c->attr = de_xmalloc(n);
+    snprintf(c->attr, n, "%s/%s", dom, name);
+    if (a) {
+        c->from = text_of(ia, a);
+        c->jfrom = cli_attrval_json(ia, a);
+    }
+    if (b) {
+        c->to = text_of(ib, b);
+        c->jto = cli_attrval_json(ib, b);
+    }
+    c->type = cli_attrval_type(b ? b : a);
+}
+
+static bool failed_on(const side *s, uint32_t devid)
+{
+    const pol_devfacts *f = pol_set_facts(pol_host_active(s->host), devid);
+    return f && f->nfailures;
+}
+
+static int cmp_dev(const void *a, const void *b)
+{
+    return strcmp(((const pd_device *)a)->key, ((const pd_device *)b)->key);
+}
+
+/* Devices whose derived attributes differ, sorted by driver/pool/name.
+ * A device on which a --to hook failed is not among them: it is in the
+ * failures section, and its missing facts are not a change anyone made. */
+static uint32_t diff_devices(side *A, side *B, pd_device **out)
 {
     de_interner *ia = dg_intern(A->g), *ib = dg_intern(B->g);
     uint32_t limit = dg_device_id_limit(A->g), n = 0, cap = 0;
@@ -308,68 +307,64 @@ static uint32_t diff_devices(side *A, side *B, devline **out)
         const char *drv = de_intern_str(ia, va.driver), *pool = de_intern_str(ia, va.pool),
                    *name = de_intern_str(ia, va.name);
         uint32_t idb = dg_device_find(B->g, de_intern_cstr(ib, drv), de_intern_cstr(ib, pool), de_intern_cstr(ib, name));
-        if (idb == DG_NONE)
+        if (idb == DG_NONE || failed_on(B, idb))
             continue;
         dg_device_view(B->g, idb, &vb);
-        de_buf t;
-        de_buf_init(&t, 1 << 20);
-        json_t *changes = json_array();
+        pd_device d = {0};
         /* removed or changed (A's order), then added (B's order) */
         for (uint32_t i = 0; i < va.nderived; i++) {
             const de_attr *a = &va.derived[i];
             const char *dom = de_intern_str(ia, a->domain), *an = de_intern_str(ia, a->name);
             const de_attr *b = find(&vb, ib, dom, an);
-            de_buf x;
-            de_buf_init(&x, 1 << 16);
-            val_text(ia, &a->v, &x);
             if (!b) {
-                de_buf_printf(&t, "    - %s/%s (was %s)\n", dom, an, de_buf_str(&x));
-                json_array_append_new(changes, json_pack("{s:s, s:o, s:s}", "change", "removed", "attribute",
-                                                         json_sprintf("%s/%s", dom, an), "from", de_buf_str(&x)));
-            } else if (!val_eq(ia, &a->v, ib, &b->v)) {
-                de_buf y;
-                de_buf_init(&y, 1 << 16);
-                val_text(ib, &b->v, &y);
-                de_buf_printf(&t, "    ~ %s/%s: %s -> %s\n", dom, an, de_buf_str(&x), de_buf_str(&y));
-                json_array_append_new(changes, json_pack("{s:s, s:o, s:s, s:s}", "change", "changed", "attribute",
-                                                         json_sprintf("%s/%s", dom, an), "from", de_buf_str(&x),
-                                                         "to", de_buf_str(&y)));
-                de_buf_free(&y);
+                add_change(&d, '-', dom, an, ia, &a->v, ib, NULL);
+            } else {
+                char *x = text_of(ia, &a->v), *y = text_of(ib, &b->v);
+                if (strcmp(x, y))
+                    add_change(&d, '~', dom, an, ia, &a->v, ib, &b->v);
+                free(x);
+                free(y);
             }
-            de_buf_free(&x);
         }
         for (uint32_t i = 0; i < vb.nderived; i++) {
             const de_attr *b = &vb.derived[i];
             const char *dom = de_intern_str(ib, b->domain), *bn = de_intern_str(ib, b->name);
-            if (find(&va, ia, dom, bn))
-                continue;
-            de_buf y;
-            de_buf_init(&y, 1 << 16);
-            val_text(ib, &b->v, &y);
-            de_buf_printf(&t, "    + %s/%s = %s\n", dom, bn, de_buf_str(&y));
-            json_array_append_new(changes, json_pack("{s:s, s:o, s:s}", "change", "added", "attribute",
-                                                     json_sprintf("%s/%s", dom, bn), "to", de_buf_str(&y)));
-            de_buf_free(&y);
+            if (!find(&va, ia, dom, bn))
+                add_change(&d, '+', dom, bn, ia, NULL, ib, &b->v);
         }
-        if (t.len) {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 64;
-                *out = de_xrealloc(*out, cap * sizeof **out);
-            }
-            char key[768];
-            snprintf(key, sizeof key, "%s/%s/%s", drv, pool, name);
-            (*out)[n].key = de_xstrdup(key);
-            (*out)[n].text = de_buf_take(&t);
-            (*out)[n].json = json_pack("{s:s, s:o}", "device", key, "changes", changes);
-            n++;
-        } else {
-            json_decref(changes);
+        if (!d.nch)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            *out = de_xrealloc(*out, cap * sizeof **out);
         }
-        de_buf_free(&t);
+        size_t kl = strlen(drv) + strlen(pool) + strlen(name) + 3;
+        d.key = de_xmalloc(kl);
+        snprintf(d.key, kl, "%s/%s/%s", drv, pool, name);
+        d.driver = de_xstrdup(drv);
+        (*out)[n++] = d;
     }
     if (n)
-        qsort(*out, n, sizeof **out, cmp_devline);
+        qsort(*out, n, sizeof **out, cmp_dev);
     return n;
+}
+
+static void free_devices(pd_device *d, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        for (uint32_t k = 0; k < d[i].nch; k++) {
+            pd_change *c = &d[i].ch[k];
+            free(c->attr);
+            free(c->from);
+            free(c->to);
+            json_decref(c->jfrom);
+            json_decref(c->jto);
+        }
+        free(d[i].ch);
+        free(d[i].key);
+        free(d[i].driver);
+    }
+    free(d);
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -377,150 +372,128 @@ static bool str_eq(const char *a, const char *b)
     return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
+static void diff_help(FILE *o)
+{
+    fprintf(o, "usage: draengine policy diff --from DIR --to DIR -f SNAPSHOT... [flags]\n\n"
+               "Judge the --to revision on the snapshot's devices, replay the snapshot's pending claims under\n"
+               "both revisions and print what changes: hook failures (the revision is refused: exit 2),\n"
+               "derived attributes grouped by attribute and driver, claims that become unschedulable,\n"
+               "are allocated differently or become schedulable.\n\nflags:\n"
+               "  --from DIR                        the current policy directory\n"
+               "  --to DIR                          the proposed one\n"
+               "  -f, --filename PATH               snapshot manifests, e.g. from draengine snapshot (repeatable)\n"
+               "  --node NAME                       allocate every pending claim together on this node\n"
+               "  --feature-gates A=true,...        Kubernetes 1.37 feature gates\n"
+               "  -o, --output text|markdown|json   text (default), a pull-request comment, or JSON\n"
+               "  --exit-code                       exit 1 when anything changes\n"
+               "%s"
+               "  -v                                log verbosity; policy statistics at the end\n"
+               "  -h, --help                        this help\n\n"
+               "Exit status: 0 (1 with --exit-code when something changes); 2 invalid input or the --to\n"
+               "revision refused.\n",
+            policy_limit_help);
+}
+
 int cli_policy_diff(int argc, char **argv);
 int cli_policy_diff(int argc, char **argv)
 {
-    const char *from = NULL, *to = NULL, *node = NULL, *outfmt = "text", *gspec = NULL;
-    const char *files[64];
-    int nfiles = 0;
-    bool exit_code = false;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes = !strcmp(a, "--from") || !strcmp(a, "--to") || !strcmp(a, "-f") || !strcmp(a, "--filename") ||
-                     !strcmp(a, "--node") || !strcmp(a, "-o") || !strcmp(a, "--output") ||
-                     !strcmp(a, "--feature-gates");
-        if (takes && !v) {
-            cli_errorf("policy", "diff: %s needs a value", a);
-            return CLI_EXIT_INVALID;
-        }
-        if (!strcmp(a, "--from"))
-            from = argv[++i];
-        else if (!strcmp(a, "--to"))
-            to = argv[++i];
-        else if (!strcmp(a, "--node"))
-            node = argv[++i];
-        else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
-            outfmt = argv[++i];
-        else if (!strcmp(a, "--feature-gates"))
-            gspec = argv[++i];
-        else if (!strncmp(a, "--feature-gates=", 16))
-            gspec = a + 16;
-        else if (!strcmp(a, "--exit-code"))
-            exit_code = true;
-        else if (!strcmp(a, "-f") || !strcmp(a, "--filename")) {
-            if (nfiles >= 64) {
-                cli_errorf("policy", "diff: too many -f");
-                return CLI_EXIT_INVALID;
-            }
-            files[nfiles++] = argv[++i];
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            printf("usage: draengine policy diff --from DIR --to DIR -f SNAPSHOT... [--node NAME]\n"
-                   "                             [--feature-gates SPEC] [-o text|json] [--exit-code]\n\n"
-                   "Replay the snapshot's pending claims under both policy revisions and print what changes:\n"
-                   "derived attributes per device, allocations per claim, claims that become (un)schedulable.\n"
-                   "--exit-code: exit 1 when anything changes.\n");
-            return CLI_EXIT_OK;
-        } else {
-            cli_errorf("policy", "diff: unknown argument %s", a);
-            return CLI_EXIT_INVALID;
-        }
-    }
-    if (!from || !to || !nfiles) {
-        cli_errorf("policy", "diff needs --from DIR --to DIR -f SNAPSHOT");
+    static const cli_flag flags[] = {
+        PF_COMMON_FLAGS,
+        PF_LIMIT_FLAGS,
+        {"from", 0, CLI_ARG_REQUIRED, PF_FROM, NULL},
+        {"to", 0, CLI_ARG_REQUIRED, PF_TO, NULL},
+        {"filename", 'f', CLI_ARG_REQUIRED, PF_FILE, NULL},
+        {"node", 0, CLI_ARG_REQUIRED, PF_NODE, NULL},
+        {"output", 'o', CLI_ARG_REQUIRED, PF_OUTPUT, NULL},
+        {"feature-gates", 0, CLI_ARG_REQUIRED, PF_GATES, NULL},
+        {"exit-code", 0, CLI_ARG_NONE, PF_EXIT_CODE, NULL},
+        {0},
+    };
+    policy_opts o = {0};
+    int pr = policy_parse(argc, argv, &o, "diff", flags, diff_help);
+    if (pr)
+        return pr > 0 ? CLI_EXIT_OK : CLI_EXIT_INVALID;
+    if (o.npos) {
+        cli_errorf(o.who, "unexpected argument \"%s\"", o.pos[0]);
         return CLI_EXIT_INVALID;
     }
-    if (strcmp(outfmt, "text") && strcmp(outfmt, "json")) {
-        cli_errorf("policy", "diff: -o: \"%s\" is not text or json", outfmt);
+    if (!o.from || !o.to || !o.nfiles) {
+        cli_errorf(o.who, "needs --from DIR --to DIR -f SNAPSHOT");
         return CLI_EXIT_INVALID;
     }
+    static const char *const formats[] = {"text", "markdown", "json", NULL};
+    if (!policy_want_format(&o, formats))
+        return CLI_EXIT_INVALID;
     de_gates gates;
     de_gates_default(&gates);
     de_err e;
     de_err_clear(&e);
-    if (gspec && de_gates_parse(&gates, gspec, &e) != DE_OK) {
-        cli_errorf("policy", "diff: --feature-gates: %s", e.msg);
+    if (o.gates && de_gates_parse(&gates, o.gates, &e) != DE_OK) {
+        cli_errorf(o.who, "--feature-gates: %s", e.msg);
         return CLI_EXIT_INVALID;
     }
-    pol_config cfg;
-    pol_config_default(&cfg);
-    cfg.log = pol_log_to_engine;
-    side A = {.dir = from}, B = {.dir = to};
+    side A = {.dir = o.from}, B = {.dir = o.to};
     int ret = CLI_EXIT_INVALID;
-    devline *dl = NULL;
-    uint32_t ndl = 0;
-    if (run_side(&A, files, nfiles, &gates, node, &cfg, &e) != DE_OK ||
-        run_side(&B, files, nfiles, &gates, node, &cfg, &e) != DE_OK) {
-        cli_errorf("policy", "diff: %s", e.msg);
+    pd_device *devs = NULL;
+    uint32_t ndevs = 0;
+    pd_claim *claims = NULL;
+    if (run_side(&A, o.files, o.nfiles, &gates, o.node, &o.cfg, &e) != DE_OK ||
+        run_side(&B, o.files, o.nfiles, &gates, o.node, &o.cfg, &e) != DE_OK) {
+        cli_errorf(o.who, "%s", e.msg);
         goto out;
     }
-    ndl = diff_devices(&A, &B, &dl);
-    uint32_t changed = 0, unsched = 0, sched = 0;
-    de_buf ct;
-    de_buf_init(&ct, 64 << 20);
-    json_t *jclaims = json_array();
+    ndevs = diff_devices(&A, &B, &devs);
     de_interner *ia = dg_intern(A.g);
+    pd_result r = {.from_dir = o.from, .to_dir = o.to, .from_v = &A.verdict, .to_v = &B.verdict,
+                   .devs = devs, .ndevs = ndevs, .npending = A.nclaims};
+    r.from_rev = pol_set_revision(pol_host_active(A.host));
+    r.to_rev = pol_set_revision(pol_host_active(B.host));
+    claims = de_xcalloc(A.nclaims ? A.nclaims : 1, sizeof *claims);
     for (uint32_t i = 0; i < A.nclaims && i < B.nclaims; i++) {
         claim_out *a = &A.claims[i], *b = &B.claims[i];
-        const char *ns = de_intern_str(ia, a->ns), *nm = de_intern_str(ia, a->name);
+        pd_claim c = {.ns = (char *)de_intern_str(ia, a->ns), .name = (char *)de_intern_str(ia, a->name),
+                      .from_node = a->node, .from_devices = a->devices, .to_node = b->node,
+                      .to_devices = b->devices, .why = b->why};
         if (a->ok && b->ok) {
             if (str_eq(a->node, b->node) && str_eq(a->devices, b->devices))
                 continue;
-            changed++;
-            de_buf_printf(&ct, "  claim %s/%s: %s [%s] -> %s [%s]\n", ns, nm, a->node, a->devices, b->node, b->devices);
-            json_array_append_new(jclaims, json_pack("{s:s, s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s}}", "claim", nm,
-                                                     "namespace", ns, "change", "reallocated", "from", "node", a->node,
-                                                     "devices", a->devices, "to", "node", b->node, "devices",
-                                                     b->devices));
+            c.kind = PD_REALLOCATED;
         } else if (a->ok && !b->ok) {
-            unsched++;
-            de_buf_printf(&ct, "  claim %s/%s: becomes unschedulable (was %s [%s]): %s\n", ns, nm, a->node, a->devices,
-                          b->why ? b->why : "?");
-            json_array_append_new(jclaims, json_pack("{s:s, s:s, s:s, s:{s:s, s:s}, s:s}", "claim", nm, "namespace",
-                                                     ns, "change", "unschedulable", "from", "node", a->node,
-                                                     "devices", a->devices, "reason", b->why ? b->why : ""));
+            c.kind = PD_UNSCHEDULABLE;
         } else if (!a->ok && b->ok) {
-            sched++;
-            de_buf_printf(&ct, "  claim %s/%s: becomes schedulable: %s [%s]\n", ns, nm, b->node, b->devices);
-            json_array_append_new(jclaims, json_pack("{s:s, s:s, s:s, s:{s:s, s:s}}", "claim", nm, "namespace", ns,
-                                                     "change", "schedulable", "to", "node", b->node, "devices",
-                                                     b->devices));
+            c.kind = PD_SCHEDULABLE;
+        } else {
+            continue;
         }
+        r.count[c.kind]++;
+        claims[r.nclaims++] = c;
     }
-    const char *ra = pol_set_revision(pol_host_active(A.host)), *rb = pol_set_revision(pol_host_active(B.host));
-    if (!strcmp(outfmt, "json")) {
-        json_t *jd = json_array();
-        for (uint32_t i = 0; i < ndl; i++)
-            json_array_append(jd, dl[i].json);
-        json_t *doc = json_pack("{s:{s:s, s:s}, s:{s:s, s:s}, s:o, s:o, s:{s:i, s:i, s:i, s:i, s:i}}", "from", "dir",
-                                from, "revision", ra, "to", "dir", to, "revision", rb, "devices", jd, "claims", jclaims,
-                                "summary", "devices_changed", (json_int_t)ndl, "claims_reallocated",
-                                (json_int_t)changed, "claims_unschedulable", (json_int_t)unsched,
-                                "claims_schedulable", (json_int_t)sched, "claims_pending", (json_int_t)A.nclaims);
-        char *s = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        printf("%s\n", s);
-        free(s);
+    r.claims = claims;
+    if (!strcmp(o.out, "json")) {
+        json_t *doc = pd_json(&r);
+        char *t = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        printf("%s\n", t);
+        free(t);
         json_decref(doc);
+    } else if (!strcmp(o.out, "markdown")) {
+        pd_markdown(&r, stdout);
     } else {
-        json_decref(jclaims);
-        printf("policy diff: %s (revision %.12s) -> %s (revision %.12s)\n", from, ra, to, rb);
-        printf("derived attributes: %u device%s changed\n", ndl, ndl == 1 ? "" : "s");
-        for (uint32_t i = 0; i < ndl; i++)
-            printf("  %s\n%s", dl[i].key, dl[i].text);
-        printf("allocations: %u pending claim%s replayed\n", A.nclaims, A.nclaims == 1 ? "" : "s");
-        fputs(de_buf_str(&ct), stdout);
-        printf("summary: %u devices with changed attributes, %u claims allocated differently, %u become "
-               "unschedulable, %u become schedulable\n",
-               ndl, changed, unsched, sched);
+        pd_text(&r, stdout);
     }
-    de_buf_free(&ct);
-    ret = exit_code && (ndl || changed || unsched || sched) ? CLI_EXIT_UNSAT : CLI_EXIT_OK;
+    fflush(stdout);
+    bool changed = ndevs || r.nclaims;
+    if (B.verdict.ndevices) {
+        char sum[2048];
+        pol_verdict_summary(&B.verdict, sum, sizeof sum);
+        cli_errorf(o.who, "--to %s: %s", o.to, sum);
+        ret = CLI_EXIT_INVALID;
+    } else {
+        ret = o.exit_code && changed ? CLI_EXIT_UNSAT : CLI_EXIT_OK;
+    }
+    cli_policy_stats(stderr, "policy diff", pol_host_active(B.host), o.verbose > 0);
 out:
-    for (uint32_t i = 0; i < ndl; i++) {
-        free(dl[i].key);
-        free(dl[i].text);
-        json_decref(dl[i].json);
-    }
-    free(dl);
+    free(claims);
+    free_devices(devs, ndevs);
     free_side(&A);
     free_side(&B);
     return ret;

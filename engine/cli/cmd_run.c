@@ -24,7 +24,6 @@
 #include "run_policy.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,13 +49,16 @@ static void usage(FILE *f)
             "  --shapes LIST      node shapes and weights (default: a mix of every shape;\n"
             "                     see `draengine sim --list-shapes`)\n"
             "  --workload FILE    the pod mix, YAML or JSON (see --print-workload for the format)\n"
-            "  --policies DIR     policy directory (default: ./policies when it exists)\n"
+            "  --policies DIR     policy directory (default: ./policies when it exists; --policy-dir\n"
+            "                     too); a revision whose hooks fail on the cluster's devices is refused\n"
             "  --no-policies      Kubernetes allocation only\n"
             "  --seed S           seed of the cluster and of the arrivals (default 1)\n"
             "  --report FILE      also write a self-contained HTML report\n"
             "  --max-pods N       stop after N pods (default: the workload's maxPods, 100000)\n"
             "  --feature-gates L  Kubernetes 1.37 feature gates, as kube-scheduler takes them\n"
-            "  --print-workload   print the built-in workload mix and exit\n",
+            "  --print-workload   print the built-in workload mix and exit\n"
+            "  -v                 log verbosity (-v 2); policy statistics at the end\n"
+            "  -h, --help         this help\n",
             RUN_DEFAULT_NODES);
 }
 
@@ -137,6 +139,24 @@ static const char *tier_of(const runner *r, const de_devview *v)
         if (v->derived[i].name == tier && v->derived[i].v.kind == DE_V_STRING)
             return sv(r, v->derived[i].v.u.s);
     return NULL;
+}
+
+/* Every derived attribute of a device, for the report's colouring. */
+static void add_facets(runner *r, uint32_t di, const de_devview *v)
+{
+    for (uint32_t i = 0; i < v->nderived; i++) {
+        const de_attr *a = &v->derived[i];
+        char name[200], val[256];
+        snprintf(name, sizeof name, "%s/%s", sv(r, a->domain), sv(r, a->name));
+        switch (a->v.kind) {
+        case DE_V_INT: snprintf(val, sizeof val, "%lld", (long long)a->v.u.i); break;
+        case DE_V_BOOL: snprintf(val, sizeof val, "%s", a->v.u.b ? "true" : "false"); break;
+        case DE_V_STRING:
+        case DE_V_VERSION: snprintf(val, sizeof val, "%s", sv(r, a->v.u.s)); break;
+        default: snprintf(val, sizeof val, "(a list of %u)", a->v.n);
+        }
+        run_stats_facet(&r->st, di, name, val);
+    }
 }
 
 typedef struct slref {
@@ -232,11 +252,13 @@ static void build_device_table(runner *r)
                     d.numa = attr_int(r, &v, numa_keys[q][0][0] ? numa_keys[q][0] : drv, numa_keys[q][1]);
                 d.root = (char *)attr_str(r, &v, "resource.kubernetes.io", "pcieRoot");
                 r->devmap[devid] = run_stats_add_dev(&r->st, &d);
+                add_facets(r, r->devmap[devid], &v);
             }
         }
         free(sl);
     }
     free(keys);
+    run_stats_facets_done(&r->st);
 }
 
 /* ---- one pod ------------------------------------------------------------------ */
@@ -363,23 +385,23 @@ static void decide(runner *r, al_allocator *al, de_arena *arena, size_t wi, uint
                 record_alloc(r, (uint32_t)wi, &out.allocs[c].alloc, &p, devs, &ndevs);
         alignment(r, &p, devs, ndevs);
     } else if (rc == DE_OK || rc == DE_EUNSAT) {
+        /* the whole first line: a reason cut mid-word reads as a different one */
         const char *why = rc == DE_EUNSAT && out.why ? out.why : "no node fits";
-        char line[512];
-        size_t l = strcspn(why, "\n");
-        snprintf(line, sizeof line, "%.*s", (int)(l < sizeof line - 1 ? l : sizeof line - 1), why);
+        char *line = de_xstrndup(why, strcspn(why, "\n"));
         p.reason = line;
         run_stats_add_pod(&r->st, &p);
+        free(line);
         de_arena_reset(arena);
         return;
     }
     /* out here: p.reason points into it when run_stats_add_pod copies it
      * (declared in the branch, it was read after its scope ended) */
-    char line[600];
+    char line[DE_ERR_MSG_MAX + 16];
     if (rc != DE_OK) {
         /* a hard error for this pod (bad selector, budget): pending, and the
          * workload stops, since every pod of it would fail the same way */
         *hard_error = true;
-        snprintf(line, sizeof line, "error: %.500s", pe.msg);
+        snprintf(line, sizeof line, "error: %s", pe.msg);
         line[strcspn(line, "\n")] = 0;
         p.reason = line;
     }
@@ -391,81 +413,93 @@ static void decide(runner *r, al_allocator *al, de_arena *arena, size_t wi, uint
 
 int cli_cmd_run(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"nodes", required_argument, NULL, 'n'},
-        {"shapes", required_argument, NULL, 's'},
-        {"shape", required_argument, NULL, 's'},
-        {"workload", required_argument, NULL, 'w'},
-        {"policies", required_argument, NULL, 'p'},
-        {"no-policies", no_argument, NULL, 'P'},
-        {"seed", required_argument, NULL, 'S'},
-        {"report", required_argument, NULL, 'r'},
-        {"max-pods", required_argument, NULL, 'm'},
-        {"print-workload", no_argument, NULL, 'W'},
-        {"feature-gates", required_argument, NULL, 'G'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    enum { F_NODES = 1, F_SHAPES, F_WORKLOAD, F_POLICIES, F_NOPOL, F_SEED, F_REPORT, F_MAXPODS, F_PRINT, F_GATES,
+           F_HELP, F_VERBOSE };
+    static const cli_flag flags[] = {
+        {"nodes", 0, CLI_ARG_REQUIRED, F_NODES, NULL},
+        {"shapes", 0, CLI_ARG_REQUIRED, F_SHAPES, "shape"},
+        {"workload", 0, CLI_ARG_REQUIRED, F_WORKLOAD, NULL},
+        {"policies", 0, CLI_ARG_REQUIRED, F_POLICIES, "policy-dir"},
+        {"no-policies", 0, CLI_ARG_NONE, F_NOPOL, NULL},
+        {"seed", 0, CLI_ARG_REQUIRED, F_SEED, NULL},
+        {"report", 0, CLI_ARG_REQUIRED, F_REPORT, NULL},
+        {"max-pods", 0, CLI_ARG_REQUIRED, F_MAXPODS, NULL},
+        {"print-workload", 0, CLI_ARG_NONE, F_PRINT, NULL},
+        {"feature-gates", 0, CLI_ARG_REQUIRED, F_GATES, NULL},
+        {"help", 'h', CLI_ARG_NONE, F_HELP, NULL},
+        {"v", 'v', CLI_ARG_LEVEL, F_VERBOSE, "verbose"},
+        {0},
     };
     uint64_t v, seed = 1, max_pods = 0;
     uint32_t nodes = RUN_DEFAULT_NODES;
     const char *shapes = NULL, *workload = NULL, *policies = NULL, *report = NULL;
     bool no_policies = false;
+    int verbose = 0;
     de_gates gates;
     de_gates_default(&gates);
-    int c;
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'n':
-            if (!cli_flag_u64("run", "--nodes", optarg, 1, SIM_MAX_NODES, &v))
+    cli_args args;
+    cli_args_init(&args, "run", argc, argv, 1);
+    const char *val;
+    int id;
+    while ((id = cli_args_next(&args, flags, &val)) != CLI_ARGS_END) {
+        const char *fl = cli_args_flag(&args);
+        switch (id) {
+        case CLI_ARGS_ERROR:
+            usage(stderr);
+            return CLI_EXIT_INVALID;
+        case CLI_ARGS_OPERAND:
+            cli_errorf("run", "unexpected argument \"%s\"", val);
+            return CLI_EXIT_INVALID;
+        case F_NODES:
+            if (!cli_flag_u64("run", fl, val, 1, SIM_MAX_NODES, &v))
                 return CLI_EXIT_INVALID;
             nodes = (uint32_t)v;
             break;
-        case 's':
-            shapes = optarg;
+        case F_SHAPES:
+            shapes = val;
             break;
-        case 'w':
-            workload = optarg;
+        case F_WORKLOAD:
+            workload = val;
             break;
-        case 'p':
-            policies = optarg;
+        case F_POLICIES:
+            policies = val;
             break;
-        case 'P':
+        case F_NOPOL:
             no_policies = true;
             break;
-        case 'S':
-            if (!cli_flag_u64("run", "--seed", optarg, 0, UINT64_MAX, &seed))
+        case F_SEED:
+            if (!cli_flag_u64("run", fl, val, 0, UINT64_MAX, &seed))
                 return CLI_EXIT_INVALID;
             break;
-        case 'r':
-            report = optarg;
+        case F_REPORT:
+            report = val;
             break;
-        case 'm':
-            if (!cli_flag_u64("run", "--max-pods", optarg, 1, 10000000, &max_pods))
+        case F_MAXPODS:
+            if (!cli_flag_u64("run", fl, val, 1, 10000000, &max_pods))
                 return CLI_EXIT_INVALID;
             break;
-        case 'G': {
+        case F_GATES: {
             de_err ge;
             de_err_clear(&ge);
-            if (de_gates_parse(&gates, optarg, &ge) != DE_OK) {
+            if (de_gates_parse(&gates, val, &ge) != DE_OK) {
                 cli_errorf("run", "--feature-gates: %s", ge.msg);
                 return CLI_EXIT_INVALID;
             }
             break;
         }
-        case 'W':
+        case F_PRINT:
             fputs(run_default_mix_text(), stdout);
             return CLI_EXIT_OK;
-        case 'h':
+        case F_HELP:
             usage(stdout);
             return CLI_EXIT_OK;
-        default:
-            return cli_unknown_flag("run", argv, usage);
+        case F_VERBOSE:
+            if (!cli_flag_level("run", val, &verbose))
+                return CLI_EXIT_INVALID;
+            de_log_set_verbosity(verbose);
+            break;
         }
     }
-    if (cli_operands_left("run", argc, argv))
-        return CLI_EXIT_INVALID;
     bool default_policies = false;
     if (!policies && !no_policies) {
         struct stat st;
@@ -534,8 +568,12 @@ int cli_cmd_run(int argc, char **argv)
             cli_errorf("run", "loading policies from %s: %s", policies, e.msg);
             exit_code = CLI_EXIT_INVALID;
             goto out;
+        } else if (!run_policy_judge(rp, policies)) {
+            exit_code = CLI_EXIT_INVALID;
+            goto out;
         } else {
             r.st.npolicies = run_policy_count(rp);
+            r.st.policy_dir = de_xstrdup(policies);
             r.st.policy_revision = de_xstrdup(run_policy_revision(rp));
         }
     }
@@ -644,6 +682,8 @@ int cli_cmd_run(int argc, char **argv)
         }
     }
     fflush(stdout);
+    if (rp)
+        run_policy_stats(rp);
 
 out:
     free(stopped);

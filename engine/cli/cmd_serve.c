@@ -21,6 +21,7 @@
 #include "../sched/sch.h"
 #include "../sched/sch_http.h"
 #include "cli.h"
+#include "policy_out.h"
 #include "flags.h"
 #include "objout.h"
 
@@ -79,7 +80,8 @@ static void usage(FILE *f)
         "\n"
         "Policies (Lua, hot-reloaded at cycle boundaries; the last good revision stays\n"
         "active when a reload fails):\n"
-        "  --policy-dir DIR                      policies and packs (e.g. a mounted ConfigMap)\n"
+        "  --policies DIR, --policy-dir DIR      policies and packs (e.g. a mounted ConfigMap); a revision\n"
+        "                                        whose hooks fail on the devices is refused (at start: exit 2)\n"
         "  --policy-watch[=true|false]           reload on inotify events (default true)\n"
         "  --policy-rescan DURATION              content-hash rescan period (default 30s, 0s: off)\n"
         "                                        SIGHUP also reloads\n"
@@ -373,6 +375,22 @@ static bool check_periods(sch_opts *so, const kc_lease_opts *lo, bool ibackoff_s
     return true;
 }
 
+/* The verdict on the first revision (policy_out.h); refused, serve stops:
+ * there is no earlier revision to keep. */
+static bool serve_judge_policies(const pol_host *h, const char *dir)
+{
+    pol_verdict v;
+    bool ok = pol_host_judge(h, &v);
+    if (!ok) {
+        char sum[2048];
+        pol_verdict_summary(&v, sum, sizeof sum);
+        DE_ERROR("--policy-dir %s: %s; no earlier revision to keep, stopping", dir, sum);
+        cli_verdict_log(&v);
+    }
+    pol_verdict_free(&v);
+    return ok;
+}
+
 int cli_cmd_serve(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -401,6 +419,7 @@ int cli_cmd_serve(int argc, char **argv)
         {"watch-backoff", required_argument, NULL, O_WBACKOFF},
         {"jitter-seed", required_argument, NULL, O_JITTER},
         {"policy-dir", required_argument, NULL, O_POLDIR},
+        {"policies", required_argument, NULL, O_POLDIR},
         {"policy-watch", optional_argument, NULL, O_POLWATCH},
         {"policy-rescan", required_argument, NULL, O_POLRESCAN},
         {"pool-status-controller", optional_argument, NULL, O_POOLSTATUS},
@@ -515,6 +534,13 @@ int cli_cmd_serve(int argc, char **argv)
             port = (long)n;
             break;
         case 'v':
+            /* -v alone is level 1, as on every command: a flag taken as
+             * its value goes back to be read as a flag */
+            if (optarg[0] == '-' && optarg[1] && optind > 1 && argv[optind - 1] == optarg) {
+                optind--;
+                de_log_set_verbosity(1);
+                break;
+            }
             if (!cli_flag_u64("serve", "-v", optarg, 0, 10, &n))
                 return CLI_EXIT_INVALID;
             de_log_set_verbosity((int)n);
@@ -658,7 +684,7 @@ int cli_cmd_serve(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    bool was_synced = false, was_leader = false;
+    bool was_synced = false, was_leader = false, policy_judged = false;
     while (!stop_requested) {
         struct pollfd pfd[40];
         kc_waitfd wf[40];
@@ -710,6 +736,15 @@ int cli_cmd_serve(int argc, char **argv)
             dg_get_stats(sv.g, &gs);
             DE_INFO(0, "informers synced: %u nodes, %u slices, %u devices, %u classes, %u claims, %u pods",
                     gs.nodes, gs.slices, gs.devices, gs.classes, gs.claims, gs.pods);
+        }
+        if (synced && sv.pol && !policy_judged) {
+            /* the first revision is judged on the cluster's devices, as
+             * every reload and every other command judges one */
+            policy_judged = true;
+            if (!serve_judge_policies(sv.pol, policy_dir)) {
+                rc = CLI_EXIT_INVALID;
+                break;
+            }
         }
         was_synced = synced;
         if (leader && synced) {

@@ -3,11 +3,11 @@
  * (DeviceClasses, Nodes, ResourceSlices) built from real hardware shapes.
  */
 #include "../../drivers/sim/sim.h"
+#include "../base/log.h"
 #include "cli.h"
 #include "flags.h"
 #include "objout.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,17 +43,17 @@ static void list_shapes(void)
 
 int cli_cmd_sim(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"nodes", required_argument, NULL, 'n'},
-        {"shape", required_argument, NULL, 's'},
-        {"shapes", required_argument, NULL, 's'},
-        {"seed", required_argument, NULL, 'S'},
-        {"output", required_argument, NULL, 'o'},
-        {"no-classes", no_argument, NULL, 'C'},
-        {"no-nodes", no_argument, NULL, 'N'},
-        {"list-shapes", no_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    static const cli_flag flags[] = {
+        {"nodes", 'n', CLI_ARG_REQUIRED, 'n', NULL},
+        {"shape", 0, CLI_ARG_REQUIRED, 's', "shapes"},
+        {"seed", 0, CLI_ARG_REQUIRED, 'S', NULL},
+        {"output", 'o', CLI_ARG_REQUIRED, 'o', NULL},
+        {"no-classes", 0, CLI_ARG_NONE, 'C', NULL},
+        {"no-nodes", 0, CLI_ARG_NONE, 'N', NULL},
+        {"list-shapes", 0, CLI_ARG_NONE, 'l', NULL},
+        {"help", 'h', CLI_ARG_NONE, 'h', NULL},
+        {"v", 'v', CLI_ARG_LEVEL, 'v', "verbose"},
+        {0},
     };
     sim_opts o = {.seed = 1};
     cli_ofmt fmt = CLI_OFMT_YAML;
@@ -61,35 +61,37 @@ int cli_cmd_sim(int argc, char **argv)
     size_t mixlen = 0;
     uint64_t v;
     int c, rc = CLI_EXIT_OK;
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+n:o:h", longopts, NULL)) != -1) {
+    cli_args args;
+    cli_args_init(&args, "sim", argc, argv, 1);
+    const char *optval;
+    int verbose = 0;
+    while ((c = cli_args_next(&args, flags, &optval)) != CLI_ARGS_END) {
         switch (c) {
         case 'n':
-            if (!cli_flag_u64("sim", "--nodes", optarg, 1, SIM_MAX_NODES, &v)) {
+            if (!cli_flag_u64("sim", "--nodes", optval, 1, SIM_MAX_NODES, &v)) {
                 free(mix);
                 return CLI_EXIT_INVALID;
             }
             o.nodes = (uint32_t)v;
             break;
         case 's': {
-            size_t l = strlen(optarg);
+            size_t l = strlen(optval);
             mix = de_xrealloc(mix, mixlen + l + 2);
             if (mixlen)
                 mix[mixlen++] = ',';
-            memcpy(mix + mixlen, optarg, l + 1);
+            memcpy(mix + mixlen, optval, l + 1);
             mixlen += l;
             break;
         }
         case 'S':
-            if (!cli_flag_u64("sim", "--seed", optarg, 0, UINT64_MAX, &o.seed)) {
+            if (!cli_flag_u64("sim", "--seed", optval, 0, UINT64_MAX, &o.seed)) {
                 free(mix);
                 return CLI_EXIT_INVALID;
             }
             break;
         case 'o':
-            if (!cli_ofmt_parse(optarg, &fmt)) {
-                cli_errorf("sim", "-o: unknown format \"%s\" (yaml or json)", optarg);
+            if (!cli_ofmt_parse(optval, &fmt)) {
+                cli_errorf("sim", "-o: unknown format \"%s\" (yaml or json)", optval);
                 free(mix);
                 return CLI_EXIT_INVALID;
             }
@@ -108,14 +110,22 @@ int cli_cmd_sim(int argc, char **argv)
             usage(stdout);
             free(mix);
             return CLI_EXIT_OK;
-        default:
+        case 'v':
+            if (!cli_flag_level("sim", optval, &verbose)) {
+                free(mix);
+                return CLI_EXIT_INVALID;
+            }
+            de_log_set_verbosity(verbose);
+            break;
+        case CLI_ARGS_OPERAND:
+            cli_errorf("sim", "unexpected argument \"%s\"", optval);
             free(mix);
-            return cli_unknown_flag("sim", argv, usage);
+            return CLI_EXIT_INVALID;
+        default:
+            usage(stderr);
+            free(mix);
+            return CLI_EXIT_INVALID;
         }
-    }
-    if (cli_operands_left("sim", argc, argv)) {
-        free(mix);
-        return CLI_EXIT_INVALID;
     }
     o.mix = mix;
     de_err e;

@@ -3,10 +3,11 @@
  * would publish for this machine's PCI devices.
  */
 #include "../../drivers/sysfs/sfs.h"
+#include "../base/log.h"
 #include "cli.h"
+#include "flags.h"
 #include "objout.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,54 +40,64 @@ static de_rc collect(void *ctx, json_t *obj, de_err *e)
 
 int cli_cmd_sysfs(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"driver", required_argument, NULL, 'd'},
-        {"node", required_argument, NULL, 'n'},
-        {"root", required_argument, NULL, 'r'},
-        {"class-prefix", required_argument, NULL, 'c'},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    static const cli_flag flags[] = {
+        {"driver", 0, CLI_ARG_REQUIRED, 'd', NULL},
+        {"node", 0, CLI_ARG_REQUIRED, 'n', NULL},
+        {"root", 0, CLI_ARG_REQUIRED, 'r', NULL},
+        {"class-prefix", 0, CLI_ARG_REQUIRED, 'c', NULL},
+        {"output", 'o', CLI_ARG_REQUIRED, 'o', NULL},
+        {"help", 'h', CLI_ARG_NONE, 'h', NULL},
+        {"v", 'v', CLI_ARG_LEVEL, 'v', "verbose"},
+        {0},
     };
     sfs_opts o = {0};
     const char *prefixes[SFS_MAX_CLASS_PREFIXES];
     cli_ofmt fmt = CLI_OFMT_YAML;
     int c;
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "+o:h", longopts, NULL)) != -1) {
+    cli_args args;
+    cli_args_init(&args, "sysfs", argc, argv, 1);
+    const char *optval;
+    int verbose = 0;
+    while ((c = cli_args_next(&args, flags, &optval)) != CLI_ARGS_END) {
         switch (c) {
         case 'd':
-            o.driver = optarg;
+            o.driver = optval;
             break;
         case 'n':
-            o.node = optarg;
+            o.node = optval;
             break;
         case 'r':
-            o.root = optarg;
+            o.root = optval;
             break;
         case 'c':
             if (o.nclass_prefixes == SFS_MAX_CLASS_PREFIXES) {
                 cli_errorf("sysfs", "at most %d --class-prefix flags", SFS_MAX_CLASS_PREFIXES);
                 return CLI_EXIT_INVALID;
             }
-            prefixes[o.nclass_prefixes++] = optarg;
+            prefixes[o.nclass_prefixes++] = optval;
             break;
         case 'o':
-            if (!cli_ofmt_parse(optarg, &fmt)) {
-                cli_errorf("sysfs", "-o: unknown format \"%s\" (yaml or json)", optarg);
+            if (!cli_ofmt_parse(optval, &fmt)) {
+                cli_errorf("sysfs", "-o: unknown format \"%s\" (yaml or json)", optval);
                 return CLI_EXIT_INVALID;
             }
             break;
         case 'h':
             usage(stdout);
             return CLI_EXIT_OK;
+        case 'v':
+            if (!cli_flag_level("sysfs", optval, &verbose))
+                return CLI_EXIT_INVALID;
+            de_log_set_verbosity(verbose);
+            break;
+        case CLI_ARGS_OPERAND:
+            cli_errorf("sysfs", "unexpected argument \"%s\"", optval);
+            return CLI_EXIT_INVALID;
         default:
-            return cli_unknown_flag("sysfs", argv, usage);
+            usage(stderr);
+            return CLI_EXIT_INVALID;
         }
     }
-    if (cli_operands_left("sysfs", argc, argv))
-        return CLI_EXIT_INVALID;
     if (!o.driver) {
         cli_errorf("sysfs", "--driver NAME is required");
         usage(stderr);

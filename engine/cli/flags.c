@@ -236,3 +236,155 @@ bool cli_flag_bool(const char *cmd, const char *flag, const char *val, bool *out
     cli_errorf(cmd, "%s: \"%s\" is not a boolean (want true or false)", flag, val);
     return false;
 }
+
+/* ---- the scanner ------------------------------------------------------------------ */
+
+void cli_args_init(cli_args *a, const char *cmd, int argc, char **argv, int first)
+{
+    memset(a, 0, sizeof *a);
+    a->cmd = cmd;
+    a->argc = argc;
+    a->argv = argv;
+    a->i = first;
+}
+
+const char *cli_args_flag(const cli_args *a) { return a->flag ? a->flag : ""; }
+
+static bool all_digits(const char *s)
+{
+    if (!s || !*s)
+        return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}
+
+static const cli_flag *find_long(const cli_flag *flags, const char *name, size_t n)
+{
+    for (const cli_flag *f = flags; f->id; f++) {
+        if (f->name && strlen(f->name) == n && !strncmp(f->name, name, n))
+            return f;
+        if (f->alias && strlen(f->alias) == n && !strncmp(f->alias, name, n))
+            return f;
+    }
+    return NULL;
+}
+
+static const cli_flag *find_short(const cli_flag *flags, char c)
+{
+    for (const cli_flag *f = flags; f->id; f++)
+        if (f->shorthand && f->shorthand == c)
+            return f;
+    return NULL;
+}
+
+/* The value of flag f whose attached text is `att` (NULL: none). */
+static int take_value(cli_args *a, const cli_flag *f, const char *att, const char **val)
+{
+    *val = NULL;
+    switch (f->arg) {
+    case CLI_ARG_NONE:
+        if (att) {
+            cli_errorf(a->cmd, "flag %s takes no value (got \"%s\")", a->flag, att);
+            return CLI_ARGS_ERROR;
+        }
+        return f->id;
+    case CLI_ARG_BOOL:
+        if (att) {
+            bool b;
+            if (!cli_parse_bool(att, &b)) {
+                cli_errorf(a->cmd, "%s: \"%s\" is not a boolean (want true or false)", a->flag, att);
+                return CLI_ARGS_ERROR;
+            }
+            *val = b ? "true" : "false";
+        } else {
+            *val = "true";
+        }
+        return f->id;
+    case CLI_ARG_LEVEL:
+        if (att)
+            *val = att;
+        else if (a->i < a->argc && all_digits(a->argv[a->i]))
+            *val = a->argv[a->i++];
+        return f->id;
+    default:
+        if (att) {
+            *val = att;
+            return f->id;
+        }
+        if (a->i >= a->argc) {
+            cli_errorf(a->cmd, "flag %s needs a value", a->flag);
+            return CLI_ARGS_ERROR;
+        }
+        *val = a->argv[a->i++];
+        return f->id;
+    }
+}
+
+int cli_args_next(cli_args *a, const cli_flag *flags, const char **val)
+{
+    static char shortname[3];
+    *val = NULL;
+    if (a->rest && *a->rest) {
+        /* combined shorthands: -wv, or -fVALUE after a value-taking one */
+        char c = *a->rest++;
+        const cli_flag *f = find_short(flags, c);
+        snprintf(shortname, sizeof shortname, "-%c", c);
+        a->flag = shortname;
+        if (!f) {
+            cli_errorf(a->cmd, "unknown shorthand flag '%c' in \"%s\"", c, a->argv[a->i - 1]);
+            return CLI_ARGS_ERROR;
+        }
+        const char *att = NULL;
+        if (f->arg != CLI_ARG_NONE && *a->rest) {
+            att = a->rest + (*a->rest == '=');
+            a->rest = NULL;
+        } else if (f->arg == CLI_ARG_NONE && *a->rest == '=') {
+            att = a->rest + 1;
+            a->rest = NULL;
+        }
+        return take_value(a, f, att, val);
+    }
+    a->rest = NULL;
+    if (a->i >= a->argc)
+        return CLI_ARGS_END;
+    const char *s = a->argv[a->i++];
+    if (a->operands_only || s[0] != '-' || !s[1]) {
+        *val = s;
+        return CLI_ARGS_OPERAND;
+    }
+    if (!strcmp(s, "--")) {
+        a->operands_only = true;
+        return cli_args_next(a, flags, val);
+    }
+    if (s[1] == '-') {
+        const char *name = s + 2, *eq = strchr(name, '=');
+        size_t n = eq ? (size_t)(eq - name) : strlen(name);
+        const cli_flag *f = find_long(flags, name, n);
+        a->flag = s;
+        if (!f) {
+            cli_errorf(a->cmd, "unknown flag \"%.*s\" (see draengine %s --help)", (int)(n + 2), s, a->cmd);
+            return CLI_ARGS_ERROR;
+        }
+        static char longname[80];
+        snprintf(longname, sizeof longname, "--%.*s", (int)(n < 70 ? n : 70), name);
+        a->flag = longname;
+        return take_value(a, f, eq ? eq + 1 : NULL, val);
+    }
+    a->rest = s + 1;
+    return cli_args_next(a, flags, val);
+}
+
+bool cli_flag_level(const char *cmd, const char *val, int *level)
+{
+    if (!val) {
+        *level = 1;
+        return true;
+    }
+    uint64_t v;
+    if (!cli_flag_u64(cmd, "-v", val, 0, 10, &v))
+        return false;
+    *level = (int)v;
+    return true;
+}

@@ -46,4 +46,56 @@ void cli_format_duration(uint64_t ns, char *buf, size_t cap);
 
 #define CLI_DURATION_MAX ((uint64_t)INT64_MAX)
 
+/* ---- the flags themselves ----------------------------------------------------
+ *
+ * Every command reads its arguments with one scanner, so each takes flags
+ * the way kubectl (pflag) does: `--name value`, `--name=value`, a shorthand
+ * as `-f value`, `-fvalue` or `-f=value`, boolean shorthands combined
+ * (`-wv`), `--` ending the flags, `-` an operand (stdin).  A flag a command
+ * does not know is an error naming it, never ignored; so is a flag without
+ * its value.  `-v` (`--v`, `--verbose`) is on every command: alone it is
+ * level 1; a level is attached (`-v2`, `-v=2`, `--v=2`) or the next
+ * argument when that is a number (`-v 2`, klog's form). */
+
+enum {
+    CLI_ARG_NONE = 0, /* a switch */
+    CLI_ARG_REQUIRED, /* a value */
+    CLI_ARG_LEVEL,    /* -v: an optional number */
+    CLI_ARG_BOOL,     /* a switch that takes =true/=false attached */
+};
+
+/* What cli_args_next returns besides a flag's id (ids are > 0). */
+#define CLI_ARGS_END 0
+#define CLI_ARGS_OPERAND (-1)
+#define CLI_ARGS_ERROR (-2)
+
+typedef struct cli_flag {
+    const char *name;  /* long name without dashes ("filename") */
+    char shorthand;    /* 'f', or 0 */
+    int arg;           /* CLI_ARG_* */
+    int id;            /* > 0 */
+    const char *alias; /* a second long name ("policy-dir" for "policies"), or NULL */
+} cli_flag;
+
+typedef struct cli_args {
+    const char *cmd; /* for messages: "allocate", "policy test" */
+    int argc, i;
+    char **argv;
+    const char *rest;  /* inside combined shorthands */
+    bool operands_only; /* after "--" */
+    const char *flag;  /* the flag as written, for messages about its value */
+} cli_args;
+
+/* Scan argv[first..argc).  The table ends with a zeroed entry. */
+void cli_args_init(cli_args *a, const char *cmd, int argc, char **argv, int first);
+/* The next flag (its id; *val its value, NULL for a switch, "true"/"false"
+ * for CLI_ARG_BOOL, the level's text or NULL for CLI_ARG_LEVEL), an operand
+ * (CLI_ARGS_OPERAND, *val the text), CLI_ARGS_END, or CLI_ARGS_ERROR after
+ * printing what is wrong. */
+int cli_args_next(cli_args *a, const cli_flag *flags, const char **val);
+/* The flag as the user wrote it, for value messages ("-o", "--output"). */
+const char *cli_args_flag(const cli_args *a);
+/* -v's level from its value (NULL: 1); false after printing an error. */
+bool cli_flag_level(const char *cmd, const char *val, int *level);
+
 #endif

@@ -8,6 +8,7 @@
 #define CLI_INSPECT_H
 
 #include "../model/dg.h"
+#include "../policy/polgraph.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -24,6 +25,8 @@ typedef struct cli_inspect {
     de_interner *in;
     cli_holder *holders;
     uint32_t nholders;
+    const pol_set *pol;         /* --policies: the set whose facts the graph holds, or NULL */
+    const pol_verdict *verdict; /* its verdict (with pol) */
 } cli_inspect;
 
 /* Fill c for g with the current holders; cli_inspect_fini frees them. */

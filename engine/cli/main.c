@@ -21,6 +21,7 @@ static const cli_cmd commands[] = {
     {"sim", "write the manifests of a simulated cluster of real hardware shapes", cli_cmd_sim},
     {"sysfs", "print a ResourceSlice for this machine's PCI devices", cli_cmd_sysfs},
     {"serve", "run as a Kubernetes scheduler against an API server", cli_cmd_serve},
+    {"snapshot", "read a live cluster's DRA objects into one file for diff, allocate, inspect", cli_cmd_snapshot},
     {"policy", "policy tooling: test, lint, diff, bench", cli_cmd_policy},
     {"bench", "run named benchmarks (BENCH <figure> <value> <unit>)", cli_cmd_bench},
     {"version", "print the version", cli_cmd_version},

@@ -67,6 +67,19 @@ typedef enum run_kind {
     RUN_KIND_COUNT
 } run_kind;
 
+#define RUN_SHARE_W 6     /* workloads named per shared device */
+#define RUN_MAX_FACETS 16 /* derived attributes the report can colour by */
+#define RUN_MAX_FACET_VALUES 48
+
+/* A derived attribute the report can colour the cluster by: its values
+ * (text, sorted when the table is complete) and each device's value. */
+typedef struct run_facet {
+    char *name;         /* "tier.draengine.io/tier" */
+    char **values;
+    uint32_t nvalues;
+    bool overflow;      /* more values than RUN_MAX_FACET_VALUES: the rest are "other" */
+} run_facet;
+
 /* One device of the cluster, as the summary and the picture see it. */
 typedef struct run_dev {
     uint32_t node;      /* node index */
@@ -79,6 +92,9 @@ typedef struct run_dev {
     char *root;         /* PCIe root or NULL */
     int32_t owner;      /* workload index holding it, -1 free */
     uint32_t shares;    /* allocations of a shareable device */
+    /* who holds the shares: the first RUN_SHARE_W workloads, with counts */
+    uint16_t share_w[RUN_SHARE_W], share_n[RUN_SHARE_W];
+    uint8_t nshare_w;
 } run_dev;
 
 typedef struct run_node {
@@ -135,6 +151,11 @@ typedef struct run_stats {
     uint64_t setup_ns;   /* building the cluster and loading policies */
     char *policy_revision;
     uint32_t npolicies;
+    char *policy_dir;
+    run_facet facets[RUN_MAX_FACETS];
+    uint32_t nfacets;
+    int16_t *facet_of;   /* ndevs x RUN_MAX_FACETS: value index, -1 none */
+    uint32_t facetcap;
 } run_stats;
 
 void run_stats_init(run_stats *s);
@@ -147,6 +168,13 @@ void run_stats_add_pod(run_stats *s, const run_pod *p);     /* reason copied */
 /* Device `dev` was allocated to workload w (shared: one more share of a
  * device that allows multiple allocations). */
 void run_stats_use(run_stats *s, uint32_t dev, uint32_t w, bool shared);
+/* Device `dev` has derived attribute `name` = `value` (text). */
+void run_stats_facet(run_stats *s, uint32_t dev, const char *name, const char *value);
+/* Sort each facet's values (device indexes follow): call once, after the
+ * device table is complete. */
+void run_stats_facets_done(run_stats *s);
+/* Device dev's value index in facet f, -1 when it has none. */
+int32_t run_stats_facet_value(const run_stats *s, uint32_t dev, uint32_t f);
 void run_stats_sample(run_stats *s);
 void run_stats_frag(const run_stats *s, run_frag *out);
 

@@ -5,6 +5,8 @@
  */
 #include "run_policy.h"
 
+#include "policy_out.h"
+
 #include "../policy/polgraph.h"
 
 #include <stdlib.h>
@@ -41,3 +43,6 @@ void run_policy_free(run_policy *p)
 
 uint32_t run_policy_count(const run_policy *p) { return pol_set_count(pol_host_active(p->h)); }
 const char *run_policy_revision(const run_policy *p) { return pol_set_revision(pol_host_active(p->h)); }
+
+bool run_policy_judge(const run_policy *p, const char *dir) { return cli_policies_judge("run", dir, p->h); }
+void run_policy_stats(const run_policy *p) { cli_policy_stats(stderr, "run", pol_host_active(p->h), false); }

@@ -15,5 +15,10 @@ run_policy *run_policy_load(const char *dir, dg_graph *g, al_allocator *al, de_e
 void run_policy_free(run_policy *p);
 uint32_t run_policy_count(const run_policy *p);
 const char *run_policy_revision(const run_policy *p);
+/* The verdict on the loaded revision (policy_out.h): false, with the
+ * failures on stderr, when it is refused. */
+bool run_policy_judge(const run_policy *p, const char *dir);
+/* The policy statistics line on stderr when a hook failed. */
+void run_policy_stats(const run_policy *p);
 
 #endif

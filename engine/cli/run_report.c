@@ -3,12 +3,16 @@
  * page (no network: inline CSS, inline SVG, a few lines of inline JS).
  *
  * The cluster picture is an SVG with one row per node and one cell per
- * device, coloured by the workload holding it (or grey when free); a
- * button recolours the cells by performance tier.  The picture is complete
- * without JavaScript (colours and <title> tooltips are in the SVG); the
- * script only switches the colouring and shows a richer tooltip.  Charts:
- * accelerator and device utilisation as pods arrived, placed/pending per
- * workload, allocation per vendor.
+ * device, coloured by the workload holding it (or grey when free); a shared
+ * device (consumable capacity) is drawn in stripes, one per workload that
+ * holds a share of it.  Buttons recolour the cells by any derived attribute
+ * the policies published (tier, class, NUMA node, ...); values that name a
+ * colour or a metal tier are drawn in it (gold is gold).  The picture is
+ * complete without JavaScript (colours and <title> tooltips are in the
+ * SVG); the script only switches the colouring and shows a richer tooltip.
+ * Charts: accelerator and device utilisation as pods arrived,
+ * placed/pending per workload, allocation per vendor.  The page names the
+ * policy revision that made the decisions.
  */
 #include "run.h"
 
@@ -17,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #define CELL 8
@@ -28,10 +33,34 @@ static const char *const palette[] = {
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
     "#ff9da7", "#9c755f", "#2f4b7c", "#a05195", "#d45087", "#665191", "#003f5c",
 };
-static const char *const tier_palette[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"};
+static const char *const value_palette[] = {"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e",
+                                            "#e6ab02", "#a6761d", "#1f78b4", "#b2df8a", "#fb9a99"};
 #define FREE_COLOUR "#e3e3e3"
 #define BLOCKED_COLOUR "#9e9e9e" /* free, but its accelerator is in use through another device */
-#define NOTIER_COLOUR "#c9c9c9"
+#define NOVALUE_COLOUR "#f4f4f4"
+
+/* Values that name their colour: metal tiers and plain colour words. */
+static const struct {
+    const char *name, *colour;
+} named_colours[] = {
+    {"platinum", "#7d8fa3"}, {"gold", "#d4af37"},   {"silver", "#a8a9ad"}, {"bronze", "#cd7f32"},
+    {"copper", "#b87333"},   {"diamond", "#4fc3f7"}, {"iron", "#5a5a5a"},  {"red", "#d62728"},
+    {"green", "#2ca02c"},    {"blue", "#1f77b4"},    {"orange", "#ff7f0e"}, {"purple", "#9467bd"},
+    {"yellow", "#e6c229"},   {"black", "#222222"},   {"white", "#fafafa"},  {"grey", "#8c8c8c"},
+    {"gray", "#8c8c8c"},
+};
+
+/* The colour of value v of a facet: its own when it names one, else the
+ * palette's by position. */
+static const char *value_colour(const run_facet *fc, int32_t v)
+{
+    if (v < 0 || (uint32_t)v >= fc->nvalues)
+        return NOVALUE_COLOUR;
+    for (size_t i = 0; i < DE_ARRAY_LEN(named_colours); i++)
+        if (!strcasecmp(fc->values[v], named_colours[i].name))
+            return named_colours[i].colour;
+    return value_palette[(uint32_t)v % DE_ARRAY_LEN(value_palette)];
+}
 
 static void esc(FILE *f, const char *s)
 {
@@ -52,11 +81,6 @@ static const char *wcolour(int32_t w)
     return w < 0 ? FREE_COLOUR : palette[(uint32_t)w % DE_ARRAY_LEN(palette)];
 }
 
-static const char *tcolour(int32_t t)
-{
-    return t < 0 ? NOTIER_COLOUR : tier_palette[(uint32_t)t % DE_ARRAY_LEN(tier_palette)];
-}
-
 static void head(FILE *f, const char *title)
 {
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>", f);
@@ -67,6 +91,7 @@ static void head(FILE *f, const char *title)
           ".sub{color:#666;margin:0 0 16px}\n"
           "table{border-collapse:collapse}td,th{padding:3px 10px;text-align:right;border-bottom:1px solid #eee}\n"
           "td:first-child,th:first-child{text-align:left}\n"
+          "th.l,td.l{text-align:left}td.why{max-width:70ch;white-space:normal;overflow-wrap:normal}\n"
           ".kpis{display:flex;gap:14px;flex-wrap:wrap}.kpi{border:1px solid #ddd;border-radius:6px;"
           "padding:8px 14px;min-width:120px}.kpi b{display:block;font-size:20px}\n"
           ".legend span{display:inline-block;margin:0 12px 4px 0}.legend i{display:inline-block;width:10px;"
@@ -113,6 +138,16 @@ static void kpis(FILE *f, const run_stats *s)
     fprintf(f, "</div>\n");
 }
 
+/* The facet to show first: the tier when there is one (the question a
+ * tiering policy answers), else the first. */
+static int32_t default_facet(const run_stats *s)
+{
+    for (uint32_t k = 0; k < s->nfacets; k++)
+        if (strstr(s->facets[k].name, "/tier"))
+            return (int32_t)k;
+    return s->nfacets ? 0 : -1;
+}
+
 static void cluster_map(FILE *f, const run_stats *s, const run_mix *m)
 {
     uint32_t height = 4;
@@ -121,26 +156,38 @@ static void cluster_map(FILE *f, const run_stats *s, const run_mix *m)
         height += (lines ? lines : 1) * PITCH + 4;
     }
     uint32_t width = LABEL_W + PER_LINE * PITCH + 4;
-    fputs("<h2>Cluster</h2>\n<p><button id=\"by-workload\" class=\"on\">colour by workload</button>"
-          "<button id=\"by-tier\">colour by tier</button></p>\n",
+    fputs("<h2>Cluster</h2>\n<p id=\"colour-by\"><button id=\"by-workload\" class=\"on\" data-f=\"-1\">colour by "
+          "workload</button>",
           f);
-    fputs("<div class=\"legend\" id=\"legend-workload\">", f);
+    for (uint32_t k = 0; k < s->nfacets; k++) {
+        fprintf(f, "<button data-f=\"%u\">", k);
+        esc(f, s->facets[k].name);
+        fputs("</button>", f);
+    }
+    if (!s->nfacets)
+        fputs(" <span class=\"sub\">(no derived attributes: run with policies to colour by them)</span>", f);
+    fputs("</p>\n<div class=\"legend\" id=\"legend--1\">", f);
     for (size_t w = 0; w < m->n; w++) {
         fprintf(f, "<span><i style=\"background:%s\"></i>", wcolour((int32_t)w));
         esc(f, m->w[w].name);
         fputs("</span>", f);
     }
     fprintf(f, "<span><i style=\"background:%s\"></i>free</span><span><i style=\"background:%s\"></i>free, but "
-               "its accelerator is in use (a MIG slice or partition of it is taken)</span></div>\n",
+               "its accelerator is in use (a MIG slice or partition of it is taken)</span><span>striped: shared "
+               "(consumable capacity), one stripe per workload holding a share</span></div>\n",
             FREE_COLOUR, BLOCKED_COLOUR);
-    fputs("<div class=\"legend\" id=\"legend-tier\" style=\"display:none\">", f);
-    for (uint32_t t = 0; t < s->ntiers; t++) {
-        fprintf(f, "<span><i style=\"background:%s\"></i>", tcolour((int32_t)t));
-        esc(f, s->tiers[t]);
-        fputs("</span>", f);
+    for (uint32_t k = 0; k < s->nfacets; k++) {
+        const run_facet *fc = &s->facets[k];
+        fprintf(f, "<div class=\"legend\" id=\"legend-%u\" style=\"display:none\">", k);
+        for (uint32_t v = 0; v < fc->nvalues; v++) {
+            fprintf(f, "<span><i style=\"background:%s\"></i>", value_colour(fc, (int32_t)v));
+            esc(f, fc->values[v]);
+            fputs("</span>", f);
+        }
+        fprintf(f, "<span><i style=\"background:%s;border:1px solid #ccc\"></i>none%s</span> (free devices are "
+                   "faded)</div>\n",
+                NOVALUE_COLOUR, fc->overflow ? " (or one of more values than shown)" : "");
     }
-    fprintf(f, "<span><i style=\"background:%s\"></i>no tier</span> (free devices are faded)</div>\n",
-            NOTIER_COLOUR);
     fprintf(f, "<div class=\"map\"><svg id=\"cluster-map\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%u\" "
                "height=\"%u\" viewBox=\"0 0 %u %u\">\n",
             width, height, width, height);
@@ -161,14 +208,18 @@ static void cluster_map(FILE *f, const run_stats *s, const run_mix *m)
         }
         fputs("\n", f);
         for (uint32_t k = 0; k < nd->ndev; k++) {
-            const run_dev *d = &s->devs[nd->first_dev + k];
+            uint32_t di = nd->first_dev + k;
+            const run_dev *d = &s->devs[di];
             uint32_t x = LABEL_W + (k % PER_LINE) * PITCH, yy = y + (k / PER_LINE) * PITCH;
-            int32_t owner = d->owner >= 0 ? d->owner : (d->shares ? 0 : -1);
+            bool shared = d->owner < 0 && d->nshare_w > 0;
+            int32_t owner = d->owner >= 0 ? d->owner : shared ? (int32_t)d->share_w[0] : -1;
             bool blocked = owner < 0 && d->phys >= 0 && s->phys_busy[d->phys] > 0;
             fprintf(f, "<rect class=\"dev\" x=\"%u\" y=\"%u\" width=\"%d\" height=\"%d\" fill=\"%s\" data-w=\"%d\" "
-                       "data-t=\"%d\" data-s=\"%u\"%s><title>",
-                    x, yy, CELL, CELL, blocked ? BLOCKED_COLOUR : wcolour(owner), owner, d->tier, d->shares,
-                    blocked ? " data-b=\"1\"" : "");
+                       "data-s=\"%u\" data-v=\"",
+                    x, yy, CELL, CELL, blocked ? BLOCKED_COLOUR : wcolour(owner), owner, d->shares);
+            for (uint32_t q = 0; q < s->nfacets; q++)
+                fprintf(f, "%s%d", q ? "," : "", run_stats_facet_value(s, di, q));
+            fprintf(f, "\"%s><title>", blocked ? " data-b=\"1\"" : "");
             esc(f, d->name);
             fputs(" (", f);
             esc(f, d->driver);
@@ -178,14 +229,37 @@ static void cluster_map(FILE *f, const run_stats *s, const run_mix *m)
                 esc(f, m->w[d->owner].name);
             } else if (blocked) {
                 fputs(": free, its accelerator is in use", f);
-            } else if (d->shares) {
-                fprintf(f, ": %u shares", d->shares);
+            } else if (shared) {
+                fprintf(f, ": shared, %u share%s held by", d->shares, d->shares == 1 ? "" : "s");
+                uint32_t named = 0;
+                for (uint8_t q = 0; q < d->nshare_w; q++) {
+                    fprintf(f, "%s", q ? ", " : " ");
+                    esc(f, m->w[d->share_w[q]].name);
+                    fprintf(f, " (%u)", d->share_n[q]);
+                    named += d->share_n[q];
+                }
+                if (d->shares > named)
+                    fprintf(f, " and others (%u)", d->shares - named);
             }
-            if (d->tier >= 0) {
-                fputs(", tier ", f);
-                esc(f, s->tiers[d->tier]);
+            for (uint32_t q = 0; q < s->nfacets; q++) {
+                int32_t v = run_stats_facet_value(s, di, q);
+                if (v < 0)
+                    continue;
+                fputs(", ", f);
+                esc(f, s->facets[q].name);
+                fputs("=", f);
+                esc(f, s->facets[q].values[v]);
             }
-            fputs("</title></rect>\n", f);
+            fputs("</title></rect>", f);
+            /* a shared device: a stripe per workload holding a share (the
+             * cell's own fill is the first one) */
+            for (uint8_t q = 1; shared && q < d->nshare_w; q++) {
+                double sw = (double)CELL / d->nshare_w;
+                fprintf(f, "<rect class=\"share\" x=\"%.2f\" y=\"%u\" width=\"%.2f\" height=\"%d\" fill=\"%s\" "
+                           "pointer-events=\"none\"/>",
+                        x + sw * q, yy, sw, CELL, wcolour((int32_t)d->share_w[q]));
+            }
+            fputs("\n", f);
         }
         uint32_t lines = (nd->ndev + PER_LINE - 1) / PER_LINE;
         y += (lines ? lines : 1) * PITCH + 4;
@@ -301,8 +375,8 @@ static void vendor_chart(FILE *f, const run_stats *s)
 
 static void pending_table(FILE *f, const run_stats *s, const run_mix *m)
 {
-    fputs("<h2>Workloads</h2>\n<table id=\"workloads\"><tr><th>workload</th><th>what</th><th>arrived</th>"
-          "<th>placed</th><th>pending</th><th>first pending reason</th></tr>\n",
+    fputs("<h2>Workloads</h2>\n<table id=\"workloads\"><tr><th class=\"l\">workload</th><th class=\"l\">what"
+          "</th><th>arrived</th><th>placed</th><th>pending</th><th class=\"l\">first pending reason</th></tr>\n",
           f);
     for (size_t w = 0; w < m->n; w++) {
         uint32_t a = 0, p = 0;
@@ -319,52 +393,53 @@ static void pending_table(FILE *f, const run_stats *s, const run_mix *m)
         fprintf(f, "<tr><td><i style=\"display:inline-block;width:10px;height:10px;background:%s\"></i> ",
                 wcolour((int32_t)w));
         esc(f, m->w[w].name);
-        fputs("</td><td style=\"text-align:left\">", f);
+        fputs("</td><td class=\"l\">", f);
         esc(f, m->w[w].summary);
-        fprintf(f, "</td><td>%u</td><td>%u</td><td>%u</td><td style=\"text-align:left\">", a, p, a - p);
+        fprintf(f, "</td><td>%u</td><td>%u</td><td>%u</td><td class=\"l why\">", a, p, a - p);
         esc(f, reason ? reason : "");
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n", f);
 }
 
-static void script(FILE *f, const run_stats *s)
+static void script(FILE *f, const run_stats *s, const run_mix *m)
 {
     fputs("<div id=\"tip\"></div>\n<script>\n(function(){\n", f);
     fputs("var wp=[", f);
     for (size_t i = 0; i < DE_ARRAY_LEN(palette); i++)
         fprintf(f, "%s\"%s\"", i ? "," : "", palette[i]);
-    fputs("],tp=[", f);
-    for (size_t i = 0; i < DE_ARRAY_LEN(tier_palette); i++)
-        fprintf(f, "%s\"%s\"", i ? "," : "", tier_palette[i]);
-    fprintf(f, "],free=\"%s\",blocked=\"%s\",notier=\"%s\",tiers=[", FREE_COLOUR, BLOCKED_COLOUR, NOTIER_COLOUR);
-    for (uint32_t t = 0; t < s->ntiers; t++) {
-        fputs(t ? ",\"" : "\"", f);
-        for (const char *c = s->tiers[t]; *c; c++)
-            if (*c != '"' && *c != '\\' && *c != '<')
-                fputc(*c, f);
-        fputc('"', f);
+    /* per facet, the colour of each value (named colours resolved here) */
+    fputs("],fc=[", f);
+    for (uint32_t k = 0; k < s->nfacets; k++) {
+        fputs(k ? ",[" : "[", f);
+        for (uint32_t v = 0; v < s->facets[k].nvalues; v++)
+            fprintf(f, "%s\"%s\"", v ? "," : "", value_colour(&s->facets[k], (int32_t)v));
+        fputc(']', f);
     }
-    fputs("];\n"
-          "var cells=document.querySelectorAll('#cluster-map rect.dev');\n"
-          "function paint(mode){for(var i=0;i<cells.length;i++){var c=cells[i],w=+c.getAttribute('data-w'),"
-          "t=+c.getAttribute('data-t');if(mode==='tier'){c.setAttribute('fill',t<0?notier:tp[t%tp.length]);"
+    fprintf(f, "],free=\"%s\",blocked=\"%s\",none=\"%s\",nf=%u,dflt=%d;\n", FREE_COLOUR, BLOCKED_COLOUR,
+            NOVALUE_COLOUR, s->nfacets, default_facet(s));
+    (void)m;
+    fputs("var cells=document.querySelectorAll('#cluster-map rect.dev'),"
+          "stripes=document.querySelectorAll('#cluster-map rect.share');\n"
+          "function paint(k){for(var i=0;i<cells.length;i++){var c=cells[i],w=+c.getAttribute('data-w');"
+          "if(k>=0){var v=+c.getAttribute('data-v').split(',')[k];c.setAttribute('fill',v<0?none:fc[k][v]);"
           "c.setAttribute('fill-opacity',(w<0&&c.getAttribute('data-s')==='0')?'0.35':'1');}else{"
           "c.setAttribute('fill',w<0?(c.getAttribute('data-b')?blocked:free):wp[w%wp.length]);"
           "c.setAttribute('fill-opacity','1');}}\n"
-          "document.getElementById('by-workload').className=mode==='tier'?'':'on';"
-          "document.getElementById('by-tier').className=mode==='tier'?'on':'';"
-          "document.getElementById('legend-workload').style.display=mode==='tier'?'none':'';"
-          "document.getElementById('legend-tier').style.display=mode==='tier'?'':'none';}\n"
-          "document.getElementById('by-workload').onclick=function(){paint('workload');};\n"
-          "document.getElementById('by-tier').onclick=function(){paint('tier');};\n"
+          "for(var j=0;j<stripes.length;j++)stripes[j].style.display=k>=0?'none':'';\n"
+          "var bs=document.querySelectorAll('#colour-by button');for(var b=0;b<bs.length;b++)"
+          "bs[b].className=(+bs[b].getAttribute('data-f')===k)?'on':'';\n"
+          "for(var q=-1;q<nf;q++){var l=document.getElementById('legend-'+q);if(l)l.style.display=q===k?'':'none';}}\n"
+          "var bs=document.querySelectorAll('#colour-by button');for(var b=0;b<bs.length;b++)"
+          "bs[b].onclick=function(){paint(+this.getAttribute('data-f'));};\n"
           "var tip=document.getElementById('tip'),map=document.getElementById('cluster-map');\n"
           "map.addEventListener('mousemove',function(ev){var c=ev.target;if(!c.classList||!c.classList.contains('dev'))"
           "{tip.style.display='none';return;}var g=c.parentNode;tip.textContent=g.getAttribute('data-node')+' ('+"
           "g.getAttribute('data-shape')+')\\n'+c.firstChild.textContent;tip.style.left=(ev.clientX+12)+'px';"
           "tip.style.top=(ev.clientY+12)+'px';tip.style.display='block';});\n"
           "map.addEventListener('mouseleave',function(){tip.style.display='none';});\n"
-          "if(location.hash==='#tier')paint('tier');\n"
+          "if(location.hash==='#tier'&&dflt>=0)paint(dflt);\n"
+          "var h=location.hash.match(/^#facet-(\\d+)$/);if(h&&+h[1]<nf)paint(+h[1]);\n"
           "document.body.setAttribute('data-ready','1');\n"
           "})();\n</script>\n",
           f);
@@ -389,6 +464,18 @@ de_rc run_report_write(const run_stats *s, const run_mix *m, const char *title, 
     head(f, "draengine run report");
     fputs("<h1>draengine run</h1>\n<p class=\"sub\">", f);
     esc(f, title);
+    fputs("<br>", f);
+    if (s->npolicies) {
+        /* which revision made these decisions: the same SHA-256 policy list,
+         * allocate and serve's metric name */
+        fprintf(f, "policies: %u from ", s->npolicies);
+        esc(f, s->policy_dir ? s->policy_dir : "?");
+        fputs(", revision <code id=\"policy-revision\">", f);
+        esc(f, s->policy_revision ? s->policy_revision : "");
+        fputs("</code>", f);
+    } else {
+        fputs("policies: none (Kubernetes allocation only)", f);
+    }
     fputs("</p>\n", f);
     kpis(f, s);
     cluster_map(f, s, m);
@@ -396,7 +483,7 @@ de_rc run_report_write(const run_stats *s, const run_mix *m, const char *title, 
     workload_chart(f, s, m);
     vendor_chart(f, s);
     pending_table(f, s, m);
-    script(f, s);
+    script(f, s, m);
     fputs("</body>\n</html>\n", f);
     bool bad = ferror(f) != 0;
     if (fclose(f) != 0 || bad)

@@ -35,7 +35,108 @@ void run_stats_free(run_stats *s)
     free(s->pods);
     free(s->samples);
     free(s->policy_revision);
+    free(s->policy_dir);
+    for (uint32_t f = 0; f < s->nfacets; f++) {
+        for (uint32_t v = 0; v < s->facets[f].nvalues; v++)
+            free(s->facets[f].values[v]);
+        free(s->facets[f].values);
+        free(s->facets[f].name);
+    }
+    free(s->facet_of);
     memset(s, 0, sizeof *s);
+}
+
+void run_stats_facet(run_stats *s, uint32_t dev, const char *name, const char *value)
+{
+    uint32_t f = 0;
+    while (f < s->nfacets && strcmp(s->facets[f].name, name))
+        f++;
+    if (f == s->nfacets) {
+        if (s->nfacets == RUN_MAX_FACETS)
+            return;
+        s->facets[s->nfacets++] = (run_facet){.name = de_xstrdup(name)};
+    }
+    run_facet *fc = &s->facets[f];
+    uint32_t v = 0;
+    while (v < fc->nvalues && strcmp(fc->values[v], value))
+        v++;
+    if (v == fc->nvalues) {
+        if (fc->nvalues == RUN_MAX_FACET_VALUES) {
+            fc->overflow = true;
+            return;
+        }
+        fc->values = de_xrealloc(fc->values, (fc->nvalues + 1) * sizeof *fc->values);
+        fc->values[fc->nvalues++] = de_xstrdup(value);
+    }
+    if (dev >= s->facetcap) {
+        uint32_t ncap = s->facetcap ? s->facetcap : 1024;
+        while (ncap <= dev)
+            ncap *= 2;
+        s->facet_of = de_xrealloc(s->facet_of, (size_t)ncap * RUN_MAX_FACETS * sizeof *s->facet_of);
+        for (size_t i = (size_t)s->facetcap * RUN_MAX_FACETS; i < (size_t)ncap * RUN_MAX_FACETS; i++)
+            s->facet_of[i] = -1;
+        s->facetcap = ncap;
+    }
+    s->facet_of[(size_t)dev * RUN_MAX_FACETS + f] = (int16_t)v;
+}
+
+int32_t run_stats_facet_value(const run_stats *s, uint32_t dev, uint32_t f)
+{
+    if (dev >= s->facetcap || f >= s->nfacets)
+        return -1;
+    return s->facet_of[(size_t)dev * RUN_MAX_FACETS + f];
+}
+
+static const char *const *sort_vals;
+static int cmp_vidx(const void *a, const void *b)
+{
+    const char *x = sort_vals[*(const uint32_t *)a], *y = sort_vals[*(const uint32_t *)b];
+    /* numbers by value, text by bytes */
+    char *ex, *ey;
+    long long nx = strtoll(x, &ex, 10), ny = strtoll(y, &ey, 10);
+    if (*x && *y && !*ex && !*ey && nx != ny)
+        return nx < ny ? -1 : 1;
+    return strcmp(x, y);
+}
+
+void run_stats_facets_done(run_stats *s)
+{
+    /* facets by name, values sorted; device indexes remapped */
+    for (uint32_t f = 0; f < s->nfacets; f++) {
+        run_facet *fc = &s->facets[f];
+        uint32_t *order = de_xcalloc(fc->nvalues + 1, sizeof *order), *rank = de_xcalloc(fc->nvalues + 1, sizeof *rank);
+        for (uint32_t v = 0; v < fc->nvalues; v++)
+            order[v] = v;
+        sort_vals = (const char *const *)fc->values;
+        qsort(order, fc->nvalues, sizeof *order, cmp_vidx);
+        char **vals = de_xcalloc(fc->nvalues + 1, sizeof *vals);
+        for (uint32_t k = 0; k < fc->nvalues; k++) {
+            vals[k] = fc->values[order[k]];
+            rank[order[k]] = k;
+        }
+        free(fc->values);
+        fc->values = vals;
+        for (uint32_t d = 0; d < s->facetcap && d < s->ndevs; d++) {
+            int16_t *x = &s->facet_of[(size_t)d * RUN_MAX_FACETS + f];
+            if (*x >= 0)
+                *x = (int16_t)rank[*x];
+        }
+        free(order);
+        free(rank);
+    }
+    /* facet order: by name (deterministic whatever the device order) */
+    for (uint32_t i = 1; i < s->nfacets; i++)
+        for (uint32_t j = i; j > 0 && strcmp(s->facets[j - 1].name, s->facets[j].name) > 0; j--) {
+            run_facet t = s->facets[j - 1];
+            s->facets[j - 1] = s->facets[j];
+            s->facets[j] = t;
+            for (uint32_t d = 0; d < s->facetcap && d < s->ndevs; d++) {
+                int16_t *row = &s->facet_of[(size_t)d * RUN_MAX_FACETS];
+                int16_t x = row[j - 1];
+                row[j - 1] = row[j];
+                row[j] = x;
+            }
+        }
 }
 
 uint32_t run_stats_add_node(run_stats *s, const char *name, const char *shape)
@@ -96,9 +197,19 @@ void run_stats_use(run_stats *s, uint32_t dev, uint32_t w, bool shared)
 {
     run_dev *d = &s->devs[dev];
     bool was = d->owner >= 0 || d->shares > 0;
-    if (shared)
+    if (shared) {
         d->shares++;
-    else
+        uint8_t k = 0;
+        while (k < d->nshare_w && d->share_w[k] != w)
+            k++;
+        if (k == d->nshare_w && k < RUN_SHARE_W) {
+            d->share_w[k] = (uint16_t)w;
+            d->share_n[k] = 0;
+            d->nshare_w++;
+        }
+        if (k < d->nshare_w && d->share_n[k] < UINT16_MAX)
+            d->share_n[k]++;
+    } else
         d->owner = (int32_t)w;
     if (!was) {
         s->nused++;
@@ -151,6 +262,16 @@ static const char *num(char *b, size_t cap, uint64_t v)
 }
 
 static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0.0; }
+
+/* "12.5% (1 of 8 ...)", or "n/a (no ...)" when there is nothing to count:
+ * 0.0% of nothing reads like a failure. */
+static void share(FILE *out, const char *label, uint32_t a, uint32_t b, const char *what, const char *where)
+{
+    if (b)
+        fprintf(out, "  %-9s  %5.1f%% (%u of %u %s %s)\n", label, pct(a, b), a, b, what, where);
+    else
+        fprintf(out, "  %-9s    n/a (no %s to compare)\n", label, what);
+}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -294,6 +415,12 @@ void run_stats_summary(const run_stats *s, const run_mix *m, FILE *out)
         if (nr > 8)
             fprintf(out, "  ... %u more\n", nr - 8);
         free(rc);
+        /* why every workload ends with pending pods: it is how the run ends */
+        fprintf(out, "  A workload stops arriving once %u of its pods in a row stay pending, so each ends with %u\n"
+                     "  pending pods when the cluster is full for it; the reasons above say what ran out.\n"
+                     "  --report FILE draws where everything went; `draengine policy test` runs the policies'\n"
+                     "  specs when a policy-derived reason looks wrong.\n",
+                m->patience, m->patience);
     }
     free(wa);
     free(wp);
@@ -367,8 +494,8 @@ void run_stats_summary(const run_stats *s, const run_mix *m, FILE *out)
         }
     }
     fprintf(out, "\nAlignment (placed pods with an accelerator and a NIC or CPUs):\n");
-    fprintf(out, "  PCIe root  %5.1f%% (%u of %u pods on one root)\n", pct(pa, pn), pa, pn);
-    fprintf(out, "  NUMA node  %5.1f%% (%u of %u pods on one NUMA node)\n", pct(na, nn), na, nn);
+    share(out, "PCIe root", pa, pn, "pods", "on one root");
+    share(out, "NUMA node", na, nn, "pods", "on one NUMA node");
 
     /* fragmentation */
     run_frag fr;
@@ -377,15 +504,21 @@ void run_stats_summary(const run_stats *s, const run_mix *m, FILE *out)
         const run_frag *m0 = &s->miss_frag;
         fprintf(out, "\nFragmentation when %s first stopped fitting (after %u pods):\n",
                 m->w[s->miss_workload].name, s->miss_pods);
-        fprintf(out, "  %.1f%% of free whole GPUs were on partly used nodes (%u of %u)\n",
-                pct(m0->stranded, m0->free_gpus), m0->stranded, m0->free_gpus);
+        if (m0->free_gpus)
+            fprintf(out, "  %.1f%% of free whole GPUs were on partly used nodes (%u of %u)\n",
+                    pct(m0->stranded, m0->free_gpus), m0->stranded, m0->free_gpus);
+        else
+            fprintf(out, "  no whole GPU was free\n");
         fprintf(out, "  GPU nodes: %u full, %u partly used, %u idle\n", m0->full, m0->partly, m0->idle);
         fprintf(out, "At the end: %u free whole GPUs, %u of them on partly used nodes; GPU nodes: %u full, "
                      "%u partly used, %u idle\n",
                 fr.free_gpus, fr.stranded, fr.full, fr.partly, fr.idle);
     } else {
-        fprintf(out, "\nFragmentation: %.1f%% of free whole GPUs are on partly used nodes (%u of %u)\n",
-                pct(fr.stranded, fr.free_gpus), fr.stranded, fr.free_gpus);
+        if (fr.free_gpus)
+            fprintf(out, "\nFragmentation: %.1f%% of free whole GPUs are on partly used nodes (%u of %u)\n",
+                    pct(fr.stranded, fr.free_gpus), fr.stranded, fr.free_gpus);
+        else
+            fprintf(out, "\nFragmentation: n/a (no whole GPU is free)\n");
         fprintf(out, "  GPU nodes: %u full, %u partly used, %u idle\n", fr.full, fr.partly, fr.idle);
     }
 

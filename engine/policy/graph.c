@@ -447,6 +447,16 @@ static uint64_t hook_revision(void *ctx)
     return ((pol_hookctx *)ctx)->revision;
 }
 
+static const char *hook_facts_failed(void *ctx, const dg_graph *g, uint32_t devid)
+{
+    (void)g;
+    pol_hookctx *h = ctx;
+    const pol_slot *sl = pol_facts_peek(h->set, devid);
+    if (!sl || !sl->f.nfails)
+        return NULL;
+    return h->set->pols[sl->f.fails[0].policy]->name;
+}
+
 void pol_hookctx_al(pol_hookctx *h, al_hooks *out)
 {
     memset(out, 0, sizeof *out);
@@ -459,4 +469,6 @@ void pol_hookctx_al(pol_hookctx *h, al_hooks *out)
     if (hooks & POL_HOOK_SCORE)
         out->score = hook_score;
     out->revision = hook_revision;
+    if (hooks & (POL_HOOK_DERIVE | POL_HOOK_GROUPS))
+        out->facts_failed = hook_facts_failed;
 }

@@ -33,9 +33,17 @@ typedef struct cattr {
     uint64_t vals[POL_MAX_LIST];
 } cattr;
 
+/* The failures of one device's derive and groups calls (pol_devfacts.fails). */
+typedef struct failsink {
+    pol_devfail rec[POL_MAX_DEVFAILS];
+    uint32_t n;
+} failsink;
+
 typedef struct callctx {
     pol_set *set;
     pol_policy *p;
+    uint32_t pidx;   /* p's index in the set */
+    failsink *sink;  /* derive, groups: where failures are recorded */
     int hook;
     const de_devview *v;
     int fn_line;
@@ -363,6 +371,26 @@ void pol_report(const pol_config *cfg, de_log_level lvl, const pol_policy *p, co
     cfg->log(cfg->log_ctx, lvl, err->file[0] ? err->file : (p ? p->file : "?"), err->line, err->msg, kv);
 }
 
+/* Keep a failure of policy pidx for the device being computed.  The
+ * message loses its "file:line: " prefix: file and line are fields. */
+static void sink_add(failsink *k, uint32_t pidx, int hook, pol_reason r, const char *file, int line,
+                     const char *msg)
+{
+    if (!k || k->n >= DE_ARRAY_LEN(k->rec))
+        return;
+    char loc[DE_ERR_FIELD_MAX + 24];
+    int n = snprintf(loc, sizeof loc, "%s:%d: ", file ? file : "", line);
+    if (file && file[0] && line && n > 0 && (size_t)n < sizeof loc && !strncmp(msg, loc, (size_t)n))
+        msg += n;
+    pol_devfail *f = &k->rec[k->n++];
+    f->policy = pidx;
+    f->hook = (uint8_t)hook;
+    f->reason = (uint8_t)r;
+    f->line = line;
+    f->file = de_xstrdup(file ? file : "");
+    f->msg = de_xstrndup(msg, strlen(msg) > 256 ? 256 : strlen(msg));
+}
+
 static pol_reason call(pol_set *s, callctx *c, uint64_t seed, pol_failure *first)
 {
     pol_vm *vm = &c->p->vm;
@@ -383,6 +411,7 @@ static pol_reason call(pol_set *s, callctx *c, uint64_t seed, pol_failure *first
     de_err err;
     de_err_clear(&err);
     pol_vm_error(vm, r, pol_hook_names[c->hook], &err);
+    sink_add(c->sink, c->pidx, c->hook, r, err.file, err.line, vm->errmsg);
     if (first && first->reason == POL_R_NONE) {
         first->reason = r;
         first->err = err;
@@ -493,12 +522,14 @@ uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *pr
     pol_scope scopes[16];
     uint32_t nall = 0, nscopes = 0, failures = 0;
     uint64_t seed = device_seed(s, v);
+    failsink sink;
+    sink.n = 0;
     for (uint32_t i = 0; i < s->npols; i++) {
         pol_policy *p = s->pols[i];
         if (!(p->hooks & (POL_HOOK_DERIVE | POL_HOOK_GROUPS)) || !sees_driver(p, v->driver))
             continue;
         if (p->hooks & POL_HOOK_DERIVE) {
-            callctx c = {.set = s, .p = p, .hook = H_DERIVE, .v = v, .attrs = cbuf};
+            callctx c = {.set = s, .p = p, .pidx = i, .sink = &sink, .hook = H_DERIVE, .v = v, .attrs = cbuf};
             pol_reason r = call(s, &c, seed, first);
             if (r == POL_R_NONE && nall + c.nattrs > DE_ARRAY_LEN(all)) {
                 /* the device's facts from every policy together are capped */
@@ -514,6 +545,7 @@ uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *pr
                     first->err = err;
                 }
                 pol_report(&s->cfg, DE_LOG_ERROR, p, "derive", r, &err);
+                sink_add(&sink, i, H_DERIVE, r, p->file, 0, err.msg);
             }
             if (r == POL_R_NONE) {
                 for (uint32_t k = 0; k < c.nattrs; k++) {
@@ -543,7 +575,7 @@ uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *pr
             }
         }
         if (p->hooks & POL_HOOK_GROUPS) {
-            callctx c = {.set = s, .p = p, .hook = H_GROUPS, .v = v};
+            callctx c = {.set = s, .p = p, .pidx = i, .sink = &sink, .hook = H_GROUPS, .v = v};
             pol_reason r = call(s, &c, seed, first);
             if (r == POL_R_NONE) {
                 if (c.has_scope && nscopes < DE_ARRAY_LEN(scopes))
@@ -551,6 +583,10 @@ uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *pr
                 else if (c.has_scope) {
                     /* more scopes than groups policies can give: refuse (closed = blocked) */
                     failures++;
+                    char m[128];
+                    snprintf(m, sizeof m, "the device is in more than %zu compatibility scopes",
+                             DE_ARRAY_LEN(scopes));
+                    sink_add(&sink, i, H_GROUPS, POL_R_RESULT, p->file, 0, m);
                     if (p->failure == POL_FAIL_CLOSED)
                         out->blocked = true;
                 }
@@ -563,6 +599,11 @@ uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *pr
     }
     pack_facts(s, all, nall, scopes, nscopes, out);
     out->nfailures = failures;
+    if (sink.n) {
+        out->fails = de_xcalloc(sink.n, sizeof *out->fails);
+        memcpy(out->fails, sink.rec, sink.n * sizeof *sink.rec);
+        out->nfails = sink.n;
+    }
     return failures;
 }
 
@@ -570,6 +611,11 @@ void pol_devfacts_free(pol_devfacts *f)
 {
     if (!f)
         return;
+    for (uint32_t i = 0; i < f->nfails; i++) {
+        free(f->fails[i].file);
+        free(f->fails[i].msg);
+    }
+    free(f->fails);
     free(f->mem);
     memset(f, 0, sizeof *f);
 }

@@ -67,6 +67,7 @@ struct pol_host {
     uint64_t pending_ns;
     pol_prepare_stats pending_stats;
     char failed_hash[65];
+    pol_verdict refusal; /* the last reload refused for hook failures */
     bool requested;
     sig_atomic_t sighup_seen;
     /* watching */
@@ -201,9 +202,39 @@ void pol_host_free(pol_host *h)
     pol_hookctx_free(h->hooks);
     pol_set_free(h->active);
     pol_set_free(h->pending);
+    pol_verdict_free(&h->refusal);
     pol_dirwatch_close(h->dw);
     free(h->dir);
     free(h);
+}
+
+bool pol_host_judge(const pol_host *h, pol_verdict *out)
+{
+    return pol_verdict_judge(h->active, h->g, out);
+}
+
+const pol_verdict *pol_host_refusal(const pol_host *h)
+{
+    return h->refusal.ndevices ? &h->refusal : NULL;
+}
+
+/* The failures section of a refused revision, one log line per group. */
+static void log_verdict(pol_host *h, const pol_verdict *v)
+{
+    for (uint32_t i = 0; i < v->ngroups; i++) {
+        const pol_verdict_group *g = &v->groups[i];
+        de_err e;
+        de_err_clear(&e);
+        char more[64] = "";
+        if (g->ndevices > 1)
+            snprintf(more, sizeof more, " and %u more", g->ndevices - 1);
+        de_errf(&e, DE_EPOLICY, "policy %s hook %s failed on %u device%s (%s%s): %s: %s", g->policy, g->hook,
+                g->ndevices, g->ndevices == 1 ? "" : "s", g->nnames ? g->devices[0] : "?", more,
+                pol_reason_str(g->reason), g->message);
+        snprintf(e.file, sizeof e.file, "%s", g->file);
+        e.line = g->line;
+        hlog(h, DE_LOG_ERROR, &e, e.msg, v->revision);
+    }
 }
 
 pol_set *pol_host_active(const pol_host *h) { return h->active; }
@@ -221,6 +252,7 @@ void pol_host_get_stats(const pol_host *h, pol_host_stats *out) { *out = h->stat
 
 static void refuse(pol_host *h, pol_cycle *out, const de_err *e, const char *hash, const char *what)
 {
+    pol_verdict_free(&h->refusal);
     char msg[DE_ERR_MSG_MAX + 128];
     snprintf(msg, sizeof msg, "policy reload refused (%s); revision %.12s stays active: %s", what,
              pol_set_revision(h->active), e->msg);
@@ -269,18 +301,24 @@ static void advance(pol_host *h, pol_cycle *out, uint64_t budget)
     if (!done)
         return;
     out->preparing = false;
-    if (h->o.strict_reload && h->pending_stats.failures) {
+    pol_verdict v = {0};
+    if (h->o.strict_reload && !pol_verdict_judge(h->pending, h->g, &v)) {
         de_err e = h->pending_stats.first.err;
-        char what[96];
-        snprintf(what, sizeof what, "%llu hook calls failed on the current devices",
-                 (unsigned long long)h->pending_stats.failures);
+        char what[128];
+        snprintf(what, sizeof what, "%llu hook calls failed on %u current devices",
+                 (unsigned long long)v.nfailures, v.ndevices);
         char hash[65];
         snprintf(hash, sizeof hash, "%s", h->pending_hash);
         pol_set_free(h->pending);
         h->pending = NULL;
         refuse(h, out, &e, hash, what);
+        log_verdict(h, &v);
+        pol_verdict_free(&h->refusal);
+        h->refusal = v;
         return;
     }
+    pol_verdict_free(&v);
+    pol_verdict_free(&h->refusal);
     swap_in(h, out);
 }
 

@@ -280,6 +280,10 @@ typedef struct lintctx {
     pol_lint_summary *sum;
     pol_vm vm;  /* sandbox VMs to ask which globals exist: policies */
     pol_vm tvm; /* and spec files (dra.test) */
+    /* file:line of every error reported so far: the loader's pass skips
+     * what the file pass already said (a syntax error, once) */
+    char **seen;
+    uint32_t nseen;
 } lintctx;
 
 static void problem(lintctx *c, const char *file, int line, bool error, const char *fmt, ...)
@@ -291,10 +295,15 @@ static void problem(lintctx *c, const char *file, int line, bool error, const ch
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (error)
+    if (error) {
         c->sum->errors++;
-    else
+        char key[DE_ERR_FIELD_MAX + 16];
+        snprintf(key, sizeof key, "%s:%d", file, line);
+        c->seen = de_xrealloc(c->seen, (c->nseen + 1) * sizeof *c->seen);
+        c->seen[c->nseen++] = de_xstrdup(key);
+    } else {
         c->sum->warnings++;
+    }
     pol_lint_problem p = {file, line, error, msg};
     if (c->cb)
         c->cb(c->ctx, &p);
@@ -422,50 +431,57 @@ static void walk(lintctx *c, const char *dir)
     de_walk_free(&w);
 }
 
+/* One loader error: "file:line: message" split back into its parts. */
+static void load_problem(void *ctx, const de_err *err)
+{
+    lintctx *c = ctx;
+    de_err e = *err;
+    const char *m = e.msg;
+    size_t fl = strlen(e.file);
+    if (fl && !strncmp(m, e.file, fl) && m[fl] == ':') {
+        if (!e.line)
+            e.line = atoi(m + fl + 1);
+        const char *rest = strchr(m + fl + 1, ':');
+        m = rest ? rest + 1 + (rest[1] == ' ') : m;
+    }
+    const char *file = e.file[0] ? e.file : "?";
+    char key[DE_ERR_FIELD_MAX + 16];
+    snprintf(key, sizeof key, "%s:%d", file, e.line);
+    for (uint32_t i = 0; i < c->nseen; i++)
+        if (!strcmp(c->seen[i], key))
+            return;
+    problem(c, file, e.line, true, "%s", m);
+}
+
 void pol_lint_dir(const char *dir, const pol_config *cfg, pol_lint_cb cb, void *ctx, pol_lint_summary *sum)
 {
     memset(sum, 0, sizeof *sum);
-    lintctx c = {cb, ctx, sum, {0}, {0}};
+    lintctx c = {cb, ctx, sum, {0}, {0}, NULL, 0};
     de_interner *in = de_intern_new();
     de_err e;
     de_err_clear(&e);
     if (!de_is_dir(dir)) {
         problem(&c, dir, 0, true, "not a directory");
-        de_intern_free(in);
-        return;
+        goto out;
     }
     if (pol_vm_open(&c.vm, cfg, in, "lint", "", "lint", false, &e) != DE_OK ||
         pol_vm_open(&c.tvm, cfg, in, "lint", "", "lint", true, &e) != DE_OK) {
         problem(&c, dir, 0, true, "%s", e.msg);
         pol_vm_close(&c.vm);
-        de_intern_free(in);
-        return;
+        goto out;
     }
-    uint32_t before = sum->errors;
     walk(&c, dir);
     pol_vm_close(&c.vm);
     pol_vm_close(&c.tvm);
-    /* Metadata, hooks, domains and ownership: load the set as the engine
-     * would (only when the files themselves are clean, so one mistake is
-     * not reported twice). */
-    if (sum->errors == before) {
-        pol_set *s;
-        de_err_clear(&e);
-        if (pol_set_load(dir, in, cfg, &s, &e) != DE_OK) {
-            const char *m = e.msg;
-            size_t fl = strlen(e.file);
-            if (fl && !strncmp(m, e.file, fl) && m[fl] == ':') {
-                m = strchr(m + fl + 1, ':');
-                m = m ? m + 2 : e.msg;
-                if (!e.line)
-                    e.line = atoi(e.msg + fl + 1);
-            }
-            problem(&c, e.file[0] ? e.file : dir, e.line, true, "%s", m);
-        } else {
-            if (pol_set_count(s) == 0)
-                problem(&c, dir, 0, false, "no policy found (policies are *.lua files or packs with pack.lua)");
-            pol_set_free(s);
-        }
-    }
+    /* Metadata, hooks, domains and ownership: every check the loader makes,
+     * each error reported (pol_set_check goes on after one), so lint
+     * passes exactly when the engine would load the directory. */
+    uint32_t npolicies = 0;
+    if (!pol_set_check(dir, in, cfg, load_problem, &c, &npolicies) && !npolicies)
+        problem(&c, dir, 0, false, "no policy found (policies are *.lua files or packs with pack.lua)");
+out:
+    for (uint32_t i = 0; i < c.nseen; i++)
+        free(c.seen[i]);
+    free(c.seen);
     de_intern_free(in);
 }

@@ -183,6 +183,29 @@ static int field_line(const char *s, size_t n, const char *field)
     return ret_line ? ret_line : 1;
 }
 
+/* Line of the first string literal "str" (or 'str') in s, else of `field =`. */
+static int literal_line(const char *s, size_t n, const char *str, const char *field)
+{
+    size_t m = strlen(str);
+    int line = 1;
+    for (size_t i = 0; i + m + 2 <= n; i++) {
+        if (s[i] == '\n')
+            line++;
+        else if ((s[i] == '"' || s[i] == '\'') && s[i + m + 1] == s[i] && !memcmp(s + i + 1, str, m))
+            return line;
+    }
+    return field_line(s, n, field);
+}
+
+/* The lines of a list of domain entries, for ownership messages. */
+static int *domain_lines(const char *s, size_t n, char *const *doms, uint32_t nd)
+{
+    int *lines = de_xcalloc(nd ? nd : 1, sizeof *lines);
+    for (uint32_t i = 0; i < nd; i++)
+        lines[i] = literal_line(s, n, doms[i], "domains");
+    return lines;
+}
+
 typedef struct srcref {
     const char *path, *text;
     size_t len;
@@ -497,6 +520,8 @@ de_rc pol_policy_load(pol_policy *p, const char *path, const char *pack, const p
     rc = check_domains(L, t, "domains", &src, &p->domains, &p->ndomains, true, e);
     if (rc != DE_OK)
         goto out;
+    p->domain_lines = domain_lines(text, len, p->domains, p->ndomains);
+    p->name_line = field_line(text, len, "name");
     lua_pushliteral(L, "domains");
     ty = lua_rawget(L, t);
     lua_pop(L, 1);
@@ -607,6 +632,7 @@ void pol_policy_free(pol_policy *p)
     for (uint32_t i = 0; i < p->ndomains; i++)
         free(p->domains[i]);
     free(p->domains);
+    free(p->domain_lines);
     free(p->drivers);
 }
 
@@ -619,6 +645,8 @@ typedef struct pack {
     uint32_t npolicies;
     char **domains;
     uint32_t ndomains;
+    int *domain_lines;
+    int name_line;
 } pack;
 
 static void pack_free(pack *k)
@@ -633,6 +661,7 @@ static void pack_free(pack *k)
     for (uint32_t i = 0; i < k->ndomains; i++)
         free(k->domains[i]);
     free(k->domains);
+    free(k->domain_lines);
 }
 
 static const char *const pack_fields[] = {"name", "version", "policies", "domains", "description"};
@@ -679,6 +708,8 @@ static de_rc pack_load(pack *k, const char *dir, const pol_config *cfg, de_inter
         rc = check_domains(L, t, "domains", &src, &k->domains, &k->ndomains, true, e);
     if (rc != DE_OK)
         goto out;
+    k->domain_lines = domain_lines(text, len, k->domains, k->ndomains);
+    k->name_line = field_line(text, len, "name");
     lua_pushliteral(L, "policies");
     int ty = lua_rawget(L, t);
     size_t n = ty == LUA_TTABLE ? lua_rawlen(L, -1) : 0;
@@ -724,83 +755,133 @@ static void add_policy(pol_set *s, pol_policy *p)
     s->hooks |= p->hooks;
 }
 
-static de_rc load_pack_into(pol_set *s, pack *k, de_err *e)
+/* Report one error: into e (the first, when stopping at it) or to the
+ * keep-going callback (lint), which gets every one. */
+typedef struct loadrep {
+    pol_load_report fn;
+    void *ctx;
+    uint32_t errors;
+} loadrep;
+
+static de_rc report(loadrep *r, de_err *e, const de_err *err)
+{
+    if (r && r->fn) {
+        r->errors++;
+        r->fn(r->ctx, err);
+        return DE_OK; /* go on */
+    }
+    if (e)
+        *e = *err;
+    return err->rc;
+}
+
+static de_rc at(loadrep *r, de_err *e, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static de_rc at(loadrep *r, de_err *e, const char *file, int line, const char *fmt, ...)
+{
+    de_err err;
+    de_err_clear(&err);
+    char msg[DE_ERR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    de_errf(&err, DE_EINVAL, "%s:%d: %s", file, line, msg);
+    snprintf(err.file, sizeof err.file, "%s", file);
+    err.line = line;
+    return report(r, e, &err);
+}
+
+static int dline(const int *lines, uint32_t i) { return lines ? lines[i] : 1; }
+
+/* The policies a pack lists, each kept to the pack's domains.  Keep-going:
+ * a policy that fails is reported and left out, the others still load. */
+static de_rc load_pack_into(pol_set *s, pack *k, loadrep *rep, de_err *e)
 {
     for (uint32_t i = 0; i < k->npolicies; i++) {
         char *path = de_path_join(k->dir, k->policies[i]);
         pol_policy *p = de_xcalloc(1, sizeof *p);
-        de_rc rc = pol_policy_load(p, path, k->name, &s->cfg, s->in, false, e);
+        de_err err;
+        de_err_clear(&err);
+        de_rc rc = pol_policy_load(p, path, k->name, &s->cfg, s->in, false, &err);
         free(path);
-        if (rc != DE_OK) {
+        bool ok = rc == DE_OK;
+        if (!ok && (rc = report(rep, e, &err)) != DE_OK) {
             pol_policy_free(p);
             free(p);
             return rc;
         }
-        for (uint32_t d = 0; d < p->ndomains; d++) {
+        for (uint32_t d = 0; ok && d < p->ndomains; d++) {
             const char *dom, *name;
             size_t dl, nl;
             split_entry(p->domains[d], &dom, &dl, &name, &nl);
-            bool ok = false;
-            for (uint32_t j = 0; j < k->ndomains && !ok; j++) {
+            bool in = false;
+            for (uint32_t j = 0; j < k->ndomains && !in; j++) {
                 if (name)
-                    ok = entry_covers(k->domains[j], dom, dl, name, nl);
+                    in = entry_covers(k->domains[j], dom, dl, name, nl);
                 else
-                    ok = !strchr(k->domains[j], '/') && entry_covers(k->domains[j], dom, dl, NULL, 0);
+                    in = !strchr(k->domains[j], '/') && entry_covers(k->domains[j], dom, dl, NULL, 0);
             }
-            if (!ok) {
-                de_errf(e, DE_EINVAL, "%s: policy %s owns \"%s\", outside the domains of its pack %s",
-                        p->file, p->name, p->domains[d], k->name);
-                if (e)
-                    snprintf(e->file, sizeof e->file, "%s", p->file);
-                pol_policy_free(p);
-                free(p);
-                return DE_EINVAL;
+            if (!in) {
+                ok = false;
+                rc = at(rep, e, p->file, dline(p->domain_lines, d),
+                        "policy %s owns \"%s\", outside the domains of its pack %s (%s:%d)", p->name, p->domains[d],
+                        k->name, k->manifest, k->ndomains ? dline(k->domain_lines, 0) : k->name_line);
+                if (rc != DE_OK) {
+                    pol_policy_free(p);
+                    free(p);
+                    return rc;
+                }
             }
         }
-        add_policy(s, p);
+        if (ok) {
+            add_policy(s, p);
+        } else {
+            pol_policy_free(p);
+            free(p);
+        }
     }
     return DE_OK;
 }
 
-/* Two policies may not write the same attribute; packs may not overlap. */
-static de_rc check_ownership(pol_set *s, pack *packs, uint32_t npacks, de_err *e)
+/* Two policies may not write the same attribute; packs may not overlap.
+ * Each message names both sides with file:line. */
+static de_rc check_ownership(pol_set *s, pack *packs, uint32_t npacks, loadrep *rep, de_err *e)
 {
+    de_rc rc;
     for (uint32_t i = 0; i < s->npols; i++) {
         pol_policy *a = s->pols[i];
         for (uint32_t j = i + 1; j < s->npols; j++) {
             pol_policy *b = s->pols[j];
             for (uint32_t x = 0; x < a->ndomains; x++)
                 for (uint32_t y = 0; y < b->ndomains; y++)
-                    if (entries_overlap(a->domains[x], b->domains[y])) {
-                        de_errf(e, DE_EINVAL,
-                                "%s: policy %s owns \"%s\", which overlaps \"%s\" owned by policy %s "
-                                "(%s): two policies may not write the same attribute",
-                                b->file, b->name, b->domains[y], a->domains[x], a->name, a->file);
-                        if (e)
-                            snprintf(e->file, sizeof e->file, "%s", b->file);
-                        return DE_EINVAL;
-                    }
-            if (!strcmp(a->name, b->name)) {
-                de_errf(e, DE_EINVAL, "%s: policy name %s is already used by %s", b->file, b->name, a->file);
-                return DE_EINVAL;
-            }
+                    if (entries_overlap(a->domains[x], b->domains[y]) &&
+                        (rc = at(rep, e, b->file, dline(b->domain_lines, y),
+                                 "policy %s owns \"%s\", which overlaps \"%s\" owned by policy %s (%s:%d): "
+                                 "two policies may not write the same attribute",
+                                 b->name, b->domains[y], a->domains[x], a->name, a->file,
+                                 dline(a->domain_lines, x))) != DE_OK)
+                        return rc;
+            if (!strcmp(a->name, b->name) &&
+                (rc = at(rep, e, b->file, b->name_line, "policy name %s is already used by %s:%d", b->name,
+                         a->file, a->name_line)) != DE_OK)
+                return rc;
         }
     }
     for (uint32_t i = 0; i < npacks; i++) {
         for (uint32_t j = i + 1; j < npacks; j++) {
             for (uint32_t x = 0; x < packs[i].ndomains; x++)
                 for (uint32_t y = 0; y < packs[j].ndomains; y++)
-                    if (entries_overlap(packs[i].domains[x], packs[j].domains[y])) {
-                        de_errf(e, DE_EINVAL, "%s: pack %s owns \"%s\", which overlaps \"%s\" of pack %s (%s)",
-                                packs[j].manifest, packs[j].name, packs[j].domains[y],
-                                packs[i].domains[x], packs[i].name, packs[i].manifest);
-                        return DE_EINVAL;
-                    }
-            if (!strcmp(packs[i].name, packs[j].name)) {
-                de_errf(e, DE_EINVAL, "%s: pack name %s is already used by %s", packs[j].manifest,
-                        packs[j].name, packs[i].manifest);
-                return DE_EINVAL;
-            }
+                    if (entries_overlap(packs[i].domains[x], packs[j].domains[y]) &&
+                        (rc = at(rep, e, packs[j].manifest, dline(packs[j].domain_lines, y),
+                                 "pack %s owns \"%s\", which overlaps \"%s\" of pack %s (%s:%d)", packs[j].name,
+                                 packs[j].domains[y], packs[i].domains[x], packs[i].name, packs[i].manifest,
+                                 dline(packs[i].domain_lines, x))) != DE_OK)
+                        return rc;
+            if (!strcmp(packs[i].name, packs[j].name) &&
+                (rc = at(rep, e, packs[j].manifest, packs[j].name_line, "pack name %s is already used by %s:%d",
+                         packs[j].name, packs[i].manifest, packs[i].name_line)) != DE_OK)
+                return rc;
         }
         /* loose policies vs pack roots */
         for (uint32_t p = 0; p < s->npols; p++) {
@@ -809,11 +890,12 @@ static de_rc check_ownership(pol_set *s, pack *packs, uint32_t npacks, de_err *e
                 continue;
             for (uint32_t x = 0; x < packs[i].ndomains; x++)
                 for (uint32_t y = 0; y < q->ndomains; y++)
-                    if (entries_overlap(packs[i].domains[x], q->domains[y])) {
-                        de_errf(e, DE_EINVAL, "%s: policy %s owns \"%s\", inside the domains of pack %s (%s)",
-                                q->file, q->name, q->domains[y], packs[i].name, packs[i].manifest);
-                        return DE_EINVAL;
-                    }
+                    if (entries_overlap(packs[i].domains[x], q->domains[y]) &&
+                        (rc = at(rep, e, q->file, dline(q->domain_lines, y),
+                                 "policy %s owns \"%s\", inside the domains of pack %s (%s:%d)", q->name,
+                                 q->domains[y], packs[i].name, packs[i].manifest,
+                                 dline(packs[i].domain_lines, x))) != DE_OK)
+                        return rc;
         }
     }
     return DE_OK;
@@ -835,7 +917,10 @@ static bool named(const char *path)
     return false;
 }
 
-de_rc pol_set_load(const char *dir, de_interner *in, const pol_config *cfg, pol_set **out, de_err *e)
+/* pol_set_load and pol_set_check: stop at the first error (rep NULL), or
+ * report every one and load what can be loaded (rep set). */
+static de_rc load_set(const char *dir, de_interner *in, const pol_config *cfg, loadrep *rep, pol_set **out,
+                      de_err *e)
 {
     *out = NULL;
     if (!de_is_dir(dir))
@@ -871,26 +956,35 @@ de_rc pol_set_load(const char *dir, de_interner *in, const pol_config *cfg, pol_
          * the revision. */
         if (de_is_dir(path) && named(manifest)) {
             packs = de_xrealloc(packs, (npacks + 1) * sizeof *packs);
-            rc = pack_load(&packs[npacks], path, cfg, in, e);
-            npacks++;
-            if (rc == DE_OK)
-                rc = load_pack_into(s, &packs[npacks - 1], e);
+            de_err err;
+            de_err_clear(&err);
+            if (pack_load(&packs[npacks], path, cfg, in, &err) == DE_OK) {
+                npacks++;
+                rc = load_pack_into(s, &packs[npacks - 1], rep, e);
+            } else {
+                pack_free(&packs[npacks]);
+                rc = report(rep, e, &err);
+            }
         } else if (de_ends_with(names[i], ".lua") && !de_ends_with(names[i], "_spec.lua") && !de_is_dir(path) &&
                    named(path)) {
             pol_policy *p = de_xcalloc(1, sizeof *p);
-            rc = pol_policy_load(p, path, NULL, cfg, in, false, e);
-            if (rc == DE_OK)
+            de_err err;
+            de_err_clear(&err);
+            if (pol_policy_load(p, path, NULL, cfg, in, false, &err) == DE_OK) {
                 add_policy(s, p);
-            else {
+            } else {
                 pol_policy_free(p);
                 free(p);
+                rc = report(rep, e, &err);
             }
         }
         free(manifest);
         free(path);
     }
     if (rc == DE_OK)
-        rc = check_ownership(s, packs, npacks, e);
+        rc = check_ownership(s, packs, npacks, rep, e);
+    if (rc == DE_OK && rep && rep->errors)
+        rc = DE_EINVAL;
     if (rc == DE_OK) {
         pol_sha256 h;
         uint8_t d[POL_SHA256_LEN];
@@ -919,6 +1013,27 @@ de_rc pol_set_load(const char *dir, de_interner *in, const pol_config *cfg, pol_
     }
     *out = s;
     return DE_OK;
+}
+
+de_rc pol_set_load(const char *dir, de_interner *in, const pol_config *cfg, pol_set **out, de_err *e)
+{
+    return load_set(dir, in, cfg, NULL, out, e);
+}
+
+uint32_t pol_set_check(const char *dir, de_interner *in, const pol_config *cfg, pol_load_report fn, void *ctx,
+                       uint32_t *npolicies)
+{
+    loadrep rep = {fn, ctx, 0};
+    pol_set *s = NULL;
+    de_err e;
+    de_err_clear(&e);
+    if (load_set(dir, in, cfg, &rep, &s, &e) != DE_OK && !rep.errors) {
+        fn(ctx, &e); /* the directory itself */
+        rep.errors++;
+    }
+    *npolicies = s ? s->npols : 0;
+    pol_set_free(s);
+    return rep.errors;
 }
 
 void pol_set_free(pol_set *s)
@@ -954,4 +1069,12 @@ void pol_set_info(const pol_set *s, uint32_t i, pol_info *out)
     out->failure = p->failure;
     out->weight = p->weight;
     out->memory = p->vm.mem_used;
+}
+
+int pol_set_owner(const pol_set *s, const char *domain, const char *name)
+{
+    for (uint32_t i = 0; i < s->npols; i++)
+        if (pol_owns(s->pols[i], domain, strlen(domain), name, strlen(name)))
+            return (int)i;
+    return -1;
 }

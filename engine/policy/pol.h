@@ -126,6 +126,15 @@ de_rc pol_set_load(const char *dir, de_interner *in, const pol_config *cfg, pol_
                    de_err *e);
 void pol_set_free(pol_set *s);
 
+/* What `policy lint` needs from the loader: the same checks, but every
+ * error reported (fn gets each, with file and line) instead of the first,
+ * policies that load kept for the checks across them (ownership).  Returns
+ * the number of errors (0: pol_set_load would accept dir) and, in
+ * *npolicies, how many policies loaded. */
+typedef void (*pol_load_report)(void *ctx, const de_err *e);
+uint32_t pol_set_check(const char *dir, de_interner *in, const pol_config *cfg, pol_load_report fn, void *ctx,
+                       uint32_t *npolicies);
+
 /* Content revision of the whole set: SHA-256 over every policy's and pack
  * manifest's (name, revision), hex. */
 const char *pol_set_revision(const pol_set *s);
@@ -145,6 +154,9 @@ typedef struct pol_info {
     size_t memory; /* bytes held by its VM */
 } pol_info;
 void pol_set_info(const pol_set *s, uint32_t i, pol_info *out);
+/* The policy that owns domain/name - the only one that may derive it: its
+ * index, or -1. */
+int pol_set_owner(const pol_set *s, const char *domain, const char *name);
 
 /* ---- hook calls on single inputs (the cache-free primitives) ---------------- */
 
@@ -154,6 +166,17 @@ typedef struct pol_scope {
     uint64_t groups; /* bit per group name (numbered per set); 0 = no groups */
 } pol_scope;
 
+/* One failed derive or groups call on a device: what the verdict on a
+ * revision (verdict.c) and the explanations report. */
+typedef struct pol_devfail {
+    uint32_t policy; /* index in the set (pol_set_info) */
+    uint8_t hook;    /* index into pol_hook_names */
+    uint8_t reason;  /* pol_reason */
+    int line;        /* in file; 0 when unknown */
+    char *file;      /* where it failed: the policy's file, or an SDK module */
+    char *msg;       /* what failed, without the file:line prefix (at most 256 bytes) */
+} pol_devfail;
+
 /* Facts about one device, the union over every policy of the set. */
 typedef struct pol_devfacts {
     de_attr *derived; /* sorted by (domain, name) byte order */
@@ -162,8 +185,12 @@ typedef struct pol_devfacts {
     uint32_t nscopes;
     bool blocked;       /* a groups hook failed closed: not allocatable */
     uint32_t nfailures; /* hook calls that failed for this device */
+    pol_devfail *fails; /* the first POL_MAX_DEVFAILS of them, in policy order */
+    uint32_t nfails;
     void *mem;          /* one block holding derived, scopes and list payloads */
 } pol_devfacts;
+
+#define POL_MAX_DEVFAILS 16
 
 /* A per-call outcome: which policy failed and why (first failure). */
 typedef struct pol_failure {

@@ -263,6 +263,8 @@ struct pol_policy {
     unsigned hooks;
     char **domains; /* as declared */
     uint32_t ndomains;
+    int *domain_lines; /* where each is written (the literal, else `domains =`) */
+    int name_line;
     uint32_t *drivers; /* interned driver names this policy sees; NULL = all */
     uint32_t ndrivers;
     pol_failmode failure;

@@ -37,6 +37,45 @@ const pol_devfacts *pol_set_facts(const pol_set *s, uint32_t devid);
 /* Remove every derived attribute from the graph. */
 void pol_graph_clear(dg_graph *g);
 
+/* ---- the verdict on a revision (verdict.c) ------------------------------------ */
+
+/* Device names kept per group (the count is always exact). */
+#define POL_VERDICT_MAX_NAMES 1000
+
+/* Failed calls that share policy, hook, file:line, reason and message. */
+typedef struct pol_verdict_group {
+    char *policy, *policy_file;
+    const char *hook;      /* pol_hook_names */
+    pol_reason reason;
+    char *file;            /* where it failed */
+    int line;              /* 0 when unknown */
+    char *message;         /* without the file:line prefix */
+    uint32_t ndevices;     /* devices it failed on */
+    const char **devices;  /* the first POL_VERDICT_MAX_NAMES, "driver/pool/name", sorted */
+    uint32_t nnames;
+} pol_verdict_group;
+
+typedef struct pol_verdict {
+    char revision[65];
+    char dir[512];
+    uint32_t ndevices;     /* current devices with a failed derive or groups call */
+    uint64_t nfailures;    /* failed calls on them */
+    pol_verdict_group *groups; /* by policy order, hook, file, line, reason, message */
+    uint32_t ngroups;
+    char **keys;           /* device names the groups point into */
+    uint32_t nkeys;
+} pol_verdict;
+
+/* Judge set s on the devices of g it has computed facts for (call after
+ * preparing or publishing): true when no derive or groups hook failed on
+ * any of them.  Every command that activates a revision refuses it when
+ * this is false (a reload keeps the last good one).  Free with
+ * pol_verdict_free either way. */
+bool pol_verdict_judge(const pol_set *s, const dg_graph *g, pol_verdict *out);
+void pol_verdict_free(pol_verdict *v);
+/* One line for logs and de_err messages. */
+void pol_verdict_summary(const pol_verdict *v, char *buf, size_t cap);
+
 /* ---- allocator hooks ---------------------------------------------------------- */
 
 typedef struct pol_hookctx pol_hookctx;
@@ -97,6 +136,13 @@ typedef struct pol_cycle {
  * request, the periodic rescan), prepares a new revision in slices and
  * swaps it in when ready.  Never leaves the host without an active set. */
 de_rc pol_host_cycle(pol_host *h, pol_cycle *out);
+
+/* The verdict on the active revision over the host's graph now
+ * (pol_verdict_judge): every command judges its first revision with it. */
+bool pol_host_judge(const pol_host *h, pol_verdict *out);
+/* The verdict of the last reload refused for hook failures, NULL when the
+ * last reload was not refused for that. */
+const pol_verdict *pol_host_refusal(const pol_host *h);
 
 /* Ask for a reload at the next cycle (e.g. from an HTTP /reload). */
 void pol_host_request_reload(pol_host *h);
