@@ -24,104 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* ---- names ----------------------------------------------------------------- */
-
 static bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-
-/* DNS subdomain as Kubernetes uses for attribute domains (at most 63 bytes
- * in a QualifiedName). */
-bool pol_valid_domain(const char *s, size_t n)
-{
-    if (n == 0 || n > 63)
-        return false;
-    size_t label = 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == '.') {
-            if (label == 0 || s[i - 1] == '-')
-                return false;
-            label = 0;
-            continue;
-        }
-        if (!is_lower_alnum(c) && c != '-')
-            return false;
-        if (label == 0 && c == '-')
-            return false;
-        if (++label > 63)
-            return false;
-    }
-    return label > 0 && s[n - 1] != '-';
-}
-
-/* C identifier of at most 32 bytes (Kubernetes attribute IDs). */
-bool pol_valid_identifier(const char *s, size_t n)
-{
-    if (n == 0 || n > 32)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-        if (!alpha && !(i > 0 && c >= '0' && c <= '9'))
-            return false;
-    }
-    return true;
-}
-
-static bool suffix_domain(const char *s, size_t n, const char *d)
-{
-    size_t m = strlen(d);
-    if (n == m)
-        return memcmp(s, d, n) == 0;
-    return n > m && s[n - m - 1] == '.' && memcmp(s + n - m, d, m) == 0;
-}
-
-bool pol_is_standard_domain(const char *s, size_t n)
-{
-    return suffix_domain(s, n, "k8s.io") || suffix_domain(s, n, "kubernetes.io");
-}
-
-/* An ownership entry: a whole domain, or one qualified attribute. */
-static void split_entry(const char *e, const char **dom, size_t *dlen, const char **name, size_t *nlen)
-{
-    const char *slash = strchr(e, '/');
-    *dom = e;
-    *dlen = slash ? (size_t)(slash - e) : strlen(e);
-    *name = slash ? slash + 1 : NULL;
-    *nlen = slash ? strlen(slash + 1) : 0;
-}
-
-static bool entry_covers(const char *entry, const char *dom, size_t dlen, const char *name, size_t nlen)
-{
-    const char *ed, *en;
-    size_t edl, enl;
-    split_entry(entry, &ed, &edl, &en, &enl);
-    if (edl != dlen || memcmp(ed, dom, dlen))
-        return false;
-    if (!en)
-        return true;
-    return name && enl == nlen && !memcmp(en, name, nlen);
-}
-
-bool pol_owns(const pol_policy *p, const char *dom, size_t dlen, const char *name, size_t nlen)
-{
-    for (uint32_t i = 0; i < p->ndomains; i++)
-        if (entry_covers(p->domains[i], dom, dlen, name, nlen))
-            return true;
-    return false;
-}
-
-static bool entries_overlap(const char *a, const char *b)
-{
-    const char *ad, *an, *bd, *bn;
-    size_t adl, anl, bdl, bnl;
-    split_entry(a, &ad, &adl, &an, &anl);
-    split_entry(b, &bd, &bdl, &bn, &bnl);
-    if (adl != bdl || memcmp(ad, bd, adl))
-        return false;
-    if (!an || !bn)
-        return true;
-    return anl == bnl && !memcmp(an, bn, anl);
-}
 
 /* ---- source helpers -------------------------------------------------------- */
 
@@ -351,7 +254,7 @@ static de_rc check_domains(lua_State *L, int t, const char *field, const srcref 
         const char *s = lua_tolstring(L, -1, &len);
         const char *dom, *name;
         size_t dl, nl;
-        split_entry(s, &dom, &dl, &name, &nl);
+        pol_split_entry(s, &dom, &dl, &name, &nl);
         bool ok = pol_valid_domain(dom, dl) && (!name || (attrs_ok && pol_valid_identifier(name, nl)));
         if (!ok) {
             char copy[128];
@@ -814,13 +717,13 @@ static de_rc load_pack_into(pol_set *s, pack *k, loadrep *rep, de_err *e)
         for (uint32_t d = 0; ok && d < p->ndomains; d++) {
             const char *dom, *name;
             size_t dl, nl;
-            split_entry(p->domains[d], &dom, &dl, &name, &nl);
+            pol_split_entry(p->domains[d], &dom, &dl, &name, &nl);
             bool in = false;
             for (uint32_t j = 0; j < k->ndomains && !in; j++) {
                 if (name)
-                    in = entry_covers(k->domains[j], dom, dl, name, nl);
+                    in = pol_entry_covers(k->domains[j], dom, dl, name, nl);
                 else
-                    in = !strchr(k->domains[j], '/') && entry_covers(k->domains[j], dom, dl, NULL, 0);
+                    in = !strchr(k->domains[j], '/') && pol_entry_covers(k->domains[j], dom, dl, NULL, 0);
             }
             if (!in) {
                 ok = false;
@@ -855,7 +758,7 @@ static de_rc check_ownership(pol_set *s, pack *packs, uint32_t npacks, loadrep *
             pol_policy *b = s->pols[j];
             for (uint32_t x = 0; x < a->ndomains; x++)
                 for (uint32_t y = 0; y < b->ndomains; y++)
-                    if (entries_overlap(a->domains[x], b->domains[y]) &&
+                    if (pol_entries_overlap(a->domains[x], b->domains[y]) &&
                         (rc = at(rep, e, b->file, dline(b->domain_lines, y),
                                  "policy %s owns \"%s\", which overlaps \"%s\" owned by policy %s (%s:%d): "
                                  "two policies may not write the same attribute",
@@ -872,7 +775,7 @@ static de_rc check_ownership(pol_set *s, pack *packs, uint32_t npacks, loadrep *
         for (uint32_t j = i + 1; j < npacks; j++) {
             for (uint32_t x = 0; x < packs[i].ndomains; x++)
                 for (uint32_t y = 0; y < packs[j].ndomains; y++)
-                    if (entries_overlap(packs[i].domains[x], packs[j].domains[y]) &&
+                    if (pol_entries_overlap(packs[i].domains[x], packs[j].domains[y]) &&
                         (rc = at(rep, e, packs[j].manifest, dline(packs[j].domain_lines, y),
                                  "pack %s owns \"%s\", which overlaps \"%s\" of pack %s (%s:%d)", packs[j].name,
                                  packs[j].domains[y], packs[i].domains[x], packs[i].name, packs[i].manifest,
@@ -890,7 +793,7 @@ static de_rc check_ownership(pol_set *s, pack *packs, uint32_t npacks, loadrep *
                 continue;
             for (uint32_t x = 0; x < packs[i].ndomains; x++)
                 for (uint32_t y = 0; y < q->ndomains; y++)
-                    if (entries_overlap(packs[i].domains[x], q->domains[y]) &&
+                    if (pol_entries_overlap(packs[i].domains[x], q->domains[y]) &&
                         (rc = at(rep, e, q->file, dline(q->domain_lines, y),
                                  "policy %s owns \"%s\", inside the domains of pack %s (%s:%d)", q->name,
                                  q->domains[y], packs[i].name, packs[i].manifest,
@@ -1071,10 +974,3 @@ void pol_set_info(const pol_set *s, uint32_t i, pol_info *out)
     out->memory = p->vm.mem_used;
 }
 
-int pol_set_owner(const pol_set *s, const char *domain, const char *name)
-{
-    for (uint32_t i = 0; i < s->npols; i++)
-        if (pol_owns(s->pols[i], domain, strlen(domain), name, strlen(name)))
-            return (int)i;
-    return -1;
-}

@@ -293,8 +293,12 @@ struct pol_set {
     void *facts;
 };
 
-/* Domain ownership helpers (load.c). */
+/* Domain ownership helpers (names.c).  An entry is "domain" (all of it) or
+ * "domain/name" (one attribute). */
 bool pol_owns(const pol_policy *p, const char *domain, size_t dlen, const char *name, size_t nlen);
+void pol_split_entry(const char *e, const char **dom, size_t *dlen, const char **name, size_t *nlen);
+bool pol_entry_covers(const char *entry, const char *dom, size_t dlen, const char *name, size_t nlen);
+bool pol_entries_overlap(const char *a, const char *b);
 bool pol_valid_domain(const char *s, size_t n);
 bool pol_valid_identifier(const char *s, size_t n);
 bool pol_is_standard_domain(const char *s, size_t n);
