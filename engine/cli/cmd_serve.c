@@ -20,11 +20,13 @@
 #include "../policy/polgraph.h"
 #include "../sched/sch.h"
 #include "../sched/sch_http.h"
+#include "../sched/sch_shadow.h"
 #include "cli.h"
 #include "policy_out.h"
 #include "flags.h"
 #include "objout.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -71,6 +73,16 @@ static void usage(FILE *f)
         "  --dra-binding-timeout DURATION        longest wait in PreBind for device binding conditions\n"
         "                                        (bindingTimeout; default 10m, at least 1s;\n"
         "                                        DRADeviceBindingConditions)\n"
+        "\n"
+        "Shadow mode (try draengine or a policy revision beside the scheduler you run):\n"
+        "  --shadow[=true|false]                 schedule nothing and write nothing: for every pod\n"
+        "                                        another scheduler binds, compute what draengine would\n"
+        "                                        have decided on the same state; no leader election\n"
+        "  --shadow-scheduler NAME               only pods of this schedulerName (default: every\n"
+        "                                        scheduler but --scheduler-name)\n"
+        "  --shadow-log FILE                     the decision log, JSON lines (default -: stdout)\n"
+        "  /metrics: draengine_shadow_decisions_total{outcome=same|same_node|other_node|\n"
+        "  infeasible|error|unobserved}, draengine_shadow_agreement_ratio, draengine_shadow_waiting\n"
         "\n"
         "Controllers of kube-controller-manager:\n"
         "  --pool-status-controller[=true|false] answer ResourcePoolStatusRequests (default false;\n"
@@ -124,6 +136,7 @@ typedef struct serve {
     sch_http *http;
     pol_host *pol;
     ctl_serve *ctl;
+    sch_shadow *shadow; /* --shadow: compare, never schedule */
     bool leader_elect;
     uint64_t started;
 } serve;
@@ -131,10 +144,14 @@ typedef struct serve {
 static void on_event(void *ctx, kc_res res, kc_evtype type, json_t *obj)
 {
     serve *sv = ctx;
-    if (res == KC_RES_POOL_STATUS_REQUESTS)
+    if (res == KC_RES_POOL_STATUS_REQUESTS) {
         ctl_serve_observe(sv->ctl, type, obj);
-    else
-        sch_observe(sv->s, res, type, obj);
+        return;
+    }
+    /* a binding by the shadowed scheduler is evaluated on the state before it */
+    if (sv->shadow && res == KC_RES_PODS)
+        sch_shadow_pod_event(sv->shadow, type, obj);
+    sch_observe(sv->s, res, type, obj);
 }
 
 /* API failures become log lines (the kube driver rate-limits them and counts
@@ -246,6 +263,8 @@ static int on_http(void *ctx, const char *method, const char *path, const char *
         *ctype = "text/plain; version=0.0.4; charset=utf-8";
         sch_metrics(sv->s, body);
         ctl_serve_metrics(sv->ctl, body);
+        if (sv->shadow)
+            sch_shadow_metrics(sv->shadow, body);
         kc_stats ks;
         kc_client_stats(sv->cl, &ks);
         static const char *const cls[] = {"error", "1xx", "2xx", "3xx", "4xx", "5xx"};
@@ -316,7 +335,7 @@ enum {
     O_KUBECONFIG = 256, O_CONTEXT, O_MASTER, O_QPS, O_BURST, O_SCHEDNAME, O_GATES, O_IBACKOFF,
     O_MBACKOFF, O_NOEVENTS, O_LE, O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_NAME, O_LE_NS,
     O_LE_ID, O_BIND, O_PORT, O_LOGFMT, O_WBACKOFF, O_JITTER, O_POLDIR, O_POLWATCH, O_POLRESCAN,
-    O_FIELDVAL, O_POOLSTATUS, O_FILTERTIMEOUT, O_BINDTIMEOUT,
+    O_FIELDVAL, O_POOLSTATUS, O_FILTERTIMEOUT, O_BINDTIMEOUT, O_SHADOW, O_SHADOW_OF, O_SHADOW_LOG,
 };
 
 /* What a walk of the policy directory skipped, as a log line. */
@@ -424,6 +443,9 @@ int cli_cmd_serve(int argc, char **argv)
         {"policy-rescan", required_argument, NULL, O_POLRESCAN},
         {"pool-status-controller", optional_argument, NULL, O_POOLSTATUS},
         {"dra-filter-timeout", required_argument, NULL, O_FILTERTIMEOUT},
+        {"shadow", optional_argument, NULL, O_SHADOW},
+        {"shadow-scheduler", required_argument, NULL, O_SHADOW_OF},
+        {"shadow-log", required_argument, NULL, O_SHADOW_LOG},
         {"dra-binding-timeout", required_argument, NULL, O_BINDTIMEOUT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -434,7 +456,8 @@ int cli_cmd_serve(int argc, char **argv)
     sch_opts so = {0};
     de_gates gates;
     de_gates_default(&gates);
-    bool leader_elect = true;
+    bool leader_elect = true, shadow = false;
+    const char *shadow_of = NULL, *shadow_log = "-";
     const char *bind = "0.0.0.0";
     long port = 10251;
     uint64_t wbackoff = 0, jitter = 0, rescan = 30000000000ull;
@@ -512,6 +535,12 @@ int cli_cmd_serve(int argc, char **argv)
             filter_timeout_set = true;
             break;
         case O_POLDIR: policy_dir = optarg; break;
+        case O_SHADOW:
+            if (!cli_flag_bool("serve", "--shadow", optarg, &shadow))
+                return CLI_EXIT_INVALID;
+            break;
+        case O_SHADOW_OF: shadow_of = optarg; break;
+        case O_SHADOW_LOG: shadow_log = optarg; break;
         case O_POLWATCH:
             if (!cli_flag_bool("serve", "--policy-watch", optarg, &policy_watch))
                 return CLI_EXIT_INVALID;
@@ -592,8 +621,11 @@ int cli_cmd_serve(int argc, char **argv)
     snprintf(ua, sizeof ua, "draengine/0.1.0 (%s)", ident);
     clo.user_agent = ua;
 
+    if (shadow)
+        leader_elect = false; /* a shadow takes no lease: it must not stand in the way of the scheduler */
     de_notice_sink(notice_to_log, NULL);
     serve sv = {0};
+    FILE *shadow_file = NULL;
     sv.leader_elect = leader_elect;
     sv.started = de_now_ns();
     if (kc_config_load(&co, &sv.cfg, &e) != DE_OK) {
@@ -627,7 +659,23 @@ int cli_cmd_serve(int argc, char **argv)
     so.workload_claims = gates.on[DE_GATE_WORKLOAD_RESOURCE_CLAIMS];
     so.generic_workload = gates.on[DE_GATE_GENERIC_WORKLOAD];
     so.pre_queueing_hints = gates.on[DE_GATE_PRE_QUEUEING_HINTS];
-    sv.s = sch_new(sv.g, sv.al, sv.cl, &so);
+    /* in shadow mode the scheduler has no client: nothing it could decide
+     * would ever be written (and it is never run: sch_shadow decides) */
+    sv.s = sch_new(sv.g, sv.al, shadow ? NULL : sv.cl, &so);
+    if (shadow) {
+        FILE *lf = stdout;
+        if (strcmp(shadow_log, "-") && !(lf = fopen(shadow_log, "a"))) {
+            cli_errorf("serve", "--shadow-log %s: %s", shadow_log, strerror(errno));
+            rc = CLI_EXIT_INVALID;
+            goto out;
+        }
+        sch_shadow_opts sho = {.own_name = so.scheduler_name ? so.scheduler_name : "draengine", .of = shadow_of,
+                               .log = lf};
+        sv.shadow = sch_shadow_new(sv.g, sv.al, &sho);
+        shadow_file = lf != stdout ? lf : NULL;
+        DE_INFO(0, "shadow mode: comparing the bindings of %s; nothing is written to the cluster",
+                shadow_of && *shadow_of ? shadow_of : "every other scheduler");
+    }
     ctl_serve_opts cso = {.pool_status = pool_status, .no_events = so.no_events, .identity = ident};
     sv.ctl = ctl_serve_new(sv.g, sv.cl, &gates, &cso);
     if (policy_dir) {
@@ -649,6 +697,8 @@ int cli_cmd_serve(int argc, char **argv)
         pol_host_stats ps;
         pol_host_get_stats(sv.pol, &ps);
         DE_INFO(0, "policies loaded from %s: revision %.16s", policy_dir, ps.revision);
+        if (sv.shadow)
+            sch_shadow_set_revision(sv.shadow, ps.revision);
     }
     sv.http = sch_http_new(bind, (int)port, on_http, &sv, &e);
     if (!sv.http) {
@@ -726,6 +776,8 @@ int cli_cmd_serve(int argc, char **argv)
                 pol_host_get_stats(sv.pol, &ps);
                 DE_INFO(0, "policies reloaded: revision %.16s (%u devices changed)", ps.revision,
                         pc.swap_changed);
+                if (sv.shadow)
+                    sch_shadow_set_revision(sv.shadow, ps.revision);
             }
             if (pc.failed)
                 DE_ERROR("policy reload refused, previous revision stays active: %s", pc.err.msg);
@@ -747,7 +799,10 @@ int cli_cmd_serve(int argc, char **argv)
             }
         }
         was_synced = synced;
-        if (leader && synced) {
+        if (sv.shadow) {
+            if (synced)
+                sch_shadow_cycle(sv.shadow);
+        } else if (leader && synced) {
             sch_run(sv.s, 50000000ull);
             ctl_serve_run(sv.ctl);
         }
@@ -763,6 +818,9 @@ out:
     ctl_serve_free(sv.ctl);
     sch_free(sv.s);
     al_free(sv.al);
+    sch_shadow_free(sv.shadow);
+    if (shadow_file)
+        fclose(shadow_file);
     pol_host_free(sv.pol); /* before the graph: it clears what it published */
     dg_free(sv.g);
     kc_client_free(sv.cl);

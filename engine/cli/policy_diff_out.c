@@ -171,6 +171,20 @@ static void claim_detail(const pd_claim *c, de_buf *b)
 
 static uint32_t changed_devices(const pd_result *r) { return r->ndevs; }
 
+/* "3 claims become unschedulable: a/x, b/y, c/z" (Markdown: bold, names as code). */
+static void claims_line(const pd_result *r, int k, de_buf *b, bool md)
+{
+    de_buf_printf(b, "%s%u claim%s %s%s:", md ? "**" : "", r->count[k], r->count[k] == 1 ? "" : "s",
+                  r->count[k] == 1 ? kind_title1[k] : kind_title[k], md ? "**" : "");
+    uint32_t named = 0;
+    for (uint32_t i = 0; i < r->nclaims; i++)
+        if (r->claims[i].kind == k && named++ < PD_DETAILS_MAX)
+            de_buf_printf(b, "%s%s%s/%s%s", named > 1 ? ", " : " ", md ? "`" : "", r->claims[i].ns, r->claims[i].name,
+                          md ? "`" : "");
+    if (named > PD_DETAILS_MAX)
+        de_buf_printf(b, ", and %u more", named - PD_DETAILS_MAX);
+}
+
 /* ---- text ---------------------------------------------------------------------- */
 
 void pd_text(const pd_result *r, FILE *o)
@@ -210,15 +224,9 @@ void pd_text(const pd_result *r, FILE *o)
     for (int k = 0; k < PD_NKINDS; k++) {
         if (!r->count[k])
             continue;
-        fprintf(o, "  %u claim%s %s:", r->count[k], r->count[k] == 1 ? "" : "s",
-                r->count[k] == 1 ? kind_title1[k] : kind_title[k]);
-        uint32_t named = 0;
-        for (uint32_t i = 0; i < r->nclaims; i++)
-            if (r->claims[i].kind == k && named++ < PD_DETAILS_MAX)
-                fprintf(o, "%s%s/%s", named > 1 ? ", " : " ", r->claims[i].ns, r->claims[i].name);
-        if (named > PD_DETAILS_MAX)
-            fprintf(o, ", and %u more", named - PD_DETAILS_MAX);
-        fputc('\n', o);
+        de_buf_reset(&b);
+        claims_line(r, k, &b, false);
+        fprintf(o, "  %s\n", de_buf_str(&b));
         for (uint32_t i = 0; i < r->nclaims; i++) {
             if (r->claims[i].kind != k)
                 continue;
@@ -385,14 +393,8 @@ void pd_markdown(const pd_result *r, FILE *o)
         for (int k = 0; k < PD_NKINDS; k++) {
             if (!r->count[k])
                 continue;
-            de_buf_printf(b, "- **%u claim%s %s**:", r->count[k], r->count[k] == 1 ? "" : "s",
-                          r->count[k] == 1 ? kind_title1[k] : kind_title[k]);
-            uint32_t named = 0;
-            for (uint32_t i = 0; i < r->nclaims; i++)
-                if (r->claims[i].kind == k && named++ < PD_DETAILS_MAX)
-                    de_buf_printf(b, "%s`%s/%s`", named > 1 ? ", " : " ", r->claims[i].ns, r->claims[i].name);
-            if (named > PD_DETAILS_MAX)
-                de_buf_printf(b, ", and %u more", named - PD_DETAILS_MAX);
+            de_buf_puts(b, "- ");
+            claims_line(r, k, b, true);
             de_buf_putc(b, '\n');
         }
         de_buf_putc(b, '\n');

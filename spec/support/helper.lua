@@ -89,4 +89,15 @@ function M.read_file(p)
   local f = assert(io.open(p, "rb")); local s = f:read("a"); f:close(); return s
 end
 
+-- The documents of a JSON-lines file (a missing file has none).
+function M.json_lines(path)
+  local out = {}
+  local f = io.open(path, "rb")
+  if not f then return out end
+  local core = require "draengine.core"
+  for line in f:lines() do out[#out + 1] = core.json_decode(line) end
+  f:close()
+  return out
+end
+
 return M
