@@ -109,6 +109,7 @@ end)
 describe("every command's flags", function()
   local commands = {
     { "inspect" }, { "allocate" }, { "cel" }, { "run" }, { "sim" }, { "sysfs" }, { "serve" }, { "snapshot" },
+    { "version" }, { "help" },
     { "policy", "test" }, { "policy", "lint" }, { "policy", "diff" }, { "policy", "bench" }, { "policy", "list" },
   }
 

@@ -2,6 +2,7 @@
  * main.c - draengine entry point: dispatch to subcommands.
  */
 #include "cli.h"
+#include "flags.h"
 
 #include "../base/dir.h"
 
@@ -85,30 +86,63 @@ static void usage(FILE *out)
     fprintf(out, "\nRun 'draengine <command> --help' for the flags of a command.\n");
 }
 
+/* The flags of the two commands without options of their own: --help and
+ * -v, as everywhere; anything else is refused.  Returns 1 after --help, -1
+ * after an error, 0 with *operand the operand (or NULL). */
+static int plain_args(const char *cmd, int argc, char **argv, const char *help, const char **operand)
+{
+    static const cli_flag flags[] = {
+        {"help", 'h', CLI_ARG_NONE, 1, NULL}, {"v", 'v', CLI_ARG_LEVEL, 2, "verbose"}, {0}};
+    cli_args a;
+    cli_args_init(&a, cmd, argc, argv, 1);
+    const char *v;
+    int id, level;
+    *operand = NULL;
+    while ((id = cli_args_next(&a, flags, &v)) != CLI_ARGS_END) {
+        if (id == CLI_ARGS_ERROR)
+            return -1;
+        if (id == 1) {
+            printf("%s", help);
+            return 1;
+        }
+        if (id == 2 && !cli_flag_level(cmd, v, &level))
+            return -1;
+        if (id == CLI_ARGS_OPERAND) {
+            if (*operand || !strcmp(cmd, "version")) {
+                cli_errorf(cmd, "unexpected argument \"%s\"", v);
+                return -1;
+            }
+            *operand = v;
+        }
+    }
+    return 0;
+}
+
 int cli_cmd_version(int argc, char **argv)
 {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: draengine version\n\nPrint the draengine version.\n");
-        return 0;
-    }
+    const char *op;
+    int r = plain_args("version", argc, argv, "usage: draengine version\n\nPrint the draengine version.\n", &op);
+    if (r)
+        return r > 0 ? CLI_EXIT_OK : CLI_EXIT_INVALID;
     printf("%s\n", cli_version_string);
     return 0;
 }
 
 int cli_cmd_help(int argc, char **argv)
 {
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        printf("usage: draengine help [COMMAND]\n\nShow the commands, or the flags of one command.\n");
-        return 0;
-    }
-    if (argc > 1) {
-        for (size_t i = 0; i < DE_ARRAY_LEN(commands); i++) {
-            if (!strcmp(argv[1], commands[i].name)) {
-                char *args[] = {argv[1], "--help", NULL};
-                return commands[i].fn(2, args);
+    const char *op;
+    int r = plain_args("help", argc, argv,
+                       "usage: draengine help [COMMAND]\n\nShow the commands, or the flags of one command.\n", &op);
+    if (r)
+        return r > 0 ? CLI_EXIT_OK : CLI_EXIT_INVALID;
+    if (op) {
+        for (size_t k = 0; k < DE_ARRAY_LEN(commands); k++) {
+            if (!strcmp(op, commands[k].name)) {
+                char *args[] = {(char *)op, "--help", NULL};
+                return commands[k].fn(2, args);
             }
         }
-        fprintf(stderr, "draengine help: unknown command \"%s\"\n", argv[1]);
+        fprintf(stderr, "draengine help: unknown command \"%s\"\n", op);
         usage(stderr);
         return CLI_EXIT_INVALID;
     }
