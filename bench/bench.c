@@ -5,8 +5,10 @@
 #include "bench.h"
 #include "../engine/cli/cli.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 static const struct {
     const char *name;
@@ -54,6 +56,19 @@ static double status_mib(const char *field)
 }
 
 double bench_peak_rss_mib(void) { return status_mib("VmHWM"); }
+
+uint64_t bench_minflt(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (uint64_t)ru.ru_minflt;
+}
+
+double bench_heap_bytes(void)
+{
+    struct mallinfo2 mi = mallinfo2();
+    return (double)mi.uordblks + (double)mi.hblkhd;
+}
 
 static int cmp_double(const void *a, const void *b)
 {

@@ -35,6 +35,11 @@ static inline uint64_t bench_cpu_ns(void)
 void bench_print(FILE *out, const char *figure, double value, const char *unit);
 /* Peak resident set size of this process, MiB (VmHWM). */
 double bench_peak_rss_mib(void);
+/* Minor page faults of this process so far (getrusage): stable on a shared
+ * machine where time is not. */
+uint64_t bench_minflt(void);
+/* Bytes the process holds from malloc (in use, mmapped blocks included). */
+double bench_heap_bytes(void);
 /* p-th percentile (0..100) of n values (sorts the array in place). */
 double bench_percentile(double *v, size_t n, double p);
 

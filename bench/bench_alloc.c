@@ -36,6 +36,7 @@ typedef struct run {
     double *us;
     uint32_t n, ok, fail;
     double total_s, wall_s;
+    uint64_t faults; /* minor page faults while the timed pods were scheduled */
 } run;
 
 /* Schedules pod-0 .. pod-<npods-1>; the figures count the first `timed`
@@ -45,6 +46,7 @@ static int schedule_all(dg_graph *g, al_allocator *a, uint32_t npods, uint32_t t
     r->us = de_xmalloc((npods ? npods : 1) * sizeof *r->us);
     de_arena *ar = de_arena_new(0);
     uint32_t *pids = bench_pod_ids(g, npods);
+    uint64_t f_start = bench_minflt();
     uint64_t w_all = 0, t_start = bench_cpu_ns(), t_all = 0;
     for (uint32_t i = 0; i < npods; i++) {
         de_arena_reset(ar);
@@ -57,8 +59,10 @@ static int schedule_all(dg_graph *g, al_allocator *a, uint32_t npods, uint32_t t
         if (i < timed) {
             w_all += dt;
             r->us[r->n++] = (double)dt / 1e3;
-            if (i + 1 == timed)
+            if (i + 1 == timed) {
                 t_all = bench_cpu_ns() - t_start;
+                r->faults = bench_minflt() - f_start;
+            }
         }
         if (rc == DE_OK)
             r->ok++;
@@ -89,6 +93,8 @@ static void report(FILE *out, const char *prefix, run *r, uint32_t timed)
     bench_print(out, fig, bench_percentile(r->us, r->n, 50), "us");
     snprintf(fig, sizeof fig, "%s-p99-us", prefix);
     bench_print(out, fig, bench_percentile(r->us, r->n, 99), "us");
+    snprintf(fig, sizeof fig, "%s-faults-per-pod", prefix);
+    bench_print(out, fig, timed ? (double)r->faults / timed : 0, "faults");
 }
 
 /* ---- upstream-500x10 -------------------------------------------------------------------- */
@@ -148,7 +154,11 @@ int bench_gpu_nic_5000(FILE *out, int argc, char **argv)
     dg_graph *g = bench_graph();
     de_err e;
     de_err_clear(&e);
-    de_rc rc = bench_gpu_nic(g, nodes, npods, &e);
+    /* the devices first, so the bytes the pods add can be told apart */
+    de_rc rc = bench_gpu_nic(g, nodes, 0, &e);
+    double heap0 = bench_heap_bytes();
+    if (rc == DE_OK)
+        rc = bench_pair_pods(g, npods, "gpu.example.com", "nic.example.com", "resource.kubernetes.io/pcieRoot", &e);
     if (rc != DE_OK) {
         fprintf(stderr, "bench gpu-nic-5000: building the cluster: %s\n", e.msg);
         dg_free(g);
@@ -161,8 +171,12 @@ int bench_gpu_nic_5000(FILE *out, int argc, char **argv)
         fprintf(stderr, "bench gpu-nic-5000: expected %u pods scheduled, got %u\n", npods, r.ok);
         ret = 1;
     }
-    if (!ret)
+    if (!ret) {
         report(out, "gpu-nic-5000", &r, npods);
+        /* claims, pods, their records and what the allocator keeps for them */
+        bench_print(out, "gpu-nic-5000-bytes-per-pod", (bench_heap_bytes() - heap0) / npods, "bytes");
+        bench_print(out, "gpu-nic-5000-peak-rss-mib", bench_peak_rss_mib(), "MiB");
+    }
     free(r.us);
     al_free(a);
     dg_free(g);

@@ -272,6 +272,33 @@ describe("allocated state", function()
     assert.has_error(function() g:reserve("ns1", "c", { resource = "pods", name = "p", uid = "u-2" }) end)
   end)
 
+  it("assume path: records are reused, a claim allocated and released many times does not grow the graph", function()
+    local g = core.graph()
+    g:apply(slice("s", { nodeName = "node-1", devices = gpus(2) }))
+    g:apply(claim("ns1", "c"))
+    -- reservedFor decoded from the input is copied when it grows, the input's entries kept
+    g:apply(claim("ns1", "d", { allocation = { devices = { results = { result("gpu-0") } } },
+      reservedFor = { { resource = "pods", name = "p0", uid = "u-0" } } }))
+    for i = 1, 6 do g:reserve("ns1", "d", { resource = "pods", name = "p" .. i, uid = "u-" .. i }) end
+    local rf = g:claim("ns1", "d").reserved_for
+    assert.are.equal(7, #rf)
+    assert.are.same({ "u-0", "u-1", "u-6" }, { rf[1].uid, rf[2].uid, rf[7].uid })
+    local function cycle(i)
+      g:set_allocation("ns1", "c", {
+        devices = { results = { result("gpu-1", { tolerations = { { key = "k", operator = "Exists" } } }) } },
+        nodeSelector = { nodeSelectorTerms = { { matchFields = { { key = "metadata.name", operator = "In", values = { "node-1" } } } } } },
+      })
+      for k = 1, 5 do g:reserve("ns1", "c", { resource = "pods", name = "p", uid = "u-" .. k }) end -- same names: interning is covered apart
+      assert.are.equal(5, #g:claim("ns1", "c").reserved_for)
+      assert.are.equal("node-1", g:claim("ns1", "c").allocation.nodeSelector.nodeSelectorTerms[1].matchFields[1].values[1])
+      g:deallocate("ns1", "c")
+    end
+    cycle(0)
+    local bytes = g:stats().bytes
+    for i = 1, 200 do cycle(i) end
+    assert.are.equal(bytes, g:stats().bytes)
+  end)
+
   it("encodes an AllocationResult in the API shape", function()
     local g = core.graph()
     g:apply(claim("default", "c", { allocation = {

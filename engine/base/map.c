@@ -44,17 +44,39 @@ static size_t find(const de_map *m, uint64_t key, bool *found)
     }
 }
 
+static void rehash(de_map *m, size_t ncap, bool touch);
+
 static void grow(de_map *m)
 {
     size_t ncap = m->cap ? m->cap : 16;
     if ((m->n + 1) * 10 > ncap * 7)
         ncap *= 2;
+    rehash(m, ncap, false);
+}
+
+void de_map_reserve(de_map *m, size_t n)
+{
+    size_t ncap = m->cap ? m->cap : 16;
+    while (n * 10 > ncap * 7)
+        ncap *= 2;
+    if (ncap == m->cap)
+        return;
+    rehash(m, ncap, true);
+}
+
+static void rehash(de_map *m, size_t ncap, bool touch)
+{
     uint64_t *ok = m->keys, *ov = m->vals;
     uint8_t *ou = m->used;
     size_t ocap = m->cap;
     m->keys = de_xmalloc(ncap * sizeof *m->keys);
     m->vals = de_xmalloc(ncap * sizeof *m->vals);
     m->used = de_xcalloc(ncap, 1);
+    if (touch) { /* now, not at the insertions that will fill the tables */
+        memset(m->keys, 0, ncap * sizeof *m->keys);
+        memset(m->vals, 0, ncap * sizeof *m->vals);
+        memset(m->used, 0, ncap);
+    }
     m->cap = ncap;
     m->n = m->tomb = 0;
     for (size_t i = 0; i < ocap; i++)

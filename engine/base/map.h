@@ -24,6 +24,8 @@ void de_map_init(de_map *m);
 void de_map_destroy(de_map *m);
 void de_map_clear(de_map *m);
 
+/* Room for n entries without growing, the tables touched (off a hot path). */
+void de_map_reserve(de_map *m, size_t n);
 /* Returns true and sets *val when the key is present. */
 bool de_map_get(const de_map *m, uint64_t key, uint64_t *val);
 void de_map_put(de_map *m, uint64_t key, uint64_t val);

@@ -150,56 +150,8 @@ int cli_cmd_help(int argc, char **argv)
     return 0;
 }
 
-/*
- * Transparent huge pages for the heap.  The allocator's hot data - the
- * device graph, per-node tables, claims and pods - is tens of MiB touched in
- * no particular order, so with 4 KiB pages most accesses miss the TLB.  On
- * machines whose page walks are expensive (virtual machines with shadow or
- * isolated page tables) that made scheduling 3-4x slower than on bare metal:
- * the same binary measured upstream-500x10 at ~55,000 pods/s with 4 KiB pages
- * and ~190,000-440,000 with huge pages (bench/README figures).  When the
- * kernel gives huge pages only on request (THP "madvise", the common
- * distribution default), glibc's malloc asks for them when the tunable
- * glibc.malloc.hugetlb=1 is set; tunables are read once at process start, so
- * the command sets it and re-executes itself, once, before doing anything.
- * Memory use barely moves (load-100k: 99 -> 100 MiB).  DRAENGINE_THP=0 turns
- * this off; a GLIBC_TUNABLES that already names the tunable is left alone.
- */
-static void want_huge_pages(char **argv)
-{
-    const char *off = getenv("DRAENGINE_THP");
-    if (off && !strcmp(off, "0"))
-        return;
-    const char *t = getenv("GLIBC_TUNABLES");
-    if (t && strstr(t, "glibc.malloc.hugetlb"))
-        return;
-    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-    if (!f)
-        return;
-    char mode[128] = "";
-    bool madvise = fgets(mode, sizeof mode, f) && strstr(mode, "[madvise]");
-    fclose(f);
-    if (!madvise)
-        return;
-    /* the binary's own path, not /proc/self/exe: the process keeps its name
-     * (ps, pkill, logs) */
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0 || (size_t)len >= sizeof self - 1)
-        return;
-    self[len] = 0;
-    char v[1024];
-    int n = snprintf(v, sizeof v, "%s%sglibc.malloc.hugetlb=1", t ? t : "", t && *t ? ":" : "");
-    if (n < 0 || (size_t)n >= sizeof v || setenv("GLIBC_TUNABLES", v, 1) != 0)
-        return;
-    fflush(NULL);
-    execv(self, argv);
-    /* replaced or deleted binary, no /proc: carry on with small pages */
-}
-
 int main(int argc, char **argv)
 {
-    want_huge_pages(argv);
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_INVALID;

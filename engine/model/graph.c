@@ -421,8 +421,11 @@ void dg_get_stats(const dg_graph *g, dg_stats *out)
     for (uint32_t i = 0; i < g->nclaims; i++) {
         if (g->claims[i].a)
             b += de_arena_reserved(g->claims[i].a);
-        if (g->claims[i].sa)
-            b += de_arena_reserved(g->claims[i].sa);
+    }
+    if (g->slab) {
+        de_slab_stats ss;
+        de_slab_get_stats(g->slab, &ss);
+        b += ss.held;
     }
     for (uint32_t i = 0; i < g->npods; i++)
         if (g->pods[i].a)

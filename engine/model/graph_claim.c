@@ -10,9 +10,9 @@
  * new one; nothing is recomputed from the other claims.
  *
  * The assume path (dg_claim_set_allocation, dg_claim_add_reservation,
- * dg_claim_deallocate) writes into a per-claim status arena that is reset
- * on deallocation, so a claim allocated and released many times does not
- * grow, and it never goes through JSON.
+ * dg_claim_deallocate) writes exact-size records from the graph's slab
+ * (graph_rec.c), given back on deallocation, so a claim allocated and
+ * released many times does not grow, and it never goes through JSON.
  */
 #include "graph_int.h"
 
@@ -151,14 +151,25 @@ void dg_usage_each(const dg_graph *g, dg_usage_cb cb, void *ctx)
 uint64_t dg_usage_generation(const dg_graph *g) { return g->usage_gen; }
 
 /* What a claim or pod entry owns besides its object: its decode arena, the
- * arena of status written through the graph, its input JSON and its encoding
+ * records written through the graph (slab), its input JSON and its encoding
  * cache (json_decref takes NULL). */
-static void release(de_arena *a, de_arena *sa, json_t *json, json_t *jcache)
+static void release_claim(dg_graph *g, claim_ent *ce)
 {
-    de_arena_free(a);
-    de_arena_free(sa);
-    json_decref(json);
-    json_decref(jcache);
+    if (ce->c && !ce->c->allocated && g->pending_claims)
+        g->pending_claims--;
+    dg_rec_release(g, ce);
+    de_arena_free(ce->a);
+    json_decref(ce->json);
+    json_decref(ce->jcache);
+}
+
+static void release_pod(dg_graph *g, pod_ent *pe)
+{
+    if (pe->status_cap)
+        de_slab_free(g->slab, pe->p->claim_statuses, pe->status_cap * sizeof(dg_pod_claim_status));
+    de_arena_free(pe->a);
+    json_decref(pe->json);
+    json_decref(pe->jcache);
 }
 
 /* ---- claims ------------------------------------------------------------------------- */
@@ -174,7 +185,7 @@ void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, uint32
         if (ce->c) {
             had = true;
             changed = usage_apply(g, ce->c, -1);
-            release(ce->a, ce->sa, ce->json, ce->jcache);
+            release_claim(g, ce);
         } else {
             g->live_claims++;
         }
@@ -196,6 +207,10 @@ void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, uint32
     changed |= usage_apply(g, c, +1);
     if (changed)
         ce->usage_gen = g->usage_gen;
+    if (!c->allocated) {
+        g->pending_claims++;
+        dg_rec_reserve(g);
+    }
     *clid = id;
     dg_notify(g, DG_KIND_RESOURCE_CLAIM, had ? DG_OP_UPDATE : DG_OP_ADD, id);
 }
@@ -206,7 +221,7 @@ void dg_claim_delete(dg_graph *g, uint32_t clid)
     if (!ce->c)
         return;
     usage_apply(g, ce->c, -1);
-    release(ce->a, ce->sa, ce->json, ce->jcache);
+    release_claim(g, ce);
     memset(ce, 0, sizeof *ce);
     ce->gen = dg_bump(g);
     g->live_claims--;
@@ -214,12 +229,21 @@ void dg_claim_delete(dg_graph *g, uint32_t clid)
 
 void dg_claims_free(dg_graph *g)
 {
-    for (uint32_t i = 0; i < g->nclaims; i++)
-        release(g->claims[i].a, g->claims[i].sa, g->claims[i].json, g->claims[i].jcache);
+    /* the slab goes as a whole: only the arenas and JSON are freed one by one */
+    for (uint32_t i = 0; i < g->nclaims; i++) {
+        de_arena_free(g->claims[i].a);
+        json_decref(g->claims[i].json);
+        json_decref(g->claims[i].jcache);
+    }
     free(g->claims);
-    for (uint32_t i = 0; i < g->npods; i++)
-        release(g->pods[i].a, g->pods[i].sa, g->pods[i].json, g->pods[i].jcache);
+    for (uint32_t i = 0; i < g->npods; i++) {
+        de_arena_free(g->pods[i].a);
+        json_decref(g->pods[i].json);
+        json_decref(g->pods[i].jcache);
+    }
     free(g->pods);
+    de_slab_free_all(g->slab);
+    g->slab = NULL;
     for (uint32_t i = 0; i < g->nusage; i++)
         free(g->usage[i].consumed);
     free(g->usage);
@@ -279,75 +303,6 @@ json_t *dg_claim_json(const dg_graph *g, uint32_t clid)
 
 /* ---- the assume path ------------------------------------------------------------------ */
 
-#define SNEW(a, T, n) ((T *)de_arena_zalloc((a), sizeof(T) * ((n) ? (n) : 1)))
-
-static uint32_t *copy_ids(de_arena *a, const uint32_t *v, uint32_t n)
-{
-    if (!n)
-        return NULL;
-    uint32_t *o = SNEW(a, uint32_t, n);
-    if (o)
-        memcpy(o, v, n * sizeof *v);
-    return o;
-}
-
-static void copy_nodesel(de_arena *a, dg_nodesel *dst, const dg_nodesel *src)
-{
-    dst->nterms = src->nterms;
-    dst->terms = SNEW(a, dg_term, src->nterms);
-    for (uint32_t i = 0; dst->terms && i < src->nterms; i++) {
-        const dg_term *s = &src->terms[i];
-        dg_term *t = &dst->terms[i];
-        for (int k = 0; k < 2; k++) {
-            const dg_requirement *sr = k ? s->fields : s->exprs;
-            uint32_t n = k ? s->nfields : s->nexprs;
-            dg_requirement *r = SNEW(a, dg_requirement, n);
-            for (uint32_t j = 0; r && j < n; j++) {
-                r[j] = sr[j];
-                r[j].values = copy_ids(a, sr[j].values, sr[j].nvalues);
-            }
-            if (k) {
-                t->fields = r;
-                t->nfields = n;
-            } else {
-                t->exprs = r;
-                t->nexprs = n;
-            }
-        }
-    }
-}
-
-static void copy_allocation(de_arena *a, dg_allocation *dst, const dg_allocation *src)
-{
-    *dst = *src;
-    dst->results = SNEW(a, dg_result, src->nresults);
-    for (uint32_t i = 0; dst->results && i < src->nresults; i++) {
-        const dg_result *s = &src->results[i];
-        dg_result *r = &dst->results[i];
-        *r = *s;
-        if (s->ntolerations) {
-            r->tolerations = SNEW(a, dg_toleration, s->ntolerations);
-            if (r->tolerations)
-                memcpy(r->tolerations, s->tolerations, s->ntolerations * sizeof *s->tolerations);
-        }
-        r->binding_conditions = copy_ids(a, s->binding_conditions, s->nbinding_conditions);
-        r->binding_failure_conditions = copy_ids(a, s->binding_failure_conditions, s->nbinding_failure_conditions);
-        r->skip_node_ops = copy_ids(a, s->skip_node_ops, s->nskip_node_ops);
-        if (s->nconsumed) {
-            r->consumed = SNEW(a, dg_consumed, s->nconsumed);
-            if (r->consumed)
-                memcpy(r->consumed, s->consumed, s->nconsumed * sizeof *s->consumed);
-        }
-    }
-    dst->config = SNEW(a, dg_alloc_config, src->nconfig);
-    for (uint32_t i = 0; dst->config && i < src->nconfig; i++) {
-        dst->config[i] = src->config[i];
-        dst->config[i].requests = copy_ids(a, src->config[i].requests, src->config[i].nrequests);
-    }
-    if (src->has_node_selector)
-        copy_nodesel(a, &dst->node_selector, &src->node_selector);
-}
-
 de_rc dg_claim_set_allocation(dg_graph *g, uint32_t clid, const dg_allocation *a, de_err *e)
 {
     if (clid >= g->nclaims || !g->claims[clid].c)
@@ -357,10 +312,12 @@ de_rc dg_claim_set_allocation(dg_graph *g, uint32_t clid, const dg_allocation *a
     if (c->allocated)
         return de_errf(e, DE_ECONFLICT, "ResourceClaim \"%s/%s\" is already allocated", dg_s(g, c->meta.ns),
                        dg_s(g, c->meta.name));
-    if (!ce->sa)
-        ce->sa = de_arena_new_sized((size_t)64 << 20, 4096);
-    copy_allocation(ce->sa, &c->allocation, a);
+    if (!dg_rec_set_allocation(g, ce, a))
+        return de_errf(e, DE_ENOMEM, "ResourceClaim \"%s/%s\": no room for its allocation record", dg_s(g, c->meta.ns),
+                       dg_s(g, c->meta.name));
     c->allocated = true;
+    if (g->pending_claims)
+        g->pending_claims--;
     if (usage_apply(g, c, +1))
         ce->usage_gen = g->usage_gen;
     ce->gen = dg_bump(g);
@@ -378,15 +335,18 @@ de_rc dg_claim_deallocate(dg_graph *g, uint32_t clid, de_err *e)
         return DE_OK;
     if (usage_apply(g, c, -1))
         ce->usage_gen = g->usage_gen;
+    bool was = c->allocated;
+    dg_rec_release(g, ce);
     c->allocated = false;
     memset(&c->allocation, 0, sizeof c->allocation);
     c->reserved_for = NULL;
     c->nreserved_for = 0;
     c->devices = NULL;
     c->ndevices = 0;
-    ce->reserved_cap = 0;
-    if (ce->sa)
-        de_arena_reset(ce->sa);
+    if (was) {
+        g->pending_claims++;
+        dg_rec_reserve(g);
+    }
     ce->gen = dg_bump(g);
     dg_notify(g, DG_KIND_RESOURCE_CLAIM, DG_OP_UPDATE, clid);
     return DE_OK;
@@ -407,15 +367,16 @@ de_rc dg_claim_add_reservation(dg_graph *g, uint32_t clid, const dg_consumer *co
     if (c->nreserved_for >= 256)
         return de_errf(e, DE_EINVAL, "ResourceClaim \"%s/%s\": status.reservedFor: Too many: 257: must have at most 256 items",
                        dg_s(g, c->meta.ns), dg_s(g, c->meta.name));
-    if (!ce->sa)
-        ce->sa = de_arena_new_sized((size_t)64 << 20, 4096);
-    if (c->nreserved_for == ce->reserved_cap) {
+    if (c->nreserved_for == ce->reserved_cap || !ce->reserved_cap) {
         uint32_t cap = ce->reserved_cap ? ce->reserved_cap * 2 : 4;
-        dg_consumer *n = SNEW(ce->sa, dg_consumer, cap);
+        if (cap < c->nreserved_for + 1)
+            cap = c->nreserved_for + 4;
+        /* a list decoded from the input stays in its arena: copied, not freed */
+        dg_consumer *n = dg_rec_grow(g, c->reserved_for, ce->reserved_cap * sizeof *n, c->nreserved_for * sizeof *n,
+                                     cap * sizeof *n);
         if (!n)
-            return de_errf(e, DE_ENOMEM, "claim status arena full");
-        if (c->nreserved_for)
-            memcpy(n, c->reserved_for, c->nreserved_for * sizeof *n);
+            return de_errf(e, DE_ENOMEM, "ResourceClaim \"%s/%s\": no room for status.reservedFor",
+                           dg_s(g, c->meta.ns), dg_s(g, c->meta.name));
         c->reserved_for = n;
         ce->reserved_cap = cap;
     }
@@ -437,7 +398,7 @@ void dg_pod_upsert(dg_graph *g, dg_pod *p, de_arena *a, json_t *json, uint32_t *
         pod_ent *pe = &g->pods[id];
         if (pe->p) {
             had = true;
-            release(pe->a, pe->sa, pe->json, pe->jcache);
+            release_pod(g, pe);
         } else {
             g->live_pods++;
         }
@@ -465,7 +426,7 @@ void dg_pod_delete(dg_graph *g, uint32_t pid)
     pod_ent *pe = &g->pods[pid];
     if (!pe->p)
         return;
-    release(pe->a, pe->sa, pe->json, pe->jcache);
+    release_pod(g, pe);
     memset(pe, 0, sizeof *pe);
     pe->gen = dg_bump(g);
     g->live_pods--;
@@ -491,7 +452,7 @@ json_t *dg_pod_json(const dg_graph *g, uint32_t pid)
     if (pid >= g->npods || !g->pods[pid].p)
         return NULL;
     pod_ent *pe = &((dg_graph *)g)->pods[pid];
-    if (!pe->sa)
+    if (!pe->status_cap)
         return pe->json;
     if (pe->jcache && pe->jcache_gen == pe->gen)
         return pe->jcache;
@@ -561,17 +522,14 @@ static void pod_add_claim_status(dg_graph *g, uint32_t pid, uint32_t ref, uint32
             pe->gen = dg_bump(g);
             return;
         }
-    if (!pe->sa)
-        pe->sa = de_arena_new_sized((size_t)16 << 20, 1024);
-    if (p->nclaim_statuses == pe->status_cap) {
+    if (p->nclaim_statuses == pe->status_cap || !pe->status_cap) {
         uint32_t cap = pe->status_cap ? pe->status_cap * 2 : 4;
         if (cap < p->nclaim_statuses + 1)
             cap = p->nclaim_statuses + 4;
-        dg_pod_claim_status *n = SNEW(pe->sa, dg_pod_claim_status, cap);
+        dg_pod_claim_status *n = dg_rec_grow(g, p->claim_statuses, pe->status_cap * sizeof *n,
+                                             p->nclaim_statuses * sizeof *n, cap * sizeof *n);
         if (!n)
             return;
-        if (p->nclaim_statuses)
-            memcpy(n, p->claim_statuses, p->nclaim_statuses * sizeof *n);
         p->claim_statuses = n;
         pe->status_cap = cap;
     }

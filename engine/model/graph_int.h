@@ -15,6 +15,7 @@
 
 #include "../base/arena.h"
 #include "../base/map.h"
+#include "../base/slab.h"
 #include "dec.h"
 #include "dg.h"
 
@@ -71,24 +72,24 @@ typedef struct obj_ent {
 typedef struct claim_ent {
     dg_claim *c;
     de_arena *a;
-    de_arena *sa; /* status written through the graph (assume path) */
+    void *rec;         /* the allocation written through the graph: one slab block */
+    uint32_t rec_size;
     json_t *json;
     json_t *jcache;
     uint64_t jcache_gen;
     uint64_t gen;
     uint64_t usage_gen; /* usage generation when its contribution last changed */
-    uint32_t reserved_cap;
+    uint32_t reserved_cap; /* > 0: reserved_for is a slab block of this many entries */
 } claim_ent;
 
 typedef struct pod_ent {
     dg_pod *p;
     de_arena *a;
-    de_arena *sa; /* claim statuses added by dg_claim_from_template */
     json_t *json;
     json_t *jcache;
     uint64_t jcache_gen;
     uint64_t gen;
-    uint32_t status_cap;
+    uint32_t status_cap; /* > 0: claim_statuses is a slab block (added by dg_claim_from_template) */
 } pod_ent;
 
 typedef struct obj_table {
@@ -163,6 +164,10 @@ struct dg_graph {
     u32vec usage_free;
     uint64_t usage_gen;
 
+    de_slab *slab;           /* decision records (graph_rec.c) */
+    uint32_t pending_claims; /* live, not allocated */
+    uint64_t rec_bytes, rec_results, rec_count; /* records written so far, for estimates */
+
     listener *listeners;
     uint32_t nlisteners;
     dev_listener *dev_listeners;
@@ -208,6 +213,14 @@ void dg_claim_delete(dg_graph *g, uint32_t clid);
 void dg_claims_free(dg_graph *g);
 void dg_pod_upsert(dg_graph *g, dg_pod *p, de_arena *a, json_t *json, uint32_t *pid);
 void dg_pod_delete(dg_graph *g, uint32_t pid);
+
+/* graph_rec.c */
+de_slab *dg_slab(dg_graph *g);
+bool dg_rec_set_allocation(dg_graph *g, claim_ent *ce, const dg_allocation *src);
+void dg_rec_release(dg_graph *g, claim_ent *ce); /* allocation block and reservedFor list */
+/* a larger slab block with the first used_bytes of old (freed, old_bytes) */
+void *dg_rec_grow(dg_graph *g, void *old, size_t old_bytes, size_t used_bytes, size_t new_bytes);
+void dg_rec_reserve(dg_graph *g); /* room for every pending claim's record, off the decision path */
 
 /* graph_encode.c */
 json_t *dg_encode_claim_status(const dg_graph *g, const dg_claim *c, json_t *orig_status);

@@ -1,0 +1,179 @@
+/*
+ * slab.c - exact-size records from pre-faulted chunks (see slab.h).
+ *
+ * Sizes are rounded to 16 bytes; each of the DE_SLAB_MAX / 16 classes has a
+ * free list threaded through its freed records.  New records are cut from
+ * the current chunk; spare chunks made by de_slab_reserve wait, touched, in
+ * a list.  The unused tail of a chunk that is left behind is carved into
+ * free records of the largest class that fits, so no room is lost.
+ */
+#include "slab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SLAB_ALIGN 16
+#define SLAB_CLASSES (DE_SLAB_MAX / SLAB_ALIGN)
+#define SLAB_CHUNK ((size_t)256 << 10)
+#define SLAB_PAGE 4096
+
+typedef struct slab_chunk {
+    struct slab_chunk *next;
+    size_t size, used;
+    _Alignas(16) unsigned char data[];
+} slab_chunk;
+
+struct de_slab {
+    void *free[SLAB_CLASSES]; /* class k holds records of (k + 1) * 16 bytes */
+    slab_chunk *cur;          /* records are cut from here */
+    slab_chunk *spare;        /* reserved, touched, not started */
+    slab_chunk *full;         /* left behind */
+    size_t cap, held, in_use, spare_room;
+    uint64_t late_chunks;
+};
+
+de_slab *de_slab_new(size_t cap)
+{
+    de_slab *s = de_xcalloc(1, sizeof *s);
+    s->cap = cap ? cap : ((size_t)1 << 30);
+    return s;
+}
+
+static void free_list(slab_chunk *c)
+{
+    while (c) {
+        slab_chunk *n = c->next;
+        free(c);
+        c = n;
+    }
+}
+
+void de_slab_free_all(de_slab *s)
+{
+    if (!s)
+        return;
+    free_list(s->cur);
+    free_list(s->spare);
+    free_list(s->full);
+    free(s);
+}
+
+static size_t round_up(size_t n) { return (n + SLAB_ALIGN - 1) & ~(size_t)(SLAB_ALIGN - 1); }
+
+static slab_chunk *new_chunk(de_slab *s)
+{
+    if (s->held + SLAB_CHUNK > s->cap)
+        return NULL;
+    slab_chunk *c = malloc(sizeof *c + SLAB_CHUNK);
+    if (!c)
+        return NULL;
+    /* touch every page now: this is the point of the slab */
+    for (size_t off = 0; off < SLAB_CHUNK; off += SLAB_PAGE)
+        ((volatile unsigned char *)c->data)[off] = 0;
+    c->next = NULL;
+    c->size = SLAB_CHUNK;
+    c->used = 0;
+    s->held += SLAB_CHUNK;
+    return c;
+}
+
+static void retire_current(de_slab *s)
+{
+    slab_chunk *c = s->cur;
+    if (!c)
+        return;
+    /* carve the tail into free records, largest class first */
+    while (c->size - c->used >= SLAB_ALIGN) {
+        size_t left = c->size - c->used, sz = left < DE_SLAB_MAX ? left & ~(size_t)(SLAB_ALIGN - 1) : DE_SLAB_MAX;
+        void *p = c->data + c->used;
+        c->used += sz;
+        size_t k = sz / SLAB_ALIGN - 1;
+        *(void **)p = s->free[k];
+        s->free[k] = p;
+    }
+    c->next = s->full;
+    s->full = c;
+    s->cur = NULL;
+}
+
+static size_t room(const de_slab *s)
+{
+    return (s->cur ? s->cur->size - s->cur->used : 0) + s->spare_room;
+}
+
+bool de_slab_reserve(de_slab *s, size_t bytes)
+{
+    while (room(s) < bytes) {
+        slab_chunk *c = new_chunk(s);
+        if (!c)
+            return false;
+        c->next = s->spare;
+        s->spare = c;
+        s->spare_room += c->size;
+    }
+    return true;
+}
+
+void *de_slab_alloc(de_slab *s, size_t n)
+{
+    if (!n)
+        return NULL;
+    if (n > DE_SLAB_MAX)
+        return malloc(n);
+    size_t sz = round_up(n), k = sz / SLAB_ALIGN - 1;
+    void *p = s->free[k];
+    if (p) {
+        s->free[k] = *(void **)p;
+        s->in_use += sz;
+        return p;
+    }
+    if (!s->cur || s->cur->size - s->cur->used < sz) {
+        retire_current(s);
+        slab_chunk *c = s->spare;
+        if (c) {
+            s->spare = c->next;
+            s->spare_room -= c->size;
+        } else {
+            c = new_chunk(s);
+            if (!c)
+                return NULL;
+            s->late_chunks++;
+        }
+        c->next = NULL;
+        s->cur = c;
+    }
+    p = s->cur->data + s->cur->used;
+    s->cur->used += sz;
+    s->in_use += sz;
+    return p;
+}
+
+void *de_slab_zalloc(de_slab *s, size_t n)
+{
+    void *p = de_slab_alloc(s, n);
+    if (p)
+        memset(p, 0, n);
+    return p;
+}
+
+void de_slab_free(de_slab *s, void *p, size_t n)
+{
+    if (!p || !n)
+        return;
+    if (n > DE_SLAB_MAX) {
+        free(p);
+        return;
+    }
+    size_t sz = round_up(n), k = sz / SLAB_ALIGN - 1;
+    *(void **)p = s->free[k];
+    s->free[k] = p;
+    s->in_use -= sz;
+}
+
+void de_slab_get_stats(const de_slab *s, de_slab_stats *out)
+{
+    out->in_use = s->in_use;
+    out->held = s->held;
+    out->room = room(s);
+    out->late_chunks = s->late_chunks;
+}

@@ -1,0 +1,218 @@
+/*
+ * graph_rec.c - the records a decision writes into the graph: a claim's
+ * allocation (one exact-size block), its reservedFor list and a pod's claim
+ * statuses, all from the graph's slab (base/slab.h).
+ *
+ * A decision must not fault a page, so the room for these records is
+ * reserved and touched before the decision: whenever a claim becomes
+ * pending (created, or deallocated) the graph makes sure the slab holds
+ * room for every pending claim's record, sized by the average record seen
+ * so far (512 bytes before the first).  Records of released claims go back
+ * to the slab's free lists and are reused by the next allocation.
+ */
+#include "graph_int.h"
+
+#include <string.h>
+
+#define REC_GUESS 512                 /* bytes per record before any was written */
+#define REC_RESERVE_MAX ((size_t)64 << 20) /* never reserve more room than this ahead */
+
+static size_t al16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* ---- sizing: mirrors copy_allocation's allocations exactly ---------------------------- */
+
+static size_t ids_size(uint32_t n) { return n ? al16((size_t)n * sizeof(uint32_t)) : 0; }
+static size_t arr_size(size_t elem, uint32_t n) { return al16(elem * (n ? n : 1)); }
+
+static size_t nodesel_size(const dg_nodesel *s)
+{
+    size_t b = arr_size(sizeof(dg_term), s->nterms);
+    for (uint32_t i = 0; i < s->nterms; i++)
+        for (int k = 0; k < 2; k++) {
+            const dg_requirement *r = k ? s->terms[i].fields : s->terms[i].exprs;
+            uint32_t n = k ? s->terms[i].nfields : s->terms[i].nexprs;
+            b += arr_size(sizeof(dg_requirement), n);
+            for (uint32_t j = 0; j < n; j++)
+                b += ids_size(r[j].nvalues);
+        }
+    return b;
+}
+
+static size_t allocation_size(const dg_allocation *a)
+{
+    size_t b = arr_size(sizeof(dg_result), a->nresults);
+    for (uint32_t i = 0; i < a->nresults; i++) {
+        const dg_result *r = &a->results[i];
+        if (r->ntolerations)
+            b += al16(r->ntolerations * sizeof(dg_toleration));
+        b += ids_size(r->nbinding_conditions) + ids_size(r->nbinding_failure_conditions) + ids_size(r->nskip_node_ops);
+        if (r->nconsumed)
+            b += al16(r->nconsumed * sizeof(dg_consumed));
+    }
+    b += arr_size(sizeof(dg_alloc_config), a->nconfig);
+    for (uint32_t i = 0; i < a->nconfig; i++)
+        b += ids_size(a->config[i].nrequests);
+    if (a->has_node_selector)
+        b += nodesel_size(&a->node_selector);
+    return b;
+}
+
+/* ---- copying into one block ----------------------------------------------------------- */
+
+typedef struct bump {
+    unsigned char *p, *end;
+} bump;
+
+static void *take(bump *b, size_t n)
+{
+    n = al16(n);
+    void *p = b->p;
+    b->p += n;
+    return p;
+}
+
+static void *take_zero(bump *b, size_t elem, uint32_t n)
+{
+    size_t sz = elem * (n ? n : 1);
+    void *p = take(b, sz);
+    memset(p, 0, sz);
+    return p;
+}
+
+static uint32_t *copy_ids(bump *b, const uint32_t *v, uint32_t n)
+{
+    if (!n)
+        return NULL;
+    uint32_t *o = take(b, (size_t)n * sizeof *v);
+    memcpy(o, v, n * sizeof *v);
+    return o;
+}
+
+static void copy_nodesel(bump *b, dg_nodesel *dst, const dg_nodesel *src)
+{
+    dst->nterms = src->nterms;
+    dst->terms = take_zero(b, sizeof(dg_term), src->nterms);
+    for (uint32_t i = 0; i < src->nterms; i++) {
+        const dg_term *s = &src->terms[i];
+        dg_term *t = &dst->terms[i];
+        for (int k = 0; k < 2; k++) {
+            const dg_requirement *sr = k ? s->fields : s->exprs;
+            uint32_t n = k ? s->nfields : s->nexprs;
+            dg_requirement *r = take_zero(b, sizeof(dg_requirement), n);
+            for (uint32_t j = 0; j < n; j++) {
+                r[j] = sr[j];
+                r[j].values = copy_ids(b, sr[j].values, sr[j].nvalues);
+            }
+            if (k) {
+                t->fields = r;
+                t->nfields = n;
+            } else {
+                t->exprs = r;
+                t->nexprs = n;
+            }
+        }
+    }
+}
+
+static void copy_allocation(bump *b, dg_allocation *dst, const dg_allocation *src)
+{
+    *dst = *src;
+    dst->results = take_zero(b, sizeof(dg_result), src->nresults);
+    for (uint32_t i = 0; i < src->nresults; i++) {
+        const dg_result *s = &src->results[i];
+        dg_result *r = &dst->results[i];
+        *r = *s;
+        r->tolerations = NULL;
+        if (s->ntolerations) {
+            r->tolerations = take(b, s->ntolerations * sizeof *s->tolerations);
+            memcpy(r->tolerations, s->tolerations, s->ntolerations * sizeof *s->tolerations);
+        }
+        r->binding_conditions = copy_ids(b, s->binding_conditions, s->nbinding_conditions);
+        r->binding_failure_conditions = copy_ids(b, s->binding_failure_conditions, s->nbinding_failure_conditions);
+        r->skip_node_ops = copy_ids(b, s->skip_node_ops, s->nskip_node_ops);
+        r->consumed = NULL;
+        if (s->nconsumed) {
+            r->consumed = take(b, s->nconsumed * sizeof *s->consumed);
+            memcpy(r->consumed, s->consumed, s->nconsumed * sizeof *s->consumed);
+        }
+    }
+    dst->config = take_zero(b, sizeof(dg_alloc_config), src->nconfig);
+    for (uint32_t i = 0; i < src->nconfig; i++) {
+        dst->config[i] = src->config[i];
+        dst->config[i].requests = copy_ids(b, src->config[i].requests, src->config[i].nrequests);
+    }
+    if (src->has_node_selector)
+        copy_nodesel(b, &dst->node_selector, &src->node_selector);
+}
+
+de_slab *dg_slab(dg_graph *g)
+{
+    if (!g->slab)
+        g->slab = de_slab_new((size_t)1 << 32);
+    return g->slab;
+}
+
+bool dg_rec_set_allocation(dg_graph *g, claim_ent *ce, const dg_allocation *src)
+{
+    size_t n = allocation_size(src);
+    unsigned char *blk = de_slab_alloc(dg_slab(g), n);
+    if (!blk)
+        return false;
+    bump b = {blk, blk + n};
+    copy_allocation(&b, &ce->c->allocation, src);
+    ce->rec = blk;
+    ce->rec_size = (uint32_t)n;
+    g->rec_bytes += n;
+    g->rec_results += src->nresults;
+    g->rec_count++;
+    return true;
+}
+
+void dg_rec_release(dg_graph *g, claim_ent *ce)
+{
+    if (!g->slab)
+        return;
+    de_slab_free(g->slab, ce->rec, ce->rec_size);
+    if (ce->reserved_cap)
+        de_slab_free(g->slab, ce->c ? ce->c->reserved_for : NULL, ce->reserved_cap * sizeof(dg_consumer));
+    ce->rec = NULL;
+    ce->rec_size = 0;
+    ce->reserved_cap = 0;
+}
+
+void *dg_rec_grow(dg_graph *g, void *old, size_t old_bytes, size_t used_bytes, size_t new_bytes)
+{
+    void *n = de_slab_alloc(dg_slab(g), new_bytes);
+    if (!n)
+        return NULL;
+    if (used_bytes)
+        memcpy(n, old, used_bytes);
+    if (old_bytes)
+        de_slab_free(g->slab, old, old_bytes);
+    return n;
+}
+
+void dg_rec_reserve(dg_graph *g)
+{
+    size_t per = g->rec_count ? al16(g->rec_bytes / g->rec_count) : REC_GUESS;
+    per += 4 * sizeof(dg_consumer); /* the first reservedFor list */
+    size_t want = (size_t)g->pending_claims * per;
+    if (want > REC_RESERVE_MAX)
+        want = REC_RESERVE_MAX;
+    de_slab_reserve(dg_slab(g), want);
+    /* the usage table and its index take one entry per device put in use:
+     * sized now for every pending claim's results (at most every device) */
+    size_t results = g->rec_count ? (size_t)((g->rec_results + g->rec_count - 1) / g->rec_count) : 1;
+    size_t used = g->usage_idx.n + (size_t)g->pending_claims * results;
+    if (used > g->live_devs)
+        used = g->live_devs;
+    if (used > g->capusage) {
+        size_t cap = g->capusage ? g->capusage : 256;
+        while (cap < used)
+            cap *= 2;
+        g->usage = de_xrealloc(g->usage, cap * sizeof *g->usage);
+        memset(g->usage + g->capusage, 0, (cap - g->capusage) * sizeof *g->usage);
+        g->capusage = (uint32_t)cap;
+    }
+    de_map_reserve(&g->usage_idx, used);
+}
