@@ -148,6 +148,36 @@ describe("draengine serve", function()
     assert.are.equal("gone", held.status.allocation.devices.results[1].pool)
   end)
 
+  -- Found by the e2e restart spec: kube-apiserver going down refused the
+  -- claim's status write, and while it started again it refused the re-read
+  -- (403 until its RBAC caches sync).  The next attempt must write the claim
+  -- before it binds, not take the in-memory assumption for the server's state.
+  it("writes the claim on the next attempt when its write and the re-read both fail", function()
+    srv:load(S.cluster(1, 2))
+    -- with the finalizer already there, the status write is the only write
+    -- and no watch event can bring the server's version in between
+    local claim = K.claim("default", "c1", "gpu", 1)
+    claim.metadata.finalizers = { "resource.kubernetes.io/delete-protection" }
+    srv:load{ claim }
+    srv:faults{ rules = {
+      { method = "PUT", path = "resourceclaims/c1/status", status = 403, count = 1 },
+      { method = "GET", path = "resourceclaims/c1$", status = 403, count = 3 } } }
+    serve()
+    srv:load{ K.pod("default", "p1", { claims = { { name = "gpu", resourceClaimName = "c1" } } }) }
+    K.wait_for(function() return bound_count(srv) == 1 end, 10 * SLOW, 0.1)
+    local c1 = srv:get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c1")
+    local p1 = srv:get("/api/v1/namespaces/default/pods/p1")
+    assert.are.equal("node-001", p1.spec.nodeName)
+    assert.truthy(c1.status and c1.status.allocation, "bound pod's claim is not allocated")
+    assert.are.equal(p1.metadata.uid, c1.status.reservedFor[1].uid)
+    local puts = 0
+    for _, w in ipairs(srv:writes()) do
+      if w.method == "PUT" and w.path:find("resourceclaims/c1/status", 1, true) then puts = puts + 1 end
+    end
+    assert.are.equal(2, puts) -- the refused one and the one that landed
+    assert_clean(srv, 1)
+  end)
+
   it("respects node selectors, taints and cpu", function()
     local full = K.node("full", nil, nil)
     full.status.allocatable.cpu = "100m"

@@ -471,10 +471,19 @@ de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, bo
                           de_intern_str(s->in, dg_claim_get(s->g, clid)->meta.name));
             /* Unreserve: whatever was not written goes back to the server's
              * version; claims already written stay allocated and reserved
-             * for this pod, and the next attempt binds to their node. */
-            for (uint32_t j = i; j < c->nclaims; j++)
-                if (c->claims[j] != DG_NONE)
-                    refresh_claim(s, c->claims[j]);
+             * for this pod, and the next attempt binds to their node.  The
+             * in-memory assumption is undone first: when the server cannot
+             * be read either (it is restarting), a claim left assumed would
+             * look allocated and reserved to the next attempt, which would
+             * then bind the pod without ever writing the claim. */
+            for (uint32_t j = i; j < c->nclaims; j++) {
+                if (c->claims[j] == DG_NONE)
+                    continue;
+                for (uint32_t k = 0; k < c->npending; k++)
+                    if (c->pending[k] == c->claims[j])
+                        dg_claim_deallocate(s->g, c->claims[j], NULL);
+                refresh_claim(s, c->claims[j]);
+            }
         }
     }
     free(assumed);
