@@ -20,7 +20,7 @@
  *           reason=, error=, claims = {{namespace=, name=, allocation=,
  *           allocated_now=}}, policy_score=, nodes_feasible=}
  *           (commits into the graph, as al_schedule_pod)
- *   a:stats() -> {allocate_calls=, node_tables_built=, candidate_sets_built=,
+ *   a:stats() -> {allocate_calls=, node_tables_built=, candidate_sets_built=, counter_checks=,
  *                 choice_pods=, choice_evals=, choice_reused=, choice_saved=, choice_tables=,
  *                 selector_sets=, cel_programs=, cache_flushes=, ...}
  *   a:node_devices(node) -> devices, free   (the counters score hooks see)
@@ -272,6 +272,7 @@ static int l_stats(lua_State *L)
     lb_set_int(L, "candidate_sets_built", (lua_Integer)s.candidate_sets_built);
     lb_set_int(L, "cel_evals", (lua_Integer)s.cel_evals);
     lb_set_int(L, "pruned", (lua_Integer)s.pruned);
+    lb_set_int(L, "counter_checks", (lua_Integer)s.counter_checks);
     lb_set_int(L, "choice_pods", (lua_Integer)s.choice_pods);
     lb_set_int(L, "choice_evals", (lua_Integer)s.choice_evals);
     lb_set_int(L, "choice_reused", (lua_Integer)s.choice_reused);

@@ -245,6 +245,47 @@ describe("incremental allocator", function()
     assert.are.equal("allocated", a:allocate("node-1", { { namespace = "default", name = "probe-whole" } }).status)
   end)
 
+  it("a counter pool change invalidates every table holding it; a passing check runs once per pool generation", function()
+    -- every node's table holds the counter pool (counter slices are relevant
+    -- everywhere); its consumption check is remembered per pool generation
+    local function half(node)
+      return a:allocate(node, { { namespace = "default", name = "probe-half" } })
+    end
+    -- warm: each pool checked once per distinct view of it - the part pool
+    -- twice: from node-1 (its device slices relevant) and from the others
+    -- (the counter slice alone, the rest found by the rescan); each gpu
+    -- pool once, each nic pool once (two nodes share a view)
+    local c0 = a:stats().counter_checks
+    assert.are.equal(2 + NODES + 2, c0)
+    assert.are.equal("half-0", half("node-1").claims[1].allocation.devices.results[1].device)
+    local slices = part_slices()
+    -- the counter set renamed: the devices consume from a set that is gone
+    slices[1].spec.sharedCounters[1].name = "other"
+    slices[1].spec.pool.generation = 2
+    slices[2].spec.pool.generation = 2
+    g:apply(slices[1])
+    g:apply(slices[2])
+    local warm = probe_all(a)
+    -- every table rebuilt; the failing check is never remembered
+    assert.are.equal(2 * NODES, a:stats().node_tables_built)
+    assert.are.equal(c0 + NODES, a:stats().counter_checks)
+    local fresh = core.allocator(g)
+    assert.are.same(probe_all(fresh), warm)
+    fresh:close()
+    local r = half("node-1")
+    assert.are_not.equal("allocated", r.status)
+    assert.matches("invalid resource pools were encountered", r.error or "")
+    -- back to a valid pool at a newer generation: allocatable again
+    slices = part_slices()
+    for _, s in ipairs(slices) do s.spec.pool.generation = 3; g:apply(s) end
+    assert.are.equal("half-0", half("node-1").claims[1].allocation.devices.results[1].device)
+    warm = probe_all(a)
+    assert.are.equal(c0 + NODES + 2, a:stats().counter_checks)
+    fresh = core.allocator(g)
+    assert.are.same(probe_all(fresh), warm)
+    fresh:close()
+  end)
+
   it("forgets the graph when closed, and the graph may close first", function()
     local g2 = core.graph()
     base(g2)

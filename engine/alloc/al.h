@@ -415,7 +415,8 @@ typedef struct al_input {
     uint32_t npending, cappending;
     al_input_ref *pods;
     uint32_t npods, cappods;
-    de_map seen;
+    de_map seen;            /* kind/ns/name key -> index + 1 into the dedup records */
+    struct al_dedup *dedup; /* al_input.c */
     json_t *podgroups;      /* PodGroups of the input (al_podgroups_put), for al_set_podgroups */
 } al_input;
 
@@ -485,6 +486,7 @@ json_t *al_ext_mappings_json(const dg_graph *g, const al_ext_spec *s);
 typedef struct al_stats {
     uint64_t allocate_calls, steps, node_tables_built, candidate_sets_built;
     uint64_t cel_evals, pruned;
+    uint64_t counter_checks;     /* counter pools whose consumption was checked (al_gather.c) */
     /* node choice with score hooks (al_choose.c) */
     uint64_t choice_pods;        /* pods placed through the choice cache */
     uint64_t choice_evals;       /* nodes (re)evaluated: Allocate + score */

@@ -201,6 +201,7 @@ void al_free(al_allocator *a)
     for (uint32_t i = 0; i < a->ncrec; i++)
         free(a->crec[i].keys);
     free(a->crec);
+    al_pchecks_free(a);
     free(a->slice_pool);
     free(a->node_name_of);
     free(a->class_name_of);

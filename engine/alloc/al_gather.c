@@ -209,9 +209,80 @@ static const char *check_consumption(al_allocator *a, de_arena *ar, const dg_cou
     return NULL;
 }
 
+/* Counter pools checked once per pool generation.  Every counter-set slice
+ * is relevant to every node, so each node table holds every counter pool of
+ * the cluster, and checking each device's consumesCounters against the
+ * pool's sets in every table was O(nodes x pools x devices).  The check's
+ * outcome depends only on the pool's slices (the graph bumps dg_pool.gen,
+ * a graph-wide counter, whenever one of them changes) and on which of them
+ * are relevant to the node (b->sl, which decides the counter sets and the
+ * rescan); so a pass is remembered per graph pool with that generation and
+ * an exact copy of b->sl.  Two slots per pool: the node that owns the
+ * pool's device slices sees another b->sl than every other node.  Only
+ * passes are remembered - a failing pool is rare and gets its reason
+ * computed (and allocated in the table's arena) every time. */
+#define AL_PCHECK_SLOTS 2
+
+typedef struct al_pcheck {
+    uint64_t gen; /* dg_pool.gen (never 0 for a live pool) */
+    uint32_t *sl;
+    uint32_t n, cap;
+} al_pcheck;
+
+void al_pchecks_free(al_allocator *a)
+{
+    for (uint32_t i = 0; i < a->npchecks * AL_PCHECK_SLOTS; i++)
+        free(a->pchecks[i].sl);
+    free(a->pchecks);
+    a->pchecks = NULL;
+    a->npchecks = 0;
+}
+
+static al_pcheck *pcheck_slot(al_allocator *a, uint32_t gpid, const pb *b, uint64_t gen, bool *hit)
+{
+    *hit = false;
+    if (gpid == DG_NONE || !gen)
+        return NULL;
+    if (gpid >= a->npchecks) {
+        uint32_t n = dg_pool_id_limit(a->g);
+        if (n <= gpid)
+            n = gpid + 1;
+        a->pchecks = de_xrealloc(a->pchecks, (size_t)n * AL_PCHECK_SLOTS * sizeof *a->pchecks);
+        memset(a->pchecks + (size_t)a->npchecks * AL_PCHECK_SLOTS, 0,
+               (size_t)(n - a->npchecks) * AL_PCHECK_SLOTS * sizeof *a->pchecks);
+        a->npchecks = n;
+    }
+    al_pcheck *slots = &a->pchecks[(size_t)gpid * AL_PCHECK_SLOTS], *victim = NULL;
+    for (int i = 0; i < AL_PCHECK_SLOTS; i++) {
+        al_pcheck *c = &slots[i];
+        if (c->gen == gen && c->n == b->n && !memcmp(c->sl, b->sl, b->n * sizeof *b->sl)) {
+            *hit = true;
+            return c;
+        }
+        if (!victim || c->gen < victim->gen)
+            victim = c; /* empty or oldest */
+    }
+    return victim;
+}
+
+static void pcheck_remember(al_pcheck *c, const pb *b, uint64_t gen)
+{
+    if (!c)
+        return;
+    if (c->cap < b->n) {
+        c->cap = b->n;
+        c->sl = de_xrealloc(c->sl, c->cap * sizeof *c->sl);
+    }
+    memcpy(c->sl, b->sl, b->n * sizeof *b->sl);
+    c->n = b->n;
+    c->gen = gen;
+}
+
 /* upstream buildPool; `all` is the rescan result (NULL when the relevant
- * slices were complete by themselves). */
-static void build_pool(gctx *g, al_pool *p, pb *b, const uint32_t *all, uint32_t nall)
+ * slices were complete by themselves); gpid and gen name the graph pool
+ * and its generation (pool_checked). */
+static void build_pool(gctx *g, al_pool *p, pb *b, const uint32_t *all, uint32_t nall, uint32_t gpid,
+                       uint64_t gen)
 {
     al_allocator *a = g->a;
     de_arena *ar = g->t->ar;
@@ -263,14 +334,22 @@ static void build_pool(gctx *g, al_pool *p, pb *b, const uint32_t *all, uint32_t
             sets[nsets++] = &s->countersets[k];
         }
     }
-    const char *why = check_consumption(a, ar, sets, nsets, b->sl, b->n);
+    /* b->sl is sorted by name here, so the same relevant slices compare equal */
+    bool passed;
+    al_pcheck *slot = pcheck_slot(a, gpid, b, gen, &passed);
+    if (!passed)
+        a->stats.counter_checks++;
+    const char *why = passed ? NULL : check_consumption(a, ar, sets, nsets, b->sl, b->n);
     if (why) {
         p->state = AL_POOL_INVALID;
         p->invalid_reason = why;
         return;
     }
-    if (!all || nall == b->n)
+    if (!all || nall == b->n) {
+        if (!passed)
+            pcheck_remember(slot, b, gen);
         return;
+    }
     /* slices of the pool that do not target the node: counter bookkeeping */
     p->off_slices = AL_NEW(ar, uint32_t, nall);
     for (uint32_t i = 0; i < nall; i++) {
@@ -281,11 +360,13 @@ static void build_pool(gctx *g, al_pool *p, pb *b, const uint32_t *all, uint32_t
         if (!seen)
             p->off_slices[p->noff++] = all[i];
     }
-    why = check_consumption(a, ar, sets, nsets, p->off_slices, p->noff);
+    why = passed ? NULL : check_consumption(a, ar, sets, nsets, p->off_slices, p->noff);
     if (why) {
         p->state = AL_POOL_INVALID;
         p->invalid_reason = why;
         p->noff = 0;
+    } else if (!passed) {
+        pcheck_remember(slot, b, gen);
     }
 }
 
@@ -501,14 +582,16 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
         memset(p, 0, sizeof *p);
         p->driver = b->driver;
         p->name = b->pool;
+        dg_pool gp;
+        bool have_gp = dg_pool_get(a->g, gpid, &gp);
+        uint64_t pgen = have_gp ? gp.gen : 0;
         if ((int64_t)b->n == first->slice_count) {
-            build_pool(&g, p, b, NULL, 0);
+            build_pool(&g, p, b, NULL, 0, gpid, pgen);
         } else {
             /* checkSlicesInPool over the pool's slices, in input (id) order */
-            dg_pool gp;
             uint32_t nall = 0;
             bool obsolete = false;
-            if (dg_pool_get(a->g, gpid, &gp)) {
+            if (have_gp) {
                 if (gp.nslices > capall) {
                     capall = gp.nslices;
                     all = de_xrealloc(all, capall * sizeof *all);
@@ -528,7 +611,7 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
             if ((int64_t)nall != first->slice_count)
                 p->state = AL_POOL_INCOMPLETE;
             else
-                build_pool(&g, p, b, all, nall);
+                build_pool(&g, p, b, all, nall, gpid, pgen);
         }
         p->binding = pool_has_binding(a, p);
         if (p->state == AL_POOL_INVALID)

@@ -13,17 +13,133 @@
  * The same object given twice (same kind, namespace and name) is accepted
  * when both copies are identical and refused otherwise - offline there is no
  * "later version wins" to rely on.
+ *
+ * Content is hashed only when names collide.  Serialising every object to
+ * hash it was 15-20 % of loading a large snapshot, for a check that almost
+ * never fires.  Each name remembers where its object came from; when a
+ * second object with that name arrives, the first one's file is read again
+ * once and every object of it gets its content hash (the file is re-read at
+ * most once per load, however many of its objects collide).  Objects that
+ * cannot be read again - stdin, text handed over in memory, objects from the
+ * file watcher, anything that is not a regular file - are hashed when they
+ * arrive, as before.  A file that changed between the two reads makes its
+ * objects compare as different.
  */
 #include "al_int.h"
 #include "../base/doc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 
 typedef struct lctx {
     dg_graph *g;
     al_input *in;
+    bool rereadable; /* the origins name files that can be read again */
 } lctx;
+
+/* One name seen: its content hash (0 = not computed yet) and origin. */
+typedef struct dd_ent {
+    uint64_t body;
+    uint32_t file; /* index into dd files, UINT32_MAX: none */
+    int doc, item;
+} dd_ent;
+
+typedef struct al_dedup {
+    dd_ent *e;
+    uint32_t n, cap;
+    char **files;    /* paths of the rereadable origins */
+    bool *rehashed;  /* per file: read again already */
+    uint32_t nfiles, capfiles;
+    de_map at;       /* (file, doc, item) -> entry index + 1 */
+} al_dedup;
+
+static uint64_t body_hash(json_t *obj)
+{
+    char *txt = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+    uint64_t body = txt ? de_hash_bytes(txt, strlen(txt)) | 1 : 1;
+    free(txt);
+    return body;
+}
+
+static uint64_t at_key(uint32_t file, int doc, int item)
+{
+    return de_hash_u64(((uint64_t)file << 40) ^ ((uint64_t)(uint32_t)doc << 20) ^ (uint64_t)(uint32_t)(item + 1));
+}
+
+/* The file index of origin o when it can be read again, else UINT32_MAX. */
+static uint32_t dd_file(al_dedup *d, const de_origin *o)
+{
+    if (!o || !o->file)
+        return UINT32_MAX;
+    if (d->nfiles && !strcmp(d->files[d->nfiles - 1], o->file))
+        return d->nfiles - 1;
+    for (uint32_t i = 0; i < d->nfiles; i++)
+        if (!strcmp(d->files[i], o->file))
+            return i;
+    struct stat st;
+    if (stat(o->file, &st) != 0 || !S_ISREG(st.st_mode))
+        return UINT32_MAX;
+    if (d->nfiles == d->capfiles) {
+        d->capfiles = d->capfiles ? d->capfiles * 2 : 8;
+        d->files = de_xrealloc(d->files, d->capfiles * sizeof *d->files);
+        d->rehashed = de_xrealloc(d->rehashed, d->capfiles * sizeof *d->rehashed);
+    }
+    d->files[d->nfiles] = de_xstrdup(o->file);
+    d->rehashed[d->nfiles] = false;
+    return d->nfiles++;
+}
+
+typedef struct rehash_ctx {
+    al_dedup *d;
+    uint32_t file;
+} rehash_ctx;
+
+static de_rc rehash_one(void *vctx, json_t *obj, const de_origin *o, de_err *e)
+{
+    (void)e;
+    rehash_ctx *r = vctx;
+    uint64_t v;
+    if (de_map_get(&r->d->at, at_key(r->file, o->doc, o->item), &v)) {
+        dd_ent *x = &r->d->e[v - 1];
+        if (x->file == r->file && x->doc == o->doc && x->item == o->item && !x->body)
+            x->body = body_hash(obj);
+    }
+    return DE_OK;
+}
+
+/* The content hash of entry i, reading its file again if needed (0: the
+ * object is no longer there). */
+static uint64_t dd_body(al_dedup *d, uint32_t i)
+{
+    dd_ent *x = &d->e[i];
+    if (!x->body && x->file != UINT32_MAX && !d->rehashed[x->file]) {
+        d->rehashed[x->file] = true;
+        rehash_ctx r = {d, x->file};
+        de_err ignored;
+        de_err_clear(&ignored);
+        de_doc_each_file(d->files[x->file], false, rehash_one, &r, &ignored);
+        x = &d->e[i];
+    }
+    return x->body;
+}
+
+static uint32_t dd_add(al_dedup *d, uint64_t body, uint32_t file, const de_origin *o)
+{
+    if (d->n == d->cap) {
+        d->cap = d->cap ? d->cap * 2 : 256;
+        d->e = de_xrealloc(d->e, d->cap * sizeof *d->e);
+    }
+    dd_ent *x = &d->e[d->n];
+    x->body = body;
+    x->file = file;
+    x->doc = o ? o->doc : 0;
+    x->item = o ? o->item : 0;
+    if (file != UINT32_MAX)
+        de_map_put(&d->at, at_key(file, x->doc, x->item), d->n + 1);
+    return d->n++;
+}
 
 static void push(al_input_ref **v, uint32_t *n, uint32_t *cap, al_input_ref r)
 {
@@ -52,11 +168,17 @@ static de_rc on_object(void *vctx, json_t *obj, const de_origin *o, de_err *e)
         char key[1024];
         int n = snprintf(key, sizeof key, "%s\x1f%s\x1f%s", kind, ns ? ns : "", name);
         uint64_t h = de_hash_bytes(key, (size_t)(n > 0 ? n : 0)), v;
-        char *txt = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
-        uint64_t body = txt ? de_hash_bytes(txt, strlen(txt)) | 1 : 1;
-        free(txt);
+        if (!in->dedup) {
+            in->dedup = de_xcalloc(1, sizeof *in->dedup);
+            de_map_init(&in->dedup->at);
+        }
+        al_dedup *dd = in->dedup;
+        uint32_t file = c->rereadable ? dd_file(dd, o) : UINT32_MAX;
+        /* the first object of a name is hashed only if it cannot be read again */
+        uint64_t body = 0;
         if (de_map_get(&in->seen, h, &v)) {
-            if (v == body)
+            body = body_hash(obj);
+            if (dd_body(dd, (uint32_t)v - 1) == body)
                 return DE_OK;
             char where[512];
             de_origin_format(o, where, sizeof where);
@@ -83,7 +205,9 @@ static de_rc on_object(void *vctx, json_t *obj, const de_origin *o, de_err *e)
             json_object_set_new(meta, "name", json_string(nn));
             name = jstr(meta, "name");
         }
-        de_map_put(&in->seen, h, body);
+        if (!body && file == UINT32_MAX)
+            body = body_hash(obj);
+        de_map_put(&in->seen, h, dd_add(dd, body, file, o) + 1);
     }
     dg_kind k = DG_KIND_NONE;
     if (in->checker) {
@@ -128,20 +252,20 @@ void al_input_init(al_input *in)
 
 de_rc al_input_load(dg_graph *g, al_input *in, const char *path, de_err *e)
 {
-    lctx c = {g, in};
+    lctx c = {g, in, strcmp(path, "-") != 0};
     return de_doc_each(path, on_object, &c, e);
 }
 
 de_rc al_input_load_text(dg_graph *g, al_input *in, const char *name, const char *text, size_t len,
                          de_err *e)
 {
-    lctx c = {g, in};
+    lctx c = {g, in, false};
     return de_doc_each_text(name, text, len, on_object, &c, e);
 }
 
 de_rc al_input_add(dg_graph *g, al_input *in, json_t *obj, const de_origin *o, de_err *e)
 {
-    lctx c = {g, in};
+    lctx c = {g, in, false};
     return on_object(&c, obj, o, e);
 }
 
@@ -151,6 +275,15 @@ void al_input_free(al_input *in)
     free(in->pods);
     json_decref(in->podgroups);
     de_map_destroy(&in->seen);
+    if (in->dedup) {
+        for (uint32_t i = 0; i < in->dedup->nfiles; i++)
+            free(in->dedup->files[i]);
+        free(in->dedup->files);
+        free(in->dedup->rehashed);
+        free(in->dedup->e);
+        de_map_destroy(&in->dedup->at);
+        free(in->dedup);
+    }
     memset(in, 0, sizeof *in);
 }
 

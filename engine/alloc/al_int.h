@@ -194,6 +194,12 @@ struct al_allocator {
     de_map pool_tabs;        /* graph pool id -> index + 1 into tabsets */
     al_u32s *tabsets;        /* per graph pool: the tables that depend on it */
     uint32_t ntabsets, captabsets;
+    /* counter pools whose consumption check passed (al_gather.c:
+     * pool_checked): per graph pool id, AL_PCHECK_SLOTS (pool generation,
+     * relevant slices) pairs; without it every node table re-checked every
+     * counter pool of the cluster, O(nodes x pools) */
+    struct al_pcheck *pchecks;
+    uint32_t npchecks;       /* graph pool ids covered */
     uint32_t *slice_pool;    /* per slice id: graph pool id + 1 as last seen (0 = none) */
     uint32_t nslice_pool;
     al_crec *crec;           /* per claim id */
@@ -366,6 +372,7 @@ const char *al_k8s_message(const al_reasons *k, de_arena *ar, uint32_t nnodes, u
 
 /* al_gather.c */
 de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e);
+void al_pchecks_free(al_allocator *a);
 void al_fill_device(al_allocator *a, al_ntab *t, al_dev *dv);  /* re-read flags, taints, groups */
 /* Is slice `s` visible from `node_name` (upstream's GatherPools relevance)?
  * An error counts as visible (the rebuild reports it). */
