@@ -6,6 +6,7 @@
 #   make test-asan  the same specs under AddressSanitizer + UBSan + LeakSanitizer
 #   make fuzz       libFuzzer targets, one after the other (fuzz-cel, fuzz-manifest,
 #                   fuzz-kubeconfig, fuzz-watch, fuzz-policy; clang; FUZZ_SECONDS each)
+#   make bench-instructions  policy overhead in callgrind instructions (needs valgrind)
 #   make deps       check the Debian packages the build needs (installs them as root)
 #
 # Design: one static library (engine/ + drivers/) linked into the command and
@@ -42,7 +43,7 @@ LIBA   := $(BUILD)/libdraengine.a
 LUAMOD := $(BUILD)/lua/draengine/core.so
 STAMP  := $(BUILD)/.deps-ok
 
-.PHONY: all deps run test test-asan fuzz-cel bench clean conformance bench-serve bench-kube-faults e2e e2e-run-only k8s bench-e2e
+.PHONY: all deps run test test-asan fuzz-cel bench clean conformance bench-serve bench-instructions bench-kube-faults e2e e2e-run-only k8s bench-e2e
 all: $(BIN) $(LUAMOD)
 
 # ---- Debian packages ------------------------------------------------------
@@ -152,6 +153,13 @@ e2e-run-only:
 bench-kube-faults: all
 	@DRAENGINE_BIN=$(abspath $(BIN)) DRAENGINE_ROOT=$(CURDIR) LUA_CPATH="$(abspath $(BUILD))/lua/?.so;;" \
 	  LUA_PATH="$(CURDIR)/lua/?.lua;$(CURDIR)/spec/?.lua;;" lua5.4 spec/support/kube_faults_bench.lua
+
+# The policy overhead in instructions (callgrind; valgrind must be installed,
+# it is not among DEBIAN_PACKAGES since make test does not need it):
+# gpu-nic-5000 with the shipped policies on / off, the facts per device and
+# the first pod.  About 15 minutes on one core.
+bench-instructions: all
+	@bench/instructions.sh $(BIN)
 
 bench-serve: all
 	@DRAENGINE_BIN=$(abspath $(BIN)) DRAENGINE_ROOT=$(CURDIR) LUA_CPATH="$(abspath $(BUILD))/lua/?.so;;" \

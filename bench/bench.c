@@ -22,6 +22,7 @@ static const struct {
     {"traps", "pathological backtracking inputs, worst case in ms", bench_traps},
     {"reload-100k", "policy hot reload at 100,000 devices", bench_reload_100k},
     {"policy-overhead", "gpu-nic-5000 with shipped policies on vs off", bench_policy_overhead},
+    {"allocate-scale", "draengine allocate on 500- and 5,000-node sim snapshots, 300 pods", bench_allocate_scale},
 };
 
 static bench_fn lookup(const char *name)
@@ -95,9 +96,11 @@ int cli_cmd_bench(int argc, char **argv)
         for (size_t i = 0; i < DE_ARRAY_LEN(registry); i++)
             fprintf(o, "  %-16s %s\n", registry[i].name, registry[i].what);
         fprintf(o, "\nscenario flags (after --):\n"
-                   "  --nodes N            load-100k, reload-100k, policy-overhead: cluster size\n"
-                   "  --keep               load-100k: keep the generated snapshot file\n"
-                   "  --pods N             reload-100k, policy-overhead: pods in the stream\n"
+                   "  --nodes N            load-100k, reload-100k, policy-overhead, allocate-scale: cluster size\n"
+                   "                       (allocate-scale: the large snapshot; the small one has N/10)\n"
+                   "  --keep               load-100k, allocate-scale: keep the generated snapshot files\n"
+                   "  --pods N             reload-100k, policy-overhead, allocate-scale: pods in the stream\n"
+                   "  --instructions       allocate-scale: also count instructions (callgrind; minutes)\n"
                    "  --policies DIR       reload-100k, policy-overhead: the policies (default: shipped)\n"
                    "  --rounds N           policy-overhead: rotated rounds, the fastest counts (5)\n"
                    "  --only off|on|facts  policy-overhead: one configuration, for profilers\n"

@@ -250,10 +250,68 @@ void al_input_init(al_input *in)
     de_map_init(&in->seen);
 }
 
+/* ResourceSlices of a JSON List snapshot decoded by the graph's fast path
+ * (dg_list_each): valid by construction, so the validating checker has
+ * nothing to say about them; a name seen before goes the ordinary way, which
+ * compares the copies. */
+static uint64_t slice_key(lctx *c, uint32_t name)
+{
+    const char *nm = de_intern_str(dg_intern(c->g), name);
+    char key[1024];
+    int n = snprintf(key, sizeof key, "ResourceSlice\x1f\x1f%s", nm);
+    return de_hash_bytes(key, (size_t)(n > 0 ? n : 0));
+}
+
+static int fast_slice(void *vctx, uint32_t name, uint64_t hash, const de_origin *o)
+{
+    (void)hash;
+    lctx *c = vctx;
+    uint64_t v;
+    if (de_map_get(&c->in->seen, slice_key(c, name), &v))
+        return -1;
+    if (!c->in->dedup) {
+        c->in->dedup = de_xcalloc(1, sizeof *c->in->dedup);
+        de_map_init(&c->in->dedup->at);
+    }
+    /* its content is hashed from the file if the name comes again */
+    return dd_file(c->in->dedup, o) == UINT32_MAX ? -1 : 1;
+}
+
+static void fast_committed(void *vctx, uint32_t name, uint64_t hash, const de_origin *o)
+{
+    (void)hash;
+    lctx *c = vctx;
+    al_dedup *dd = c->in->dedup;
+    de_map_put(&c->in->seen, slice_key(c, name), dd_add(dd, 0, dd_file(dd, o), o) + 1);
+}
+
+static de_rc load_file(lctx *c, const char *file, bool streams, de_err *e)
+{
+    static const dg_list_fns fns = {fast_slice, fast_committed, on_object};
+    bool handled = false;
+    de_rc rc = dg_list_each(c->g, file, &fns, c, &handled, e);
+    if (handled)
+        return rc;
+    return de_doc_each_file(file, streams, on_object, c, e);
+}
+
 de_rc al_input_load(dg_graph *g, al_input *in, const char *path, de_err *e)
 {
     lctx c = {g, in, strcmp(path, "-") != 0};
-    return de_doc_each(path, on_object, &c, e);
+    if (!c.rereadable)
+        return de_doc_each(path, on_object, &c, e);
+    char **files;
+    size_t n;
+    DE_TRY(de_doc_list_files(path, &files, &n, e));
+    /* a path the user named may be a stream; what a walk found may not */
+    bool named = n == 1 && !strcmp(files[0], path);
+    de_rc rc = DE_OK;
+    for (size_t i = 0; i < n && rc == DE_OK; i++)
+        rc = load_file(&c, files[i], named, e);
+    for (size_t i = 0; i < n; i++)
+        free(files[i]);
+    free(files);
+    return rc;
 }
 
 de_rc al_input_load_text(dg_graph *g, al_input *in, const char *name, const char *text, size_t len,

@@ -101,6 +101,21 @@ de_rc dg_load_path(dg_graph *g, const char *path, de_err *e);
 /* Same for manifest text in memory (JSON or YAML, multi-document, List). */
 de_rc dg_load_text(dg_graph *g, const char *name, const char *text, size_t len, de_err *e);
 
+/* A JSON List file (a cluster snapshot) walked as dg_load_path walks it, for
+ * loaders with their own bookkeeping (al_input.c): each ResourceSlice of the
+ * common shape is decoded straight from the text, validated whatever
+ * dg_opts.skip_validation says, and offered to `slice` by name and
+ * structural content hash - return 1 to put it into the graph (`committed`
+ * hears of it), 0 to drop it (an identical copy), -1 to have it handed to
+ * `item` as JSON like every other item.  *handled is false when the file is
+ * not such a List: nothing was read, the caller reads it with de_doc_each. */
+typedef struct dg_list_fns {
+    int (*slice)(void *ctx, uint32_t name, uint64_t hash, const de_origin *o);
+    void (*committed)(void *ctx, uint32_t name, uint64_t hash, const de_origin *o);
+    de_doc_cb item;
+} dg_list_fns;
+de_rc dg_list_each(dg_graph *g, const char *path, const dg_list_fns *fn, void *ctx, bool *handled, de_err *e);
+
 /* Decode and validate without touching the graph (for `validate`-style use
  * and for specs): returns the kind. */
 de_rc dg_check(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e);

@@ -372,9 +372,23 @@ static bool find_list(scan *s, size_t *items_at)
     }
 }
 
-/* Load the items of a JSON List file; *handled = false when the file is not
+/* The List walk shared by dg_load_path and dg_list_each: `decide` says what
+ * becomes of a slice the fast path decoded (1 commit, 0 drop, -1 hand it to
+ * `item` as JSON), `committed` hears how its commit went, `item` gets every
+ * other item; `again` reads the whole file the ordinary way when the walk has
+ * to give up (items below skip_items were loaded already). */
+typedef struct walk_fns {
+    int (*decide)(void *ctx, uint32_t name, uint64_t hash, const de_origin *o);
+    de_rc (*committed)(void *ctx, uint32_t name, uint64_t hash, const de_origin *o, de_rc rc, de_err *local,
+                       de_err *e);
+    de_doc_cb item;
+    de_rc (*again)(void *ctx, const char *path, int skip_items, de_err *e);
+} walk_fns;
+
+/* Walk the items of a JSON List file; *handled = false when the file is not
  * such a List (the caller then uses de_doc_each). */
-static de_rc load_json_list(load_ctx *c, const char *path, bool *handled, de_err *e)
+static de_rc list_walk(dg_graph *g, const char *path, bool fast, const walk_fns *fn, void *ctx, bool *handled,
+                       de_err *e)
 {
     *handled = false;
     struct stat st;
@@ -397,8 +411,6 @@ static de_rc load_json_list(load_ctx *c, const char *path, bool *handled, de_err
         return DE_OK;
     }
     *handled = true;
-    dg_graph *g = c->g;
-    bool fast = !g->opts.keep_slice_json && !g->opts.skip_validation && !g->opts.no_fast_path;
     size_t page = (size_t)sysconf(_SC_PAGESIZE), dropped = 0;
     s.p = items_at + 1;
     sws(&s);
@@ -417,24 +429,20 @@ static de_rc load_json_list(load_ctx *c, const char *path, bool *handled, de_err
             dg_slice *sl;
             uint64_t hash;
             if (dec_fast_slice(&d, t + s.p, len - s.p, &sl, &used, &hash) == 1) {
-                dupkey k = {true, DG_KIND_RESOURCE_SLICE, 0, sl->meta.name, 0, hash};
-                k.key = de_hash_u64(de_pack2(0, k.name) ^ ((uint64_t)DG_KIND_RESOURCE_SLICE << 58));
-                const seen_ent *prev = NULL;
-                uint64_t v;
-                if (de_map_get(&c->seen, k.key, &v) && c->ents[v].kind == k.kind && c->ents[v].name == k.name)
-                    prev = &c->ents[v];
-                if (!prev || prev->content == hash) {
+                int what = fn->decide(ctx, sl->meta.name, hash, &o);
+                if (what >= 0) {
                     done_item = true;
-                    if (!prev) {
+                    if (what == 1) {
                         de_err local;
                         de_err_clear(&local);
-                        rc = load_report(c, dg_commit_slice(g, sl, NULL, &local), &local, e);
+                        de_rc crc = dg_commit_slice(g, sl, NULL, &local);
+                        if (crc == DE_OK)
+                            g->fast_path_slices++;
+                        rc = fn->committed(ctx, sl->meta.name, hash, &o, crc, &local, e);
                         if (rc != DE_OK) {
                             dec_fini(&d);
                             break;
                         }
-                        remember(c, &k, &o);
-                        g->fast_path_slices++;
                     }
                 }
             }
@@ -451,7 +459,7 @@ static de_rc load_json_list(load_ctx *c, const char *path, bool *handled, de_err
                 break;
             }
             used = (size_t)je.position;
-            rc = load_cb(c, obj, &o, e);
+            rc = fn->item(ctx, obj, &o, e);
             json_decref(obj);
             if (rc != DE_OK)
                 break;
@@ -476,13 +484,110 @@ static de_rc load_json_list(load_ctx *c, const char *path, bool *handled, de_err
     }
 done:
     munmap(t, len);
-    if (abandon) {
-        c->skip_file = path;
-        c->skip_items = idx;
-        rc = de_doc_each_file(path, false, load_cb, c, e);
-        c->skip_file = NULL;
+    if (abandon)
+        rc = fn->again(ctx, path, idx, e);
+    return rc;
+}
+
+/* dg_load_path's side of the walk: duplicates by structural hash */
+static int load_decide(void *ctx, uint32_t name, uint64_t hash, const de_origin *o)
+{
+    (void)o;
+    load_ctx *c = ctx;
+    uint64_t key = de_hash_u64(de_pack2(0, name) ^ ((uint64_t)DG_KIND_RESOURCE_SLICE << 58)), v;
+    const seen_ent *prev = NULL;
+    if (de_map_get(&c->seen, key, &v) && c->ents[v].kind == DG_KIND_RESOURCE_SLICE && c->ents[v].name == name)
+        prev = &c->ents[v];
+    if (!prev)
+        return 1;
+    return prev->content == hash ? 0 : -1;
+}
+
+static de_rc load_committed(void *ctx, uint32_t name, uint64_t hash, const de_origin *o, de_rc rc, de_err *local,
+                            de_err *e)
+{
+    load_ctx *c = ctx;
+    rc = load_report(c, rc, local, e);
+    if (rc == DE_OK) {
+        dupkey k = {true, DG_KIND_RESOURCE_SLICE, 0, name, 0, hash};
+        k.key = de_hash_u64(de_pack2(0, k.name) ^ ((uint64_t)DG_KIND_RESOURCE_SLICE << 58));
+        remember(c, &k, o);
     }
     return rc;
+}
+
+static de_rc load_again(void *ctx, const char *path, int skip_items, de_err *e)
+{
+    load_ctx *c = ctx;
+    c->skip_file = path;
+    c->skip_items = skip_items;
+    de_rc rc = de_doc_each_file(path, false, load_cb, c, e);
+    c->skip_file = NULL;
+    return rc;
+}
+
+static de_rc load_json_list(load_ctx *c, const char *path, bool *handled, de_err *e)
+{
+    static const walk_fns fns = {load_decide, load_committed, load_cb, load_again};
+    dg_graph *g = c->g;
+    bool fast = !g->opts.keep_slice_json && !g->opts.skip_validation && !g->opts.no_fast_path;
+    return list_walk(g, path, fast, &fns, c, handled, e);
+}
+
+/* ---- dg_list_each ----------------------------------------------------------------------- */
+
+typedef struct each_ctx {
+    const dg_list_fns *fn;
+    void *ctx;
+    const char *skip_file;
+    int skip_items;
+} each_ctx;
+
+static int each_decide(void *ctx, uint32_t name, uint64_t hash, const de_origin *o)
+{
+    each_ctx *x = ctx;
+    return x->fn->slice(x->ctx, name, hash, o);
+}
+
+static de_rc each_committed(void *ctx, uint32_t name, uint64_t hash, const de_origin *o, de_rc rc, de_err *local,
+                            de_err *e)
+{
+    each_ctx *x = ctx;
+    if (rc != DE_OK) {
+        if (e)
+            *e = *local;
+        return rc;
+    }
+    if (x->fn->committed)
+        x->fn->committed(x->ctx, name, hash, o);
+    return DE_OK;
+}
+
+static de_rc each_item(void *ctx, json_t *obj, const de_origin *o, de_err *e)
+{
+    each_ctx *x = ctx;
+    if (x->skip_file && o && o->file && o->doc == 1 && o->item >= 0 && o->item < x->skip_items &&
+        !strcmp(o->file, x->skip_file))
+        return DE_OK;
+    return x->fn->item(x->ctx, obj, o, e);
+}
+
+static de_rc each_again(void *ctx, const char *path, int skip_items, de_err *e)
+{
+    each_ctx *x = ctx;
+    x->skip_file = path;
+    x->skip_items = skip_items;
+    de_rc rc = de_doc_each_file(path, false, each_item, x, e);
+    x->skip_file = NULL;
+    return rc;
+}
+
+de_rc dg_list_each(dg_graph *g, const char *path, const dg_list_fns *fn, void *ctx, bool *handled, de_err *e)
+{
+    static const walk_fns fns = {each_decide, each_committed, each_item, each_again};
+    each_ctx x = {fn, ctx, NULL, 0};
+    bool fast = !g->opts.keep_slice_json && !g->opts.no_fast_path;
+    return list_walk(g, path, fast, &fns, &x, handled, e);
 }
 
 /* streams: the user named this path (it may be a pipe); a file a directory
