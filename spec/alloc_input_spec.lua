@@ -80,4 +80,57 @@ describe("allocate: an object given twice", function()
     assert.are.equal(2, rc)
     assert.are.equal("draengine allocate: " .. dir .. "/list.json: document 1: items[3]: Node \"n3\" is defined twice with different content\n", err)
   end)
+
+  it("compares ResourceSlices of a snapshot List (decoded by the fast path) like any object", function()
+    local function slice(model)
+      return '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"s1"},' ..
+        '"spec":{"driver":"gpu.example.com","nodeName":"n1","pool":{"name":"n1","generation":1,"resourceSliceCount":1},' ..
+        '"devices":[{"name":"gpu-0","attributes":{"model":{"string":"' .. model .. '"}}}]}}'
+    end
+    local node = '{"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}}'
+    H.write(dir .. "/same.json", '{"apiVersion":"v1","kind":"List","items":[' .. node .. ',' .. slice("a") .. ',' .. slice("a") .. ']}')
+    H.write(dir .. "/diff.json", '{"apiVersion":"v1","kind":"List","items":[' .. node .. ',' .. slice("a") .. ',' .. slice("b") .. ']}')
+    local rc, _, err = H.run({ "allocate", "-f", dir .. "/same.json", "--validate", "strict", "-o", "table" })
+    assert.are.equal(0, rc)
+    assert.are.equal("", err)
+    rc, _, err = H.run({ "allocate", "-f", dir .. "/diff.json", "--validate", "strict" })
+    assert.are.equal(2, rc)
+    assert.are.equal("draengine allocate: " .. dir .. "/diff.json: document 1: items[2]: ResourceSlice \"s1\" is defined twice with different content\n", err)
+    -- the second copy in another file, as YAML
+    H.write(dir .. "/one.json", '{"apiVersion":"v1","kind":"List","items":[' .. node .. ',' .. slice("a") .. ']}')
+    H.write(dir .. "/s.yaml", slice("b"))
+    rc, _, err = H.run({ "allocate", "-f", dir .. "/one.json", "-f", dir .. "/s.yaml", "--validate", "strict" })
+    assert.are.equal(2, rc)
+    assert.matches("s.yaml: document 1: ResourceSlice \"s1\" is defined twice with different content", err, 1, true)
+  end)
+
+  it("schedules from a snapshot List as from the same objects in YAML", function()
+    local out = {}
+    for _, fmt in ipairs({ "json", "yaml" }) do
+      local rc, text = H.run({ "sim", "--nodes", "6", "-o", fmt })
+      assert.are.equal(0, rc)
+      H.write(dir .. "/cluster." .. fmt, text)
+    end
+    H.write(dir .. "/pod.yaml", [[
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: c1, namespace: default}
+spec: {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}]}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p1, namespace: default, uid: u1}
+spec:
+  containers: [{name: c, image: x}]
+  resourceClaims: [{name: dev, resourceClaimName: c1}]
+]])
+    for _, fmt in ipairs({ "json", "yaml" }) do
+      local rc, text, err = H.run({ "allocate", "-f", dir .. "/cluster." .. fmt, "-f", dir .. "/pod.yaml" })
+      assert.are.equal(0, rc)
+      assert.are.equal("", err)
+      out[fmt] = text
+    end
+    assert.matches('"nodeName"', out.json)
+    assert.are.equal(out.yaml, out.json)
+  end)
 end)
