@@ -328,8 +328,12 @@ function M.refused(mark)
   for _, ev in ipairs(M.audit(mark)) do
     local code = ev.responseStatus and ev.responseStatus.code or 0
     -- a request whose client was killed mid-flight (the SIGKILL spec) is
-    -- logged as 500 "client disconnected": not the server refusing it
-    local gone = code == 500 and ev.responseStatus.message == "client disconnected"
+    -- logged as 500 "client disconnected", or as 504 "... - context
+    -- canceled" when the handler was waiting on etcd: not the server
+    -- refusing it
+    local msg = ev.responseStatus and ev.responseStatus.message or ""
+    local gone = (code == 500 and msg == "client disconnected") or
+      (code == 504 and msg:sub(-#"context canceled") == "context canceled")
     if code >= 400 and code ~= 404 and code ~= 409 and code ~= 410 and not gone then
       local o = ev.objectRef or {}
       out[#out + 1] = string.format("%d %s %s %s/%s%s: %s", code, ev.verb, ev.requestURI,
