@@ -38,11 +38,11 @@ f_off=$(incl "$tmp/first-off.out" bench_overhead_step)
 f_on=$(incl "$tmp/first-on.out" bench_overhead_step)
 devices=$((NODES * 16))
 awk -v off="$off" -v on="$on" -v facts="$facts" -v d="$devices" -v foff="$f_off" -v fon="$f_on" 'BEGIN {
-  printf "BENCH policy-overhead-instr-off %d instructions\n", off
-  printf "BENCH policy-overhead-instr-on %d instructions\n", on
+  printf "BENCH policy-overhead-instr-off %.0f instructions\n", off
+  printf "BENCH policy-overhead-instr-on %.0f instructions\n", on
   printf "BENCH policy-overhead-instr-ratio %.4g x\n", on / off
-  printf "BENCH policy-overhead-first-pod-instr-off %d instructions\n", foff
-  printf "BENCH policy-overhead-first-pod-instr-on %d instructions\n", fon
-  printf "BENCH policy-facts-instr %d instructions\n", facts
+  printf "BENCH policy-overhead-first-pod-instr-off %.0f instructions\n", foff
+  printf "BENCH policy-overhead-first-pod-instr-on %.0f instructions\n", fon
+  printf "BENCH policy-facts-instr %.0f instructions\n", facts
   printf "BENCH policy-facts-instr-per-device %.0f instructions\n", facts / d
 }'

@@ -96,6 +96,67 @@ describe("JSON snapshot fast path", function()
     assert.is_not_nil(fast:class("gpu"))
   end)
 
+  it("decodes devices that consume shared counters itself, as the full decoder does", function()
+    local function part(i, set, extra)
+      local d = gpu(i, { consumesCounters = { { counterSet = set, counters = { memory = { value = "10Gi" }, sm = { value = tostring(i + 1) } } } } })
+      for k, v in pairs(extra or {}) do d[k] = v end
+      return d
+    end
+    local items = {
+      { apiVersion = "resource.k8s.io/v1", kind = "ResourceSlice", metadata = { name = "ctr" },
+        spec = { driver = "gpu.example.com", nodeName = "n1", pool = { name = "n1", generation = 1, resourceSliceCount = 2 },
+                 sharedCounters = { { name = "gpu-0-set", counters = { memory = { value = "80Gi" }, sm = { value = "8" } } } } } },
+      rs("parts", "n1", { part(0, "gpu-0-set"), part(1, "gpu-0-set") }, { pool = { name = "n1", generation = 1, resourceSliceCount = 2 } }),
+      rs("two-sets", "n2", { gpu(0, { consumesCounters = {
+        { counterSet = "a", counters = { x = { value = "1" } } }, { counterSet = "b", counters = { y = { value = "2" } } } } }) }),
+      rs("groups", "n3", { gpu(0, { consumesCounters = {
+        { counterSet = "a", counters = { x = { value = "1" } }, compatibilityGroups = { "g1" } } } }) }),
+    }
+    local path = write_json(list(items))
+    local fast, slow, okf, ef, oks, es = both(path)
+    os.remove(path)
+    assert.is_true(okf, ef)
+    assert.is_true(oks, es)
+    -- parts and two-sets: fast; sharedCounters and compatibilityGroups: jansson
+    assert.are.equal(2, fast:stats().fast_path_slices)
+    assert.are.same(snapshot(slow), snapshot(fast))
+    local d = fast:device("gpu.example.com", "n1", "gpu-1", { full = true })
+    assert.is_not_nil(d)
+    -- the simulated cluster (MIG and MI300X partitions consume counters)
+    local rc, text = H.run({ "sim", "--nodes", "40", "-o", "json" })
+    assert.are.equal(0, rc)
+    path = H.write_temp(text, ".json")
+    fast, slow, okf, ef, oks, es = both(path)
+    os.remove(path)
+    assert.is_true(okf, ef)
+    assert.is_true(oks, es)
+    assert.are.same(snapshot(slow), snapshot(fast))
+    local nslices = 0
+    for _, x in ipairs(core.json_decode(text).items) do
+      if x.kind == "ResourceSlice" and not x.spec.sharedCounters then nslices = nslices + 1 end
+    end
+    assert.are.equal(nslices, fast:stats().fast_path_slices)
+  end)
+
+  it("refuses an invalid consumesCounters exactly as the full decoder does", function()
+    for _, cc in ipairs({
+      { { counterSet = "Bad_Name", counters = { x = { value = "1" } } } },
+      { { counterSet = "a", counters = { x = { value = "1" } } }, { counterSet = "a", counters = { y = { value = "1" } } } },
+      { { counterSet = "a", counters = {} } },
+      { { counterSet = "a", counters = { x = { value = "lots" } } } },
+      { { counterSet = "a", counters = { ["X_Y"] = { value = "1" } } } },
+      { { counterSet = "a", counters = { x = { value = "1" } } }, { counterSet = "b", counters = { x = { value = "1" } } },
+        { counterSet = "c", counters = { x = { value = "1" } } } },
+    }) do
+      local path = write_json(list({ rs("bad", "n1", { gpu(0, { consumesCounters = cc }) }) }))
+      local _, _, okf, ef, oks, es = both(path)
+      os.remove(path)
+      assert.is_false(okf)
+      assert.is_false(oks)
+      assert.are.equal(es, ef)
+    end
+  end)
+
   it("reports an invalid slice exactly as the full decoder does", function()
     local bad = rs("bad", "n1", { gpu(0), gpu(0) }) -- duplicate device name
     local bad2 = rs("bad2", "n2", { gpu(0, { name = "GPU_0" }) })

@@ -129,6 +129,38 @@ describe("score memo", function()
     s:close()
   end)
 
+  it("remembers reads of keys no device has, until a device brings one", function()
+    -- vendor names a cluster does not use are not interned (the interner is
+    -- shared and never shrinks); the reads are still memoised as nil
+    dir = P.dir({ ["vendor.lua"] = policy("vendor", [[
+    local n = placement[1] and placement[1].attributes["nosuch.example.com/numaNode"]
+    if n == nil then n = placement[1] and placement[1].attributes.nosuchBare end
+    return (n or 0) + #placement]]) })
+    local s = core.policy_load(dir)
+    local node = { name = "n1", devices = 8, free_devices = 8 }
+    local plain = { { driver = "d.example.com", name = "a", attributes = { model = "x" } } }
+    assert.are.equal(1, (s:score(node, plain)))
+    assert.are.equal(1, (s:score({ name = "n2", devices = 8, free_devices = 3 }, plain)))
+    local st = s:stats()
+    assert.are.equal(1, st.calls.score)
+    assert.are.equal(1, st.score_memo_hits)
+    -- a device with the key: the name is interned now, the memo starts over
+    local with = { { driver = "d.example.com", name = "b", attributes = { ["nosuch.example.com/numaNode"] = 5 } } }
+    assert.are.equal(6, (s:score(node, with)))
+    assert.are.equal(1, (s:score(node, plain)))
+    local bare = { { driver = "d.example.com", name = "c", attributes = { nosuchBare = 2 } } }
+    assert.are.equal(3, (s:score(node, bare)))
+    assert.are.equal(1, (s:score(node, plain)))
+    assert.are.equal(6, (s:score(node, with)))
+    -- no new names since: answered from the memo again
+    assert.are.equal(1, (s:score(node, plain)))
+    assert.are.equal(6, (s:score(node, with)))
+    st = s:stats()
+    assert.are.equal(6, st.calls.score)
+    assert.are.equal(3, st.score_memo_hits)
+    s:close()
+  end)
+
   it("does not answer failed calls", function()
     dir = P.dir({ ["boom.lua"] = policy("boom", '    if node.free_devices == 0 then error("none left") end\n    return 1') })
     local s = core.policy_load(dir)

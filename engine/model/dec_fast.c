@@ -7,7 +7,8 @@
  * It handles the common shape only - resource.k8s.io/v1 or v1beta2, metadata
  * name/generateName/uid/resourceVersion/generation/creationTimestamp/labels/
  * ownerReferences, spec driver/pool/nodeName/allNodes/devices, devices with
- * attributes (scalars and lists), capacity values and
+ * attributes (scalars and lists), capacity values, consumesCounters
+ * (without compatibilityGroups) and
  * allowMultipleAllocations; ASCII strings
  * without escapes - and it only accepts what it has fully validated with the
  * same rules as dec_slice.c/dec_device.c.  Anything else (another field, a
@@ -612,6 +613,94 @@ static uint64_t capacity(fx *f, dg_device *dev, uint32_t driver)
     return obj_hash(&it);
 }
 
+/* "counters": {"<dns label>": {"value": "<quantity>"}, ...}, 1 to 32 of
+ * them (dec_counters). */
+static uint64_t counters(fx *f, dg_counter **out, uint32_t *n)
+{
+    objit it;
+    if (!obj_begin(f, &it))
+        return 0;
+    dg_counter tmp[32];
+    const char *k;
+    size_t kn;
+    while (next_key(f, &it, &k, &kn)) {
+        if (it.nkeys > 32 || !dg_is_dns_label(k, kn))
+            BAIL(f);
+        dg_counter *c = &tmp[it.nkeys - 1];
+        c->name = dec_intern(f->d, k, kn);
+        objit vi;
+        if (!obj_begin(f, &vi))
+            return 0;
+        const char *vk, *v;
+        size_t vkn, vn;
+        while (next_key(f, &vi, &vk, &vkn)) {
+            if (!(vkn == 5 && !memcmp(vk, "value", 5)) || !str(f, &v, &vn))
+                BAIL(f);
+            if (de_qty_parse(v, vn, &c->value, NULL) != DE_OK)
+                BAIL(f);
+            member(&vi, vk, vkn, hstr(v, vn));
+        }
+        if (f->bail || vi.nkeys != 1)
+            BAIL(f);
+        member(&it, k, kn, obj_hash(&vi));
+    }
+    if (f->bail || !it.nkeys || !(*out = keep(f, tmp, (size_t)it.nkeys, sizeof *tmp)))
+        BAIL(f);
+    *n = (uint32_t)it.nkeys;
+    return obj_hash(&it);
+}
+
+/* "consumesCounters": 1 or 2 of {"counterSet": "<dns label>", "counters":
+ * {...}}, distinct sets; compatibilityGroups and anything else go the
+ * full decoder's way. */
+static uint64_t consumes(fx *f, dg_device *dev)
+{
+    arrit ai;
+    if (!arr_begin(f, &ai))
+        return 0;
+    dg_consumption tmp[2];
+    uint32_t n = 0;
+    while (arr_next(f, &ai)) {
+        if (n == 2)
+            BAIL(f);
+        dg_consumption *c = &tmp[n];
+        memset(c, 0, sizeof *c);
+        objit it;
+        if (!obj_begin(f, &it))
+            return 0;
+        const char *k, *v;
+        size_t kn, vn;
+        uint64_t h;
+        bool set = false, ctrs = false;
+        while (next_key(f, &it, &k, &kn)) {
+            if (KEY("counterSet")) {
+                if (!str_id(f, &c->counterset, &h, &v, &vn) || !dg_is_dns_label(v, vn))
+                    BAIL(f);
+                set = true;
+            } else if (KEY("counters")) {
+                h = counters(f, &c->counters, &c->ncounters);
+                ctrs = true;
+            } else {
+                BAIL(f);
+            }
+            if (f->bail)
+                return 0;
+            member(&it, k, kn, h);
+        }
+        if (f->bail || !set || !ctrs)
+            BAIL(f);
+        for (uint32_t j = 0; j < n; j++)
+            if (tmp[j].counterset == c->counterset)
+                BAIL(f);
+        elem(&ai, obj_hash(&it));
+        n++;
+    }
+    if (f->bail || !n || !(dev->consumes = keep(f, tmp, n, sizeof *tmp)))
+        BAIL(f);
+    dev->nconsumes = n;
+    return arr_hash(&ai);
+}
+
 static uint64_t device(fx *f, dg_device *dev, uint32_t driver, bool *lists)
 {
     memset(dev, 0, sizeof *dev);
@@ -638,6 +727,9 @@ static uint64_t device(fx *f, dg_device *dev, uint32_t driver, bool *lists)
             if (!boolean(f, &b, &h))
                 return 0;
             dev->allow_multi = b;
+        } else if (KEY("consumesCounters")) {
+            h = consumes(f, dev);
+            *lists = true; /* consuming devices lower the cap to 64 too */
         } else {
             BAIL(f);
         }

@@ -691,6 +691,8 @@ de_rc pol_set_score(pol_set *s, const pol_nodeinfo *node, const de_devview *plac
             continue;
         /* answered from what the hook read before (memo.c) */
         double known;
+        if (memo)
+            pol_memo_sync_absent(&p->vm, &p->memo);
         if (memo && !p->memo)
             p->memo = pol_memo_new();
         if (memo && !pol_memo_off(p->memo) && pol_memo_get(p->memo, node, placement, n, &known)) {

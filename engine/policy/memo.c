@@ -327,6 +327,77 @@ void pol_trace_impure(pol_vm *vm)
         vm->trace->impure = true;
 }
 
+/* ---- keys no device has (view.c: trace_key) ------------------------------------- */
+
+#define MAX_ABSENT 64
+#define MAX_ABSENT_KEY 256
+
+struct pol_absent {
+    char *key[MAX_ABSENT];
+    size_t len[MAX_ABSENT];
+    uint32_t n;
+    uint32_t interned;     /* de_intern_count when they were last all absent */
+};
+
+uint32_t pol_trace_absent(pol_vm *vm, const char *key, size_t n)
+{
+    if (!vm->trace || vm->trace->impure || n > MAX_ABSENT_KEY)
+        return UINT32_MAX;
+    if (!vm->absent) {
+        vm->absent = de_xcalloc(1, sizeof *vm->absent);
+        vm->absent->interned = de_intern_count(vm->in);
+    }
+    struct pol_absent *t = vm->absent;
+    for (uint32_t i = 0; i < t->n; i++)
+        if (t->len[i] == n && !memcmp(t->key[i], key, n))
+            return i;
+    if (t->n == MAX_ABSENT)
+        return UINT32_MAX;
+    t->key[t->n] = de_xmalloc(n + 1);
+    memcpy(t->key[t->n], key, n);
+    t->key[t->n][n] = 0;
+    t->len[t->n] = n;
+    return t->n++;
+}
+
+static bool interned_key(de_interner *in, const char *k, size_t n)
+{
+    const char *slash = memchr(k, '/', n);
+    if (!slash)
+        return de_intern_find(in, k, n) != UINT32_MAX;
+    return de_intern_find(in, k, (size_t)(slash - k)) != UINT32_MAX &&
+           de_intern_find(in, slash + 1, n - (size_t)(slash - k) - 1) != UINT32_MAX;
+}
+
+static void absent_free(pol_vm *vm)
+{
+    if (!vm->absent)
+        return;
+    for (uint32_t i = 0; i < vm->absent->n; i++)
+        free(vm->absent->key[i]);
+    free(vm->absent);
+    vm->absent = NULL;
+}
+
+void pol_memo_sync_absent(pol_vm *vm, pol_memo **m)
+{
+    struct pol_absent *t = vm->absent;
+    if (!t)
+        return;
+    uint32_t now = de_intern_count(vm->in);
+    if (now == t->interned)
+        return; /* nothing interned since: every key is still absent */
+    t->interned = now;
+    for (uint32_t i = 0; i < t->n; i++)
+        if (interned_key(vm->in, t->key[i], t->len[i])) {
+            /* answers recorded with that key as nil may be wrong now */
+            pol_memo_free(*m);
+            *m = NULL;
+            absent_free(vm);
+            return;
+        }
+}
+
 bool pol_trace_on(const pol_vm *vm)
 {
     return vm->trace && !vm->trace->impure;
@@ -576,6 +647,7 @@ void pol_trace_end(pol_vm *vm, pol_memo *m, bool ok, double result)
 
 void pol_trace_free(pol_vm *vm)
 {
+    absent_free(vm);
     pol_trace *t = vm->trace_buf;
     if (!t)
         return;

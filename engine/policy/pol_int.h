@@ -78,6 +78,7 @@ typedef struct pol_vm {
     /* score memo (memo.c): the reads of the current score call, when traced */
     pol_trace *trace;
     pol_trace *trace_buf;
+    struct pol_absent *absent; /* keys read that the interner did not know (memo.c) */
     /* failure detail of the last call */
     char errmsg[DE_ERR_MSG_MAX];
     char errfile[DE_ERR_FIELD_MAX];
@@ -219,6 +220,10 @@ enum {
     POL_READ_DEV_CAPS,    /* pairs(capacity) */
 };
 #define POL_READ_BARE UINT32_MAX
+/* a = POL_READ_ABSENT: a key no device had when it was read (not interned);
+ * b indexes the VM's table of such keys (memo.c).  No domain has this id, so
+ * the read gives nil on every device, as it did when recorded. */
+#define POL_READ_ABSENT (UINT32_MAX - 1)
 
 pol_memo *pol_memo_new(void);
 void pol_memo_free(pol_memo *m);
@@ -236,6 +241,12 @@ void pol_trace_free(pol_vm *vm);
 bool pol_trace_on(const pol_vm *vm);
 void pol_trace_read(pol_vm *vm, uint8_t op, uint32_t dev, uint32_t a, uint32_t b);
 void pol_trace_impure(pol_vm *vm);
+/* A traced read of a key the interner does not know: its index in the VM's
+ * table (UINT32_MAX: the table is full, the call is impure). */
+uint32_t pol_trace_absent(pol_vm *vm, const char *key, size_t n);
+/* Before a memo lookup: when a key recorded as absent has been interned
+ * since (a device with that name came), the memo is dropped (*m = NULL). */
+void pol_memo_sync_absent(pol_vm *vm, pol_memo **m);
 
 /* ---- devbuild.c: a device view from a Lua table (tests, bindings) -------- */
 void pol_build_device(lua_State *L, int idx, de_interner *in, de_arena *a, uint32_t id, de_devview *out);

@@ -183,17 +183,25 @@ static void trace_key(lua_State *L, pol_vm *vm, uint32_t idx, uint8_t op, int ki
     size_t n;
     const char *k = lua_tolstring(L, kidx, &n);
     const char *slash = memchr(k, '/', n);
-    /* Only names the engine already knows are recorded: interning every
-     * key a policy makes up would grow the graph's interner without bound
-     * (it is shared and never shrinks).  A key not interned yet may still
-     * be a name of a device added later, so the call is not memoised. */
+    /* Keys the engine does not know are not interned: interning every key
+     * a policy makes up would grow the graph's interner without bound (it
+     * is shared and never shrinks).  No device has such a key, so the read
+     * is nil; it is recorded against the VM's own small table of absent
+     * keys, and the memo is dropped if one of them is interned later (a
+     * device with that name came; memo.c).  Vendor-name lookups such as
+     * V.numa_node's stay memoised on clusters without those vendors. */
     uint32_t a = slash ? de_intern_find(vm->in, k, (size_t)(slash - k)) : POL_READ_BARE;
     uint32_t b = slash ? de_intern_find(vm->in, slash + 1, n - (size_t)(slash - k) - 1)
                        : de_intern_find(vm->in, k, n);
-    if ((slash && a == UINT32_MAX) || b == UINT32_MAX) /* not interned */
-        pol_trace_impure(vm);
-    else
+    if ((slash && a == UINT32_MAX) || b == UINT32_MAX) { /* not interned */
+        uint32_t x = pol_trace_absent(vm, k, n);
+        if (x == UINT32_MAX)
+            pol_trace_impure(vm);
+        else
+            pol_trace_read(vm, op, idx, POL_READ_ABSENT, x);
+    } else {
         pol_trace_read(vm, op, idx, a, b);
+    }
 }
 
 static void trace_dev(lua_State *L, uint32_t idx, uint8_t op)
