@@ -238,6 +238,7 @@ static int s_stats(lua_State *L)
     lua_setfield(L, -2, "failures");
     lb_set_int(L, "instructions", (lua_Integer)st.instructions);
     lb_set_int(L, "score_memo_hits", (lua_Integer)st.score_memo_hits);
+    lb_set_int(L, "derive_memo_hits", (lua_Integer)st.derive_memo_hits);
     return 1;
 }
 

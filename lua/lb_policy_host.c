@@ -176,6 +176,7 @@ static int host_stats(lua_State *L)
     pol_set_stats(pol_host_active(u->h), &ps);
     lb_set_int(L, "score_calls", (lua_Integer)ps.calls[2]);
     lb_set_int(L, "score_memo_hits", (lua_Integer)ps.score_memo_hits);
+    lb_set_int(L, "derive_memo_hits", (lua_Integer)ps.derive_memo_hits);
     return 1;
 }
 

@@ -175,4 +175,48 @@ describe("score memo", function()
     assert.are.equal(1, st.score_memo_hits)
     s:close()
   end)
+
+  it("answers derive calls by what the hook read, exactly as calling it does", function()
+    local derive = [[
+return {
+  name = "facts", version = "1.0.0", api = 1, domains = { "f.example.com" },
+  derive = function(device)
+    local m = device.attributes.model
+    if m == nil then return nil end
+    local out = { ["f.example.com/tier"] = (m == "h100") and "gold" or "silver" }
+    local q = device.capacity.memory
+    if q then out["f.example.com/gib"] = q:to("Gi") // 1 end
+    local n = device.attributes["nosuch.example.com/numa"]
+    if n then out["f.example.com/numa"] = n end
+    local l = device.attributes.roots
+    if l then out["f.example.com/roots"] = l end
+    return out
+  end,
+}]]
+    dir = P.dir({ ["facts.lua"] = derive, ["dice.lua"] = [[
+return {
+  name = "dice", version = "1.0.0", api = 1, domains = { "d.example.com" },
+  derive = function(device) return { ["d.example.com/roll"] = math.random(1000) } end,
+}]] })
+    local memo, plain = core.policy_load(dir), core.policy_load(dir, { score_memo = false })
+    local rand = rng(11)
+    for i = 1, 300 do
+      local attrs = {}
+      if rand(5) > 1 then attrs.model = MODELS[rand(3)] end
+      if rand(4) == 1 then attrs.roots = { "pci-" .. rand(2), "pci-9" } end
+      if i > 200 and rand(3) == 1 then attrs["nosuch.example.com/numa"] = rand(4) end
+      local dev = { driver = "gpu.example.com", pool = "n" .. rand(5), name = "gpu-" .. i, attributes = attrs }
+      if rand(2) == 1 then dev.capacity = { memory = ({ "16Gi", "40Gi", "80Gi" })[rand(3)] } end
+      assert.are.same(plain:derive(dev), memo:derive(dev), "device " .. i)
+    end
+    local sm, sp = memo:stats(), plain:stats()
+    assert.are.equal(0, sp.derive_memo_hits)
+    assert.are.equal(2 * 300, sp.calls.derive)
+    assert.are.equal(2 * 300, sm.calls.derive + sm.derive_memo_hits)
+    -- the dice policy never; the facts policy mostly from the memo
+    assert.is_true(sm.derive_memo_hits > 200, sm.derive_memo_hits .. " hits")
+    assert.is_true(sm.calls.derive >= 300)
+    memo:close()
+    plain:close()
+  end)
 end)

@@ -156,6 +156,8 @@ void cli_policy_stats(FILE *o, const char *cmd, const pol_set *s, bool always)
     fprintf(o, "draengine %s: policy statistics (revision %.12s): calls", cmd, pol_set_revision(s));
     for (int h = 0; h < POL_NHOOKS; h++)
         fprintf(o, " %s %llu", pol_hook_names[h], (unsigned long long)st.calls[h]);
+    if (st.derive_memo_hits)
+        fprintf(o, " (and %llu derive answers from the memo)", (unsigned long long)st.derive_memo_hits);
     if (st.score_memo_hits)
         fprintf(o, " (and %llu score answers from the memo)", (unsigned long long)st.score_memo_hits);
     fprintf(o, "; failed %llu", (unsigned long long)failed);

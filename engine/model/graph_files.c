@@ -261,47 +261,71 @@ static void sws(scan *s)
 }
 
 /* Skip one JSON value without validating it (jansson validates whatever we
- * hand it).  false when the text ends first. */
+ * hand it).  false when the text ends first.  It runs over the whole items
+ * array of a snapshot before any item is read (a List's "kind" may come
+ * after its items), so it is a table-driven byte loop: characters that are
+ * not structural cost a load and a test. */
+static const unsigned char skip_class[256] = {['"'] = 1, ['{'] = 2, ['['] = 2, ['}'] = 3, [']'] = 3, [','] = 4};
+
 static bool skip_value(scan *s)
 {
     sws(s);
+    const unsigned char *t = (const unsigned char *)s->t;
+    size_t p = s->p, len = s->len;
     int depth = 0;
-    while (s->p < s->len) {
-        char c = s->t[s->p];
-        if (c == '"') {
-            /* the closing quote is the next one not preceded by an odd
-             * number of backslashes */
-            size_t q = s->p + 1;
+    while (p < len) {
+        switch (skip_class[t[p]]) {
+        case 0:
+            p++;
+            continue;
+        case 1:
+            /* a string: a backslash escapes the next character */
+            p++;
             for (;;) {
-                const char *hit = memchr(s->t + q, '"', s->len - q);
-                if (!hit)
+                while (p < len && t[p] != '"' && t[p] != '\\')
+                    p++;
+                if (p >= len) {
+                    s->p = len;
                     return false;
-                size_t at = (size_t)(hit - s->t), bs = 0;
-                while (at - bs > s->p && s->t[at - bs - 1] == '\\')
-                    bs++;
-                q = at + 1;
-                if (bs % 2 == 0)
+                }
+                if (t[p] == '"')
                     break;
+                p += 2;
             }
-            s->p = q;
-        } else if (c == '{' || c == '[') {
+            p++;
+            if (depth == 0) {
+                s->p = p;
+                sws(s);
+                return true;
+            }
+            continue;
+        case 2:
             depth++;
-            s->p++;
-        } else if (c == '}' || c == ']') {
-            if (depth == 0)
-                return true; /* end of the enclosing container */
+            p++;
+            continue;
+        case 3:
+            if (depth == 0) {
+                s->p = p; /* end of the enclosing container */
+                return true;
+            }
             depth--;
-            s->p++;
-        } else if (c == ',' && depth == 0) {
-            return true;
-        } else {
-            s->p++;
-        }
-        if (depth == 0 && (c == '"' || c == '}' || c == ']')) {
-            sws(s);
-            return true;
+            p++;
+            if (depth == 0) {
+                s->p = p;
+                sws(s);
+                return true;
+            }
+            continue;
+        default: /* ',' */
+            if (depth == 0) {
+                s->p = p;
+                return true;
+            }
+            p++;
+            continue;
         }
     }
+    s->p = len;
     return depth == 0;
 }
 

@@ -14,6 +14,7 @@
  * are reported through the configured log: the first 10 of each policy in
  * full, then one line saying further failures are counted, not logged.
  */
+#include "../base/map.h"
 #include "pol_int.h"
 
 #include <math.h>
@@ -50,6 +51,7 @@ typedef struct callctx {
     /* derive */
     cattr *attrs; /* POL_MAX_DERIVED */
     uint32_t nattrs;
+    bool traced;  /* the derive memo traces this call: the device is read as placement[0] */
     /* groups */
     bool has_scope;
     pol_scope scope;
@@ -316,6 +318,8 @@ static int hook_tramp(lua_State *L)
     switch (c->hook) {
     case H_DERIVE:
         pol_push_device(L, c->v, false, false);
+        if (c->traced)
+            pol_set_device_index(L, 0);
         lua_call(L, 1, 1);
         conv_derive(L, c, -1);
         break;
@@ -509,6 +513,147 @@ static void pack_facts(pol_set *s, de_attr *attrs, uint32_t n, const pol_scope *
     }
 }
 
+/* ---- the derive memo -------------------------------------------------------------------
+ *
+ * A derive hook is a function of what it reads of its device, like a score
+ * hook of its inputs (memo.c), and most devices of a cluster are alike: the
+ * same model, the same few attributes a fact policy looks at.  So derive
+ * calls are traced too, the device read as placement[0] of a one-device
+ * placement with derived attributes hidden (a derive hook sees the source
+ * attributes only), and the answer - the derived attributes - is filed in
+ * the trie by what was read; the trie's leaf holds an index into the
+ * policy's table of distinct answers.  A memo answer skips the Lua call
+ * (stats.derive_memo_hits instead of calls[derive]).  Only successful pure
+ * calls are filed: failures, logging and math.random make the call run
+ * every time. */
+#define DRES_MAX 4096
+
+typedef struct dres_ent {
+    cattr *a;
+    uint32_t n;
+} dres_ent;
+
+struct pol_dres {
+    dres_ent *e;
+    uint32_t n, cap;
+    de_map by_hash; /* content hash -> index + 1 */
+};
+
+void pol_dres_free(pol_policy *p)
+{
+    pol_memo_free(p->dmemo);
+    p->dmemo = NULL;
+    if (!p->dres)
+        return;
+    for (uint32_t i = 0; i < p->dres->n; i++)
+        free(p->dres->e[i].a);
+    free(p->dres->e);
+    de_map_destroy(&p->dres->by_hash);
+    free(p->dres);
+    p->dres = NULL;
+}
+
+static uint64_t cattr_hash(const cattr *a, uint32_t n)
+{
+    uint64_t h = de_hash_u64(n);
+    for (uint32_t i = 0; i < n; i++) {
+        h = de_hash_u64(h ^ ((uint64_t)a[i].domain << 32 | a[i].name));
+        h = de_hash_u64(h ^ ((uint64_t)a[i].v.kind << 32 | a[i].v.n));
+        switch (a[i].v.kind) {
+        case DE_V_INT: h = de_hash_u64(h ^ (uint64_t)a[i].v.u.i); break;
+        case DE_V_BOOL: h = de_hash_u64(h ^ a[i].v.u.b); break;
+        case DE_V_STRING:
+        case DE_V_VERSION: h = de_hash_u64(h ^ a[i].v.u.s); break;
+        default: h ^= de_hash_bytes(a[i].vals, payload_bytes(&a[i].v)); break;
+        }
+    }
+    return h;
+}
+
+static bool cattr_same(const cattr *x, const cattr *y, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (x[i].domain != y[i].domain || x[i].name != y[i].name || x[i].v.kind != y[i].v.kind ||
+            x[i].v.n != y[i].v.n)
+            return false;
+        size_t pb = payload_bytes(&x[i].v);
+        if (pb ? memcmp(x[i].vals, y[i].vals, pb) : memcmp(&x[i].v.u, &y[i].v.u, sizeof x[i].v.u))
+            return false;
+    }
+    return true;
+}
+
+/* The index of this answer in the policy's table (added if new); UINT32_MAX
+ * when the table is full. */
+static uint32_t dres_put(pol_policy *p, const cattr *a, uint32_t n)
+{
+    if (!p->dres) {
+        p->dres = de_xcalloc(1, sizeof *p->dres);
+        de_map_init(&p->dres->by_hash);
+    }
+    struct pol_dres *d = p->dres;
+    uint64_t h = cattr_hash(a, n), v;
+    if (de_map_get(&d->by_hash, h, &v) && d->e[v - 1].n == n && cattr_same(d->e[v - 1].a, a, n))
+        return (uint32_t)v - 1;
+    if (d->n == DRES_MAX)
+        return UINT32_MAX;
+    if (d->n == d->cap) {
+        d->cap = d->cap ? d->cap * 2 : 64;
+        d->e = de_xrealloc(d->e, d->cap * sizeof *d->e);
+    }
+    dres_ent *x = &d->e[d->n];
+    x->n = n;
+    x->a = n ? de_xmalloc(n * sizeof *x->a) : NULL;
+    if (n)
+        memcpy(x->a, a, n * sizeof *a);
+    de_map_put(&d->by_hash, h, d->n + 1);
+    return d->n++;
+}
+
+/* Copy a filed answer into the call's buffer (list payloads point into
+ * each entry's own vals). */
+static void dres_get(const pol_policy *p, uint32_t i, callctx *c)
+{
+    const dres_ent *x = &p->dres->e[i];
+    c->nattrs = x->n;
+    for (uint32_t k = 0; k < x->n; k++) {
+        c->attrs[k] = x->a[k];
+        if (payload_bytes(&c->attrs[k].v))
+            c->attrs[k].v.u.ints = (const int64_t *)c->attrs[k].vals;
+    }
+}
+
+/* The derive call, through the memo when it is on. */
+static pol_reason derive_call(pol_set *s, callctx *c, uint64_t seed, pol_failure *first)
+{
+    pol_policy *p = c->p;
+    if (s->cfg.no_score_memo)
+        return call(s, c, seed, first);
+    pol_memo_sync_absent(&p->vm, &p->memo, &p->dmemo);
+    if (!p->dmemo)
+        p->dmemo = pol_memo_new();
+    if (pol_memo_off(p->dmemo))
+        return call(s, c, seed, first);
+    /* derive hooks see the source attributes only */
+    de_devview src = *c->v;
+    src.derived = NULL;
+    src.nderived = 0;
+    static const pol_nodeinfo none;
+    double known;
+    if (pol_memo_get(p->dmemo, &none, &src, 1, &known)) {
+        dres_get(p, (uint32_t)known, c);
+        s->stats.derive_memo_hits++;
+        return POL_R_NONE;
+    }
+    pol_trace_begin(&p->vm, &none, &src, 1);
+    c->traced = true;
+    pol_reason r = call(s, c, seed, first);
+    c->traced = false;
+    uint32_t idx = r == POL_R_NONE && pol_trace_pure(&p->vm) ? dres_put(p, c->attrs, c->nattrs) : UINT32_MAX;
+    pol_trace_end(&p->vm, p->dmemo, idx != UINT32_MAX, idx);
+    return r;
+}
+
 uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *prev, pol_devfacts *out,
                          pol_failure *first)
 {
@@ -530,7 +675,7 @@ uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *pr
             continue;
         if (p->hooks & POL_HOOK_DERIVE) {
             callctx c = {.set = s, .p = p, .pidx = i, .sink = &sink, .hook = H_DERIVE, .v = v, .attrs = cbuf};
-            pol_reason r = call(s, &c, seed, first);
+            pol_reason r = derive_call(s, &c, seed, first);
             if (r == POL_R_NONE && nall + c.nattrs > DE_ARRAY_LEN(all)) {
                 /* the device's facts from every policy together are capped */
                 r = POL_R_RESULT;
@@ -692,7 +837,7 @@ de_rc pol_set_score(pol_set *s, const pol_nodeinfo *node, const de_devview *plac
         /* answered from what the hook read before (memo.c) */
         double known;
         if (memo)
-            pol_memo_sync_absent(&p->vm, &p->memo);
+            pol_memo_sync_absent(&p->vm, &p->memo, &p->dmemo);
         if (memo && !p->memo)
             p->memo = pol_memo_new();
         if (memo && !pol_memo_off(p->memo) && pol_memo_get(p->memo, node, placement, n, &known)) {

@@ -527,6 +527,7 @@ void pol_policy_free(pol_policy *p)
     pol_vm_close(&p->vm);
     pol_memo_free(p->memo);
     p->memo = NULL;
+    pol_dres_free(p);
     free(p->name);
     free(p->version);
     free(p->file);

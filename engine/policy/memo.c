@@ -379,7 +379,9 @@ static void absent_free(pol_vm *vm)
     vm->absent = NULL;
 }
 
-void pol_memo_sync_absent(pol_vm *vm, pol_memo **m)
+bool pol_trace_pure(const pol_vm *vm) { return vm->trace && !vm->trace->impure; }
+
+void pol_memo_sync_absent(pol_vm *vm, pol_memo **m, pol_memo **m2)
 {
     struct pol_absent *t = vm->absent;
     if (!t)
@@ -393,6 +395,8 @@ void pol_memo_sync_absent(pol_vm *vm, pol_memo **m)
             /* answers recorded with that key as nil may be wrong now */
             pol_memo_free(*m);
             *m = NULL;
+            pol_memo_free(*m2);
+            *m2 = NULL;
             absent_free(vm);
             return;
         }

@@ -271,6 +271,7 @@ typedef struct pol_stats {
     uint64_t instructions;   /* counted at hook granularity */
     uint64_t ns;             /* time inside hooks */
     uint64_t score_memo_hits; /* score answers taken from the memo (not in calls[2]) */
+    uint64_t derive_memo_hits; /* derive answers taken from the memo (not in calls[0]) */
 } pol_stats;
 void pol_set_stats(const pol_set *s, pol_stats *out);
 

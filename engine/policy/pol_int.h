@@ -200,6 +200,8 @@ void pol_push_attrval(lua_State *L, const de_attrval *a);
 /* A device of a score hook's placement: index i is what the score memo
  * records its reads by. */
 void pol_push_placement_device(lua_State *L, const de_devview *v, uint32_t i);
+/* Mark the device view on top of the stack as placement[i] for tracing. */
+void pol_set_device_index(lua_State *L, uint32_t i);
 
 /* ---- memo.c: score answers remembered by what the hook read ---------------- */
 
@@ -245,8 +247,13 @@ void pol_trace_impure(pol_vm *vm);
  * table (UINT32_MAX: the table is full, the call is impure). */
 uint32_t pol_trace_absent(pol_vm *vm, const char *key, size_t n);
 /* Before a memo lookup: when a key recorded as absent has been interned
- * since (a device with that name came), the memo is dropped (*m = NULL). */
-void pol_memo_sync_absent(pol_vm *vm, pol_memo **m);
+ * since (a device with that name came), the VM's memos are dropped (*m and
+ * *m2 = NULL; the absent keys' table starts over). */
+void pol_memo_sync_absent(pol_vm *vm, pol_memo **m, pol_memo **m2);
+/* The derive memo's stored results (hooks.c). */
+void pol_dres_free(pol_policy *p);
+/* Whether the current trace can still be filed (no impure read so far). */
+bool pol_trace_pure(const pol_vm *vm);
 
 /* ---- devbuild.c: a device view from a Lua table (tests, bindings) -------- */
 void pol_build_device(lua_State *L, int idx, de_interner *in, de_arena *a, uint32_t id, de_devview *out);
@@ -286,6 +293,8 @@ struct pol_policy {
     uint32_t index; /* position in the set */
     uint32_t reported; /* failures reported through the log */
     pol_memo *memo; /* score memo (memo.c), NULL until the first score call */
+    pol_memo *dmemo; /* derive memo: leaves index dres (hooks.c) */
+    struct pol_dres *dres;
 };
 
 struct pol_set {

@@ -376,6 +376,11 @@ void pol_push_device(lua_State *L, const de_devview *v, bool derived, bool persi
     set_mt(L, MT_DEVICE);
 }
 
+void pol_set_device_index(lua_State *L, uint32_t i)
+{
+    ((devud *)lua_touserdata(L, -1))->idx = i;
+}
+
 void pol_push_placement_device(lua_State *L, const de_devview *v, uint32_t i)
 {
     pol_push_device(L, v, true, false);
