@@ -524,8 +524,10 @@ static void pack_facts(pol_set *s, de_attr *attrs, uint32_t n, const pol_scope *
  * the trie by what was read; the trie's leaf holds an index into the
  * policy's table of distinct answers.  A memo answer skips the Lua call
  * (stats.derive_memo_hits instead of calls[derive]).  Only successful pure
- * calls are filed: failures, logging and math.random make the call run
- * every time. */
+ * calls that read something of their device are filed: failures, logging,
+ * math.random and hooks that read nothing (a constant, or state kept
+ * between calls) run every time.  As for scores, a hook that keeps state
+ * and still reads its device is answered by what it read. */
 #define DRES_MAX 4096
 
 typedef struct dres_ent {
@@ -623,17 +625,26 @@ static void dres_get(const pol_policy *p, uint32_t i, callctx *c)
     }
 }
 
+static uint64_t lazy_seed(const pol_set *s, const de_devview *v, uint64_t *seed, bool *seeded)
+{
+    if (!*seeded) {
+        *seed = device_seed(s, v);
+        *seeded = true;
+    }
+    return *seed;
+}
+
 /* The derive call, through the memo when it is on. */
-static pol_reason derive_call(pol_set *s, callctx *c, uint64_t seed, pol_failure *first)
+static pol_reason derive_call(pol_set *s, callctx *c, uint64_t *seed, bool *seeded, pol_failure *first)
 {
     pol_policy *p = c->p;
     if (s->cfg.no_score_memo)
-        return call(s, c, seed, first);
+        return call(s, c, lazy_seed(s, c->v, seed, seeded), first);
     pol_memo_sync_absent(&p->vm, &p->memo, &p->dmemo);
     if (!p->dmemo)
         p->dmemo = pol_memo_new();
     if (pol_memo_off(p->dmemo))
-        return call(s, c, seed, first);
+        return call(s, c, lazy_seed(s, c->v, seed, seeded), first);
     /* derive hooks see the source attributes only */
     de_devview src = *c->v;
     src.derived = NULL;
@@ -647,9 +658,13 @@ static pol_reason derive_call(pol_set *s, callctx *c, uint64_t seed, pol_failure
     }
     pol_trace_begin(&p->vm, &none, &src, 1);
     c->traced = true;
-    pol_reason r = call(s, c, seed, first);
+    pol_reason r = call(s, c, lazy_seed(s, c->v, seed, seeded), first);
     c->traced = false;
-    uint32_t idx = r == POL_R_NONE && pol_trace_pure(&p->vm) ? dres_put(p, c->attrs, c->nattrs) : UINT32_MAX;
+    /* a call that read nothing of its device answers from somewhere else
+     * (a constant, or state kept between calls, which the memo cannot
+     * see): not filed */
+    bool file = r == POL_R_NONE && pol_trace_pure(&p->vm) && pol_trace_reads(&p->vm) > 1;
+    uint32_t idx = file ? dres_put(p, c->attrs, c->nattrs) : UINT32_MAX;
     pol_trace_end(&p->vm, p->dmemo, idx != UINT32_MAX, idx);
     return r;
 }
@@ -666,7 +681,9 @@ uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *pr
     static __thread uint64_t pay[POL_MAX_DERIVED * 8][POL_MAX_LIST];
     pol_scope scopes[16];
     uint32_t nall = 0, nscopes = 0, failures = 0;
-    uint64_t seed = device_seed(s, v);
+    /* the per-device seed is hashed from three names: only when a call runs */
+    uint64_t seed = 0;
+    bool seeded = false;
     failsink sink;
     sink.n = 0;
     for (uint32_t i = 0; i < s->npols; i++) {
@@ -675,7 +692,7 @@ uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *pr
             continue;
         if (p->hooks & POL_HOOK_DERIVE) {
             callctx c = {.set = s, .p = p, .pidx = i, .sink = &sink, .hook = H_DERIVE, .v = v, .attrs = cbuf};
-            pol_reason r = derive_call(s, &c, seed, first);
+            pol_reason r = derive_call(s, &c, &seed, &seeded, first);
             if (r == POL_R_NONE && nall + c.nattrs > DE_ARRAY_LEN(all)) {
                 /* the device's facts from every policy together are capped */
                 r = POL_R_RESULT;
@@ -721,7 +738,7 @@ uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *pr
         }
         if (p->hooks & POL_HOOK_GROUPS) {
             callctx c = {.set = s, .p = p, .pidx = i, .sink = &sink, .hook = H_GROUPS, .v = v};
-            pol_reason r = call(s, &c, seed, first);
+            pol_reason r = call(s, &c, lazy_seed(s, v, &seed, &seeded), first);
             if (r == POL_R_NONE) {
                 if (c.has_scope && nscopes < DE_ARRAY_LEN(scopes))
                     scopes[nscopes++] = c.scope;

@@ -381,6 +381,8 @@ static void absent_free(pol_vm *vm)
 
 bool pol_trace_pure(const pol_vm *vm) { return vm->trace && !vm->trace->impure; }
 
+uint32_t pol_trace_reads(const pol_vm *vm) { return vm->trace ? vm->trace->nr : 0; }
+
 void pol_memo_sync_absent(pol_vm *vm, pol_memo **m, pol_memo **m2)
 {
     struct pol_absent *t = vm->absent;
@@ -522,7 +524,9 @@ static inline bool eval_fast(const mop *op, const pol_nodeinfo *node, const de_d
         if (op->dev >= n)
             return false;
         const de_devview *d = &pl[op->dev];
-        const de_attr *at = de_devview_attr(d, op->a == POL_READ_BARE ? d->driver : op->a, op->b);
+        const de_attr *at = op->a == POL_READ_ABSENT
+                                ? NULL
+                                : de_devview_attr(d, op->a == POL_READ_BARE ? d->driver : op->a, op->b);
         if (!at) {
             m->kind = MV_NIL;
             m->v = 0;

@@ -254,6 +254,8 @@ void pol_memo_sync_absent(pol_vm *vm, pol_memo **m, pol_memo **m2);
 void pol_dres_free(pol_policy *p);
 /* Whether the current trace can still be filed (no impure read so far). */
 bool pol_trace_pure(const pol_vm *vm);
+/* Reads recorded by the current trace (#placement always counts one). */
+uint32_t pol_trace_reads(const pol_vm *vm);
 
 /* ---- devbuild.c: a device view from a Lua table (tests, bindings) -------- */
 void pol_build_device(lua_State *L, int idx, de_interner *in, de_arena *a, uint32_t id, de_devview *out);
