@@ -100,6 +100,11 @@ typedef struct kc_client_opts {
 /* The client borrows cfg (which must outlive it). */
 kc_client *kc_client_new(kc_config *cfg, const kc_client_opts *o);
 void kc_client_free(kc_client *cl);
+/* A client for another thread: its own connection, the parent's
+ * configuration, and the root client's rate limiter, counters, failure
+ * table and failure callback (shared, thread-safe).  It never pumps an
+ * informer: its waits sleep.  Free clones before their root. */
+kc_client *kc_client_clone(kc_client *parent);
 kc_config *kc_client_config(kc_client *cl);
 /* While a request waits (rate limit, Retry-After, backoff) it keeps this
  * informer's watches flowing. */

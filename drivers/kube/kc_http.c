@@ -8,6 +8,13 @@
  * write.  A request that has to wait keeps the watches flowing through the
  * informer set with kc_client_set_pump(): a slow write never makes the
  * watches fall behind far enough to expire.
+ *
+ * Clones (kc_client_clone) give other threads their own easy handle (and
+ * connection) while sharing the root's rate limiter, counters, failure table
+ * and token re-reads, all behind the root's mutex, so --kube-api-qps and
+ * /metrics stay one figure however many threads write.  The mutex is held
+ * only for bookkeeping, never across a transfer or a wait; a clone waits by
+ * sleeping (only the root pumps the informer, which belongs to its thread).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kc_int.h"
@@ -17,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <time.h>
 
 #define MAX_RESPONSE ((size_t)256 << 20)
@@ -38,7 +46,13 @@ struct kc_client {
     void *fail_ctx;
     unsigned token_problem_seq;
     char errbuf[CURL_ERROR_SIZE];
+    kc_client *root;    /* a clone's root (NULL: this is one) */
+    pthread_mutex_t mu; /* root: tokens, st, fails, token re-reads */
 };
+
+static kc_client *root_of(kc_client *cl) { return cl->root ? cl->root : cl; }
+static void lock(kc_client *cl) { pthread_mutex_lock(&root_of(cl)->mu); }
+static void unlock(kc_client *cl) { pthread_mutex_unlock(&root_of(cl)->mu); }
 
 static bool curl_ready;
 
@@ -65,6 +79,7 @@ kc_client *kc_client_new(kc_config *cfg, const kc_client_opts *o)
     cl->tokens = cl->o.burst;
     cl->last_refill = de_now_ns();
     cl->h = curl_easy_init();
+    pthread_mutex_init(&cl->mu, NULL);
     kc_backoff_init(&cl->bo, 100000000ull, 5000000000ull, 0x5eed);
     kc_failtab_init(&cl->fails, cl->o.report_interval_ms > 0
                                     ? (uint64_t)cl->o.report_interval_ms * 1000000ull
@@ -72,10 +87,30 @@ kc_client *kc_client_new(kc_config *cfg, const kc_client_opts *o)
     return cl;
 }
 
+kc_client *kc_client_clone(kc_client *parent)
+{
+    kc_client *root = root_of(parent);
+    kc_client *cl = de_xcalloc(1, sizeof *cl);
+    cl->root = root;
+    cl->cfg = root->cfg;
+    cl->o = root->o;
+    cl->ua = de_xstrdup(root->ua);
+    cl->o.user_agent = cl->ua;
+    lock(root);
+    cl->extra_header = root->extra_header ? de_xstrdup(root->extra_header) : NULL;
+    cl->token_problem_seq = root->token_problem_seq;
+    unlock(root);
+    cl->h = curl_easy_init();
+    kc_backoff_init(&cl->bo, 100000000ull, 5000000000ull, 0x5eed ^ (uint64_t)(uintptr_t)cl);
+    return cl;
+}
+
 void kc_client_free(kc_client *cl)
 {
     if (!cl)
         return;
+    if (!cl->root)
+        pthread_mutex_destroy(&cl->mu);
     if (cl->h)
         curl_easy_cleanup(cl->h);
     free(cl->ua);
@@ -91,8 +126,23 @@ void kc_client_set_header(kc_client *cl, const char *header)
     cl->extra_header = header ? de_xstrdup(header) : NULL;
 }
 void kc_client_set_pump(kc_client *cl, kc_informer *inf) { cl->pump = inf; }
-void kc_client_stats(const kc_client *cl, kc_stats *out) { *out = cl->st; }
-kc_stats *kc_client_stats_mut(kc_client *cl) { return &cl->st; }
+void kc_client_stats(const kc_client *cl, kc_stats *out)
+{
+    kc_client *r = root_of((kc_client *)cl);
+    lock(r);
+    *out = r->st;
+    unlock(r);
+}
+/* The root's counters, for the informer's thread (it alone touches the
+ * watch fields). */
+kc_stats *kc_client_stats_mut(kc_client *cl) { return &root_of(cl)->st; }
+
+void kc_client_redact(kc_client *cl, char *msg)
+{
+    lock(cl);
+    kc_redact(cl->cfg, msg);
+    unlock(cl);
+}
 
 void kc_client_set_failure_fn(kc_client *cl, kc_failure_fn fn, void *ctx)
 {
@@ -115,23 +165,36 @@ void kc_client_fail(kc_client *cl, const char *resource, const char *verb, long 
     for (char *p = msg; *p; p++)
         if ((unsigned char)*p < 0x20 || *p == 0x7f)
             *p = ' ';
-    kc_redact(cl->cfg, msg);
+    kc_client *r = root_of(cl);
+    lock(r);
+    kc_redact(r->cfg, msg);
     kc_failure f = {resource, verb, code, reason, msg, 0}, rep;
-    if (kc_failtab_note(&cl->fails, &f, &rep) && cl->fail_fn)
-        cl->fail_fn(cl->fail_ctx, &rep);
+    if (kc_failtab_note(&r->fails, &f, &rep) && r->fail_fn)
+        r->fail_fn(r->fail_ctx, &rep); /* under the lock: it must not call back into the client */
+    unlock(r);
 }
 
 void kc_client_count(kc_client *cl, long status)
 {
-    cl->st.requests++;
+    kc_stats *st = &root_of(cl)->st;
+    lock(cl);
+    st->requests++;
     int cls = status >= 100 && status < 600 ? (int)(status / 100) : 0;
-    cl->st.by_code[cls]++;
+    st->by_code[cls]++;
     if (status == 409)
-        cl->st.conflicts++;
+        st->conflicts++;
     else if (status == 429)
-        cl->st.throttled++;
+        st->throttled++;
     else if (status == 401)
-        cl->st.unauthorized++;
+        st->unauthorized++;
+    unlock(cl);
+}
+
+static void count_retry(kc_client *cl)
+{
+    lock(cl);
+    root_of(cl)->st.retries++;
+    unlock(cl);
 }
 
 /* ---- backoff ------------------------------------------------------------ */
@@ -187,17 +250,21 @@ static void wait_ns(kc_client *cl, uint64_t ns)
 /* Token bucket: `burst` tokens, refilled at `qps` per second. */
 static void take_token(kc_client *cl)
 {
+    kc_client *r = root_of(cl);
     for (;;) {
+        lock(r);
         uint64_t now = de_now_ns();
-        double add = (double)(now - cl->last_refill) / 1e9 * cl->o.qps;
-        cl->last_refill = now;
-        cl->tokens = DE_MIN(cl->tokens + add, (double)cl->o.burst);
-        if (cl->tokens >= 1.0) {
-            cl->tokens -= 1.0;
+        double add = (double)(now - r->last_refill) / 1e9 * r->o.qps;
+        r->last_refill = now;
+        r->tokens = DE_MIN(r->tokens + add, (double)r->o.burst);
+        if (r->tokens >= 1.0) {
+            r->tokens -= 1.0;
+            unlock(r);
             return;
         }
-        uint64_t need = (uint64_t)((1.0 - cl->tokens) / cl->o.qps * 1e9) + 1;
-        cl->st.rate_limited_ns += need;
+        uint64_t need = (uint64_t)((1.0 - r->tokens) / r->o.qps * 1e9) + 1;
+        r->st.rate_limited_ns += need;
+        unlock(r);
         wait_ns(cl, need);
     }
 }
@@ -247,18 +314,25 @@ static struct curl_slist *add_auth(struct curl_slist *hl, const char *scheme, co
 struct curl_slist *kc_client_headers(kc_client *cl, bool force, const char *content_type)
 {
     struct curl_slist *hl = NULL;
+    kc_client *r = root_of(cl);
+    lock(r);
     const char *tok = kc_config_token(cl->cfg, force);
     unsigned seq;
-    const char *why = kc_config_token_problem(cl->cfg, &seq);
-    if (seq != cl->token_problem_seq) { /* a re-read was refused: say so once */
-        cl->token_problem_seq = seq;
-        kc_client_fail(cl, "tokenfile", "read", 0, "TokenRefused", why);
+    char why[600] = "";
+    const char *problem = kc_config_token_problem(cl->cfg, &seq);
+    bool report = seq != r->token_problem_seq; /* a re-read was refused: say so once */
+    if (report) {
+        r->token_problem_seq = seq;
+        snprintf(why, sizeof why, "%s", problem);
     }
     const char *basic = kc_config_basic(cl->cfg);
     if (basic)
         hl = add_auth(hl, "Basic", basic);
     else if (tok && *tok)
         hl = add_auth(hl, "Bearer", tok);
+    unlock(r);
+    if (report)
+        kc_client_fail(cl, "tokenfile", "read", 0, "TokenRefused", why);
     hl = curl_slist_append(hl, "Accept: application/json");
     if (cl->extra_header)
         hl = curl_slist_append(hl, cl->extra_header);
@@ -295,7 +369,9 @@ static void on_warning(resp *r, const char *v, size_t n)
         n = (size_t)(v + n - 1 - (q + 1));
         v = q + 1;
     }
-    r->cl->st.warnings++;
+    lock(r->cl);
+    root_of(r->cl)->st.warnings++;
+    unlock(r->cl);
     /* the text is a quoted-string: undo its backslash escapes */
     char m[768];
     size_t k = 0;
@@ -305,7 +381,7 @@ static void on_warning(resp *r, const char *v, size_t n)
         m[k++] = v[i];
     }
     m[k] = 0;
-    kc_redact(r->cl->cfg, m);
+    kc_client_redact(r->cl, m);
     DE_WARN("server warning on %s %s: %s", r->method, r->path, m);
 }
 
@@ -345,7 +421,10 @@ de_rc kc_status_error(kc_client *cl, de_err *e, const char *method, const char *
     char full[DE_ERR_MSG_MAX];
     snprintf(full, sizeof full, "%s %s: HTTP %ld: %s%s%s", method, path, status, reason,
              *msg ? ": " : "", msg);
-    kc_redact(cl ? cl->cfg : NULL, full);
+    if (cl)
+        kc_client_redact(cl, full);
+    else
+        kc_redact(NULL, full);
     return de_errf(e, rc, "%s", full);
 }
 
@@ -444,14 +523,14 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
         if (cc != CURLE_OK) {
             if (idempotent && attempt < cl->o.max_retries) {
                 attempt++;
-                cl->st.retries++;
+                count_retry(cl);
                 de_buf_free(&r.body);
                 wait_ns(cl, kc_backoff_next(&cl->bo));
                 continue;
             }
             char m[512];
             snprintf(m, sizeof m, "%s %s: %s", method, path, why);
-            kc_redact(cl->cfg, m);
+            kc_client_redact(cl, m);
             rc = de_errf(e, DE_EIO, "%s", m);
             de_buf_free(&r.body);
             break;
@@ -463,7 +542,7 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
         }
         if (status == 429 && throttles < 2 * cl->o.max_retries) {
             throttles++;
-            cl->st.retries++;
+            count_retry(cl);
             long s = r.retry_after < 0 ? 1 : DE_MIN(r.retry_after, MAX_RETRY_AFTER_S);
             de_buf_free(&r.body);
             wait_ns(cl, (uint64_t)s * 1000000000ull);
@@ -472,7 +551,7 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
         if ((status == 500 || status == 502 || status == 503 || status == 504) && idempotent &&
             attempt < cl->o.max_retries) {
             attempt++;
-            cl->st.retries++;
+            count_retry(cl);
             uint64_t d = kc_backoff_next(&cl->bo);
             if (r.retry_after >= 0)
                 d = (uint64_t)DE_MIN(r.retry_after, MAX_RETRY_AFTER_S) * 1000000000ull;

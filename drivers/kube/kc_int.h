@@ -32,6 +32,8 @@ void kc_client_setup_easy(kc_client *cl, CURL *h);
 struct curl_slist *kc_client_headers(kc_client *cl, bool force_token_reread,
                                      const char *content_type);
 void kc_client_count(kc_client *cl, long status);
+/* kc_redact under the client's lock (token re-reads run on other threads). */
+void kc_client_redact(kc_client *cl, char *msg);
 kc_stats *kc_client_stats_mut(kc_client *cl);
 
 /* Run the informer for up to `ns` nanoseconds (used while writes wait). */

@@ -176,7 +176,7 @@ static void set_err(refl *r, const char *fmt, ...)
     char m[512];
     vsnprintf(m, sizeof m, fmt, ap);
     va_end(ap);
-    kc_redact(kc_client_config(r->inf->cl), m);
+    kc_client_redact(r->inf->cl, m);
     snprintf(r->err, sizeof r->err, "%s: %s", RES[r->res].name, m);
     snprintf(r->inf->last_err, sizeof r->inf->last_err, "%s", r->err);
 }

@@ -68,6 +68,9 @@ static void usage(FILE *f)
         "  --pod-initial-backoff DURATION        first retry delay of a failed pod (default 1s, 0s: none)\n"
         "  --pod-max-backoff DURATION            longest retry delay, >= the first (default 10s)\n"
         "  --no-events                           do not write events.k8s.io Events\n"
+        "  --parallel-binds N                    pods whose writes (claim status, binding, Event) run\n"
+        "                                        at once on worker threads, 1-64 (default 8; 1: one\n"
+        "                                        after the other on the scheduler's thread)\n"
         "  --dra-filter-timeout DURATION         limit of one node's device search (filterTimeout;\n"
         "                                        default 10s, 0s: none; DRASchedulerFilterTimeout)\n"
         "  --dra-binding-timeout DURATION        longest wait in PreBind for device binding conditions\n"
@@ -335,7 +338,7 @@ enum {
     O_KUBECONFIG = 256, O_CONTEXT, O_MASTER, O_QPS, O_BURST, O_SCHEDNAME, O_GATES, O_IBACKOFF,
     O_MBACKOFF, O_NOEVENTS, O_LE, O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_NAME, O_LE_NS,
     O_LE_ID, O_BIND, O_PORT, O_LOGFMT, O_WBACKOFF, O_JITTER, O_POLDIR, O_POLWATCH, O_POLRESCAN,
-    O_FIELDVAL, O_POOLSTATUS, O_FILTERTIMEOUT, O_BINDTIMEOUT, O_SHADOW, O_SHADOW_OF, O_SHADOW_LOG,
+    O_FIELDVAL, O_POOLSTATUS, O_FILTERTIMEOUT, O_BINDTIMEOUT, O_PARBINDS, O_SHADOW, O_SHADOW_OF, O_SHADOW_LOG,
 };
 
 /* What a walk of the policy directory skipped, as a log line. */
@@ -447,13 +450,14 @@ int cli_cmd_serve(int argc, char **argv)
         {"shadow-scheduler", required_argument, NULL, O_SHADOW_OF},
         {"shadow-log", required_argument, NULL, O_SHADOW_LOG},
         {"dra-binding-timeout", required_argument, NULL, O_BINDTIMEOUT},
+        {"parallel-binds", required_argument, NULL, O_PARBINDS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     kc_config_opts co = {0};
     kc_client_opts clo = {.qps = 50, .burst = 100};
     kc_lease_opts lo = {.ns = "kube-system", .name = "draengine"};
-    sch_opts so = {0};
+    sch_opts so = {.parallel_binds = 8};
     de_gates gates;
     de_gates_default(&gates);
     bool leader_elect = true, shadow = false;
@@ -528,6 +532,11 @@ int cli_cmd_serve(int argc, char **argv)
             if (!cli_flag_duration("serve", "--dra-binding-timeout", optarg, 1000000000ull, CLI_DURATION_MAX,
                                    &so.binding_timeout_ns))
                 return CLI_EXIT_INVALID;
+            break;
+        case O_PARBINDS:
+            if (!cli_flag_u64("serve", "--parallel-binds", optarg, 1, 64, &n))
+                return CLI_EXIT_INVALID;
+            so.parallel_binds = (unsigned)n;
             break;
         case O_FILTERTIMEOUT:
             if (!cli_flag_duration("serve", "--dra-filter-timeout", optarg, 0, CLI_DURATION_MAX, &filter_timeout))
@@ -738,9 +747,11 @@ int cli_cmd_serve(int argc, char **argv)
     while (!stop_requested) {
         struct pollfd pfd[40];
         kc_waitfd wf[40];
-        unsigned n = sch_http_fds(sv.http, pfd, DE_ARRAY_LEN(pfd));
+        unsigned n = sch_http_fds(sv.http, pfd, DE_ARRAY_LEN(pfd) - 1); /* one left for sch_bind_fd */
         for (unsigned i = 0; i < n; i++)
             wf[i] = (kc_waitfd){pfd[i].fd, pfd[i].events, 0};
+        if (sch_bind_fd(sv.s) >= 0) /* a binding job ended */
+            wf[n++] = (kc_waitfd){sch_bind_fd(sv.s), POLLIN, 0};
         uint64_t due = sch_next_due_ns(sv.s);
         if (was_synced && (!sv.lease || was_leader)) /* only the leader's controllers act */
             due = DE_MIN(due, ctl_serve_next_due_ns(sv.ctl));
@@ -809,6 +820,9 @@ int cli_cmd_serve(int argc, char **argv)
     }
     if (stop_requested)
         DE_INFO(0, "shutting down");
+    /* the binding jobs in flight end before the lease goes; after a lost
+     * lease their requests not started yet are not sent */
+    sch_bind_finish(sv.s, rc != CLI_EXIT_OK);
     if (sv.lease && rc == CLI_EXIT_OK)
         kc_lease_release(sv.lease);
 out:

@@ -49,6 +49,8 @@ sch_sched *sch_new(dg_graph *g, al_allocator *al, kc_client *cl, const sch_opts 
     sch_hist_init(&s->attempt_lat, LAT_BOUNDS, DE_ARRAY_LEN(LAT_BOUNDS));
     sch_hist_init(&s->alloc_lat, LAT_BOUNDS, DE_ARRAY_LEN(LAT_BOUNDS));
     sch_hist_init(&s->e2e_lat, E2E_BOUNDS, DE_ARRAY_LEN(E2E_BOUNDS));
+    if (cl && s->o.parallel_binds > 1)
+        sch_async_start(s, s->o.parallel_binds);
     return s;
 }
 
@@ -56,6 +58,7 @@ void sch_free(sch_sched *s)
 {
     if (!s)
         return;
+    sch_async_free(s);
     sch_ext_index_close(s);
     sch_queue_free(s);
     json_decref(s->podgroups);
@@ -82,6 +85,8 @@ void sch_get_stats(const sch_sched *s, sch_stats *out)
         case SP_UNSCHED: out->unschedulable_now++; break;
         case SP_ASSUMED: out->assumed++; break;
         case SP_WAITING: out->waiting++; break;
+        case SP_BINDING: out->binding++; break;
+        case SP_HELD: out->held++; break;
         default: break;
         }
     }
@@ -161,7 +166,7 @@ static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
     if (t == KC_EV_DELETED) {
         if (idx != UINT32_MAX) {
             spod *sp = sch_pod(s, idx);
-            bool held = sp->state == SP_ASSUMED || sp->state == SP_BOUND;
+            bool held = sp->state == SP_ASSUMED || sp->state == SP_BOUND || sp->state == SP_BINDING;
             sch_pod_forget(s, idx);
             if (held)
                 sch_requeue_bucket(s, WAIT_RESOURCES);
@@ -181,7 +186,8 @@ static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
         /* Bound (by us or anyone): count it on its node until it ends. */
         if (terminal(s, p)) {
             if (idx != UINT32_MAX) {
-                bool held = sch_pod(s, idx)->state == SP_ASSUMED || sch_pod(s, idx)->state == SP_BOUND;
+                uint8_t st = sch_pod(s, idx)->state;
+                bool held = st == SP_ASSUMED || st == SP_BOUND || st == SP_BINDING;
                 sch_pod_forget(s, idx);
                 if (held)
                     sch_requeue_bucket(s, WAIT_RESOURCES);
@@ -191,8 +197,11 @@ static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
         /* what it takes from the node is counted by the allocator (al_fit.c) */
         idx = sch_pod_ensure(s, ns, name);
         spod *sp = sch_pod(s, idx);
-        if ((sp->state == SP_ASSUMED || sp->state == SP_BOUND) && sp->node == p->node_name) {
-            if (sp->state == SP_ASSUMED)
+        /* a binding job's pod (SP_BINDING) is seen bound before the job is
+         * applied: sch_async.c then leaves it bound */
+        if ((sp->state == SP_ASSUMED || sp->state == SP_BOUND || sp->state == SP_BINDING) &&
+            sp->node == p->node_name) {
+            if (sp->state != SP_BOUND)
                 sch_hist_observe(&s->e2e_lat, (double)(de_now_ns() - sp->first_seen) / 1e9);
             sp->state = SP_BOUND;
             return;
@@ -208,7 +217,7 @@ static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
         sch_requeue_claim(s, podgroup_key(s, md(obj, "namespace"), group));
     bool ours = p->scheduler_name == s->sched_name && !p->meta.deleting && !terminal(s, p);
     if (!ours) {
-        if (idx != UINT32_MAX && sch_pod(s, idx)->state != SP_ASSUMED)
+        if (idx != UINT32_MAX && sch_pod(s, idx)->state != SP_ASSUMED && sch_pod(s, idx)->state != SP_BINDING)
             sch_pod_forget(s, idx);
         return;
     }
@@ -263,6 +272,10 @@ void sch_observe(sch_sched *s, kc_res res, kc_evtype t, json_t *obj)
     de_err e;
     de_err_clear(&e);
     if (res == KC_RES_CLAIMS) {
+        /* a claim a binding job is writing: its events wait for the job */
+        if (sch_async_on(s) &&
+            sch_async_defer(s, t, obj, sch_key(de_intern_cstr(s->in, ns), de_intern_cstr(s->in, name))))
+            return;
         if (t != KC_EV_DELETED && sch_claim_event_is_stale(s, obj)) {
             s->st.stale_events_ignored++;
             return;
@@ -514,6 +527,14 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         }
         uint64_t key = sch_key(p->meta.ns, cname);
         keys[nk++] = key;
+        if (sch_async_claim_busy(s, key)) {
+            /* a job writes this claim (shared, or the PodGroup's): decide
+             * on what it wrote, once it is applied (sch_async.c) */
+            sp->attempts--;
+            s->st.attempts--;
+            sch_async_hold(s, idx);
+            return;
+        }
         uint32_t clid = dg_claim_find(s->g, p->meta.ns, cname);
         const dg_claim *c = clid == DG_NONE ? NULL : dg_claim_get(s->g, clid);
         const char *cn = de_intern_str(s->in, cname);
@@ -847,12 +868,14 @@ static void schedule_one(sch_sched *s, uint32_t idx)
     char podname[512];
     snprintf(podname, sizeof podname, "%s/%s", pns, de_intern_str(s->in, p->meta.name));
     json_t *podjson = json_incref(dg_pod_json(s->g, pid));
-    bool waiting = false;
-    de_rc rc = sch_bind(s, idx, pid, &ch, &waiting, &be);
+    bool waiting = false, in_flight = false;
+    de_rc rc = sch_bind(s, idx, pid, &ch, &waiting, &in_flight, &be);
     DROP_EXT();
 #undef DROP_EXT
     sch_hist_observe(&s->attempt_lat, (double)(de_now_ns() - t0) / 1e9);
-    if (rc == DE_OK && waiting) {
+    if (rc == DE_OK && in_flight) {
+        /* a worker writes it; sch_async.c counts and reports the outcome */
+    } else if (rc == DE_OK && waiting) {
         char note[600];
         snprintf(note, sizeof note, "waiting for binding conditions for device on node %s",
                  de_intern_str(s->in, ch.node_name));
@@ -888,6 +911,7 @@ unsigned sch_run(sch_sched *s, uint64_t budget_ns)
 {
     uint64_t start = de_now_ns();
     unsigned n = 0;
+    sch_async_drain(s);
     sch_wait_due(s);
     al_set_now(s->al, (int64_t)time(NULL)); /* binding timeouts of allocated claims (Filter) */
     sch_promote_due(s);
@@ -933,6 +957,11 @@ void sch_metrics(const sch_sched *s, de_buf *b)
     sch_prom_head(b, "draengine_scheduler_assumed_pods", "gauge",
                   "Pods bound by this scheduler that the watch has not shown yet.");
     sch_prom_sample(b, "draengine_scheduler_assumed_pods", "", st.assumed);
+    sch_prom_head(b, "draengine_scheduler_binding_pods", "gauge",
+                  "Pods whose PreBind/Bind writes run on a binding worker (--parallel-binds), and pods "
+                  "waiting for such a job because it writes one of their claims.");
+    sch_prom_sample(b, "draengine_scheduler_binding_pods", "state=\"binding\"", st.binding);
+    sch_prom_sample(b, "draengine_scheduler_binding_pods", "state=\"held\"", st.held);
     sch_prom_head(b, "draengine_scheduler_schedule_attempts_total", "counter",
                   "Scheduling attempts by result.");
     sch_prom_sample(b, "draengine_scheduler_schedule_attempts_total", "result=\"scheduled\"",

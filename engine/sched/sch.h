@@ -24,8 +24,10 @@
  *    failed write is unreserved in memory and the claim re-read; a 409
  *    sends the pod straight back to the active queue.
  *
- * Binding is synchronous on the scheduler's thread, so two decisions never
- * run at once; the assume step still matters because a watch can deliver
+ * Decisions are made one at a time on the scheduler's thread; their writes
+ * run there too, or with parallel_binds > 1 on worker threads, several pods
+ * at once, as kube-scheduler's binding cycle runs in a goroutine
+ * (sch_async.c).  The assume step matters because a watch can deliver
  * an older version of a claim after draengine wrote a newer one: such
  * events are ignored (resourceVersions of assumed claims are compared as
  * integers, as the upstream assume cache does).
@@ -66,6 +68,8 @@ typedef struct sch_opts {
      * pod is checked against the claim, as kube-scheduler then does. */
     bool pre_queueing_hints;
     uint64_t binding_timeout_ns; /* PreBind's wait for binding conditions (KEP-5007); 600 s */
+    unsigned parallel_binds;     /* PreBind/Bind jobs in flight at once (worker threads);
+                                  * 0 or 1: on the scheduler's thread */
 } sch_opts;
 
 /* g, al and cl must outlive the scheduler; cl may be NULL (dry run: the
@@ -86,6 +90,14 @@ void sch_observe(sch_sched *s, kc_res res, kc_evtype type, json_t *obj);
 /* Schedule pods from the active queue until it is empty or budget_ns has
  * passed; returns the number of scheduling attempts. */
 unsigned sch_run(sch_sched *s, uint64_t budget_ns);
+/* With binding workers: a descriptor that becomes readable when a job
+ * ends, for the caller's poll (-1: none); sch_run applies what ended. */
+int sch_bind_fd(const sch_sched *s);
+/* Before stopping: wait for the jobs in flight and apply their results;
+ * with `abandon` (leadership lost) their requests not yet started are not
+ * sent.  The scheduler stays usable. */
+void sch_bind_finish(sch_sched *s, bool abandon);
+
 /* Nanoseconds until a backed-off pod becomes active (UINT64_MAX: none). */
 uint64_t sch_next_due_ns(const sch_sched *s);
 
@@ -98,6 +110,7 @@ typedef struct sch_stats {
     /* PreBind waits for binding conditions: begun, bound, failed, timed out */
     uint64_t waiting_started, waiting_ready, waiting_failed, waiting_timeout;
     uint32_t active, backoff, unschedulable_now, assumed, waiting;
+    uint32_t binding, held; /* jobs on the binding workers; pods waiting for one */
 } sch_stats;
 void sch_get_stats(const sch_sched *s, sch_stats *out);
 

@@ -55,7 +55,7 @@ bool sch_claim_event_is_stale(sch_sched *s, json_t *obj)
     return false;
 }
 
-static void remember_written(sch_sched *s, json_t *obj)
+void sch_remember_written(sch_sched *s, json_t *obj)
 {
     bool ok;
     uint64_t rv = parse_rv(md_str(obj, "resourceVersion"), &ok);
@@ -75,8 +75,10 @@ void sch_event(sch_sched *s, json_t *regarding, const char *type, const char *re
         DE_INFO(2, "event not written: %s", e.msg);
 }
 
-/* Re-read a claim from the API into the graph (after a failed write). */
-static void refresh_claim(sch_sched *s, uint32_t clid)
+/* Re-read a claim from the API into the graph (after a failed write).  Its
+ * version is remembered like a written one: a watch event older than it,
+ * delivered afterwards, must not undo it. */
+void sch_refresh_claim(sch_sched *s, uint32_t clid)
 {
     const dg_claim *c = dg_claim_get(s->g, clid);
     if (!c || !s->cl)
@@ -90,6 +92,7 @@ static void refresh_claim(sch_sched *s, uint32_t clid)
     de_rc rc = kc_get(s->cl, KC_RES_CLAIMS, ns, name, &fresh, &e);
     if (rc == DE_OK && fresh) {
         de_map_del(&s->assumed_rv, sch_key(c->meta.ns, c->meta.name));
+        sch_remember_written(s, fresh);
         if (dg_apply(s->g, fresh, &API_ORIGIN, NULL, &e) != DE_OK)
             DE_WARN("claim %s/%s: %s", ns, name, e.msg);
     } else if (rc == DE_ENOTFOUND) {
@@ -98,7 +101,7 @@ static void refresh_claim(sch_sched *s, uint32_t clid)
     json_decref(fresh);
 }
 
-static bool has_finalizer(json_t *claim)
+bool sch_has_finalizer(json_t *claim)
 {
     json_t *f = json_object_get(json_object_get(claim, "metadata"), "finalizers");
     size_t i;
@@ -110,7 +113,7 @@ static bool has_finalizer(json_t *claim)
     return false;
 }
 
-static bool reserved_for(json_t *claim, const char *uid)
+bool sch_reserved_for(json_t *claim, const char *uid)
 {
     json_t *rf = json_object_get(json_object_get(claim, "status"), "reservedFor");
     size_t i;
@@ -123,32 +126,44 @@ static bool reserved_for(json_t *claim, const char *uid)
     return false;
 }
 
-/* Write one claim: finalizer if missing, then status (allocation when `a`
- * is given, plus the pod's reservation).  On success the server's answer is
- * applied to the graph. */
 typedef struct consumer {
     const char *api_group, *resource, *name, *uid;
 } consumer;
 
-static de_rc write_status(sch_sched *s, json_t *obj, const dg_allocation *a, const consumer *who,
-                          de_err *e);
+/* status.reservedFor entry of a consumer. */
+static json_t *reserve_entry(const consumer *who)
+{
+    json_t *ent = json_pack("{s:s, s:s, s:s}", "resource", who->resource, "name", who->name, "uid", who->uid);
+    if (who->api_group && *who->api_group)
+        json_object_set_new(ent, "apiGroup", json_string(who->api_group));
+    return ent;
+}
 
 /* KEP-5007: allocationTimestamp and the PreBind wait need both gates. */
-static bool binding_gates(sch_sched *s)
+bool sch_binding_gates(sch_sched *s)
 {
     const de_gates *g = al_gates(s->al);
     return g->on[DE_GATE_DEVICE_BINDING_CONDITIONS] && g->on[DE_GATE_RESOURCE_CLAIM_DEVICE_STATUS];
 }
 
-static de_rc write_claim(sch_sched *s, uint32_t clid, const dg_allocation *a, const consumer *who,
-                         de_err *e)
+json_t *sch_alloc_json(sch_sched *s, const dg_allocation *a)
 {
-    json_t *cur = dg_claim_json(s->g, clid);
-    if (!cur)
-        return de_errf(e, DE_EINTERNAL, "claim %u has no JSON", clid);
-    json_t *obj = json_deep_copy(cur);
-    de_rc rc = DE_OK;
-    if (!has_finalizer(obj)) {
+    dg_allocation stamped = *a;
+    if (sch_binding_gates(s) && !stamped.allocation_time)
+        stamped.allocation_time = (int64_t)time(NULL);
+    return dg_encode_allocation(s->g, &stamped);
+}
+
+/* The writes of one claim, on any thread (no graph, only the JSON given):
+ * the finalizer when asked (plain update), then the status update with
+ * `alloc` (or, with `stamp`, a timestamp on an allocation that has none:
+ * upstream's bindClaim stamps it whenever it reserves) and the reservation
+ * `entry` unless the claim already has it.  `obj` is consumed. */
+de_rc sch_claim_put(kc_client *cl, json_t *obj, bool add_finalizer, json_t *alloc, bool stamp, json_t *entry,
+                    json_t **resp, de_err *e)
+{
+    *resp = NULL;
+    if (add_finalizer) {
         json_t *md = json_object_get(obj, "metadata");
         json_t *fin = json_object_get(md, "finalizers");
         if (!json_is_array(fin)) {
@@ -156,37 +171,23 @@ static de_rc write_claim(sch_sched *s, uint32_t clid, const dg_allocation *a, co
             json_object_set_new(md, "finalizers", fin);
         }
         json_array_append_new(fin, json_string(FINALIZER));
-        json_t *resp = NULL;
-        rc = kc_claim_update(s->cl, obj, &resp, e);
+        json_t *r = NULL;
+        de_rc rc = kc_claim_update(cl, obj, &r, e);
         json_decref(obj);
         if (rc != DE_OK)
             return rc;
-        obj = resp ? resp : NULL;
-        if (!obj)
+        if (!r)
             return de_errf(e, DE_EAPI, "claim update: empty answer");
+        obj = r;
     }
-    return write_status(s, obj, a, who, e);
-}
-
-/* Status update (allocation when `a` is given, plus the reservation) of
- * `obj`, which this function consumes. */
-static de_rc write_status(sch_sched *s, json_t *obj, const dg_allocation *a, const consumer *who,
-                          de_err *e)
-{
-    de_rc rc;
     json_t *st = json_object_get(obj, "status");
     if (!json_is_object(st)) {
         st = json_object();
         json_object_set_new(obj, "status", st);
     }
-    if (a) {
-        dg_allocation stamped = *a;
-        if (binding_gates(s) && !stamped.allocation_time)
-            stamped.allocation_time = (int64_t)time(NULL);
-        json_object_set_new(st, "allocation", dg_encode_allocation(s->g, &stamped));
-    } else if (binding_gates(s)) {
-        /* upstream stamps an allocation that has no timestamp yet whenever
-         * it reserves the claim (bindClaim) */
+    if (alloc) {
+        json_object_set_new(st, "allocation", json_deep_copy(alloc));
+    } else if (stamp) {
         json_t *al = json_object_get(st, "allocation");
         if (json_is_object(al) && !json_object_get(al, "allocationTimestamp")) {
             char ts[40];
@@ -197,32 +198,49 @@ static de_rc write_status(sch_sched *s, json_t *obj, const dg_allocation *a, con
             json_object_set_new(al, "allocationTimestamp", json_string(ts));
         }
     }
-    if (!reserved_for(obj, who->uid)) {
+    const char *uid = json_string_value(json_object_get(entry, "uid"));
+    if (!sch_reserved_for(obj, uid ? uid : "")) {
         json_t *rf = json_object_get(st, "reservedFor");
         if (!json_is_array(rf)) {
             rf = json_array();
             json_object_set_new(st, "reservedFor", rf);
         }
-        json_t *ent = json_pack("{s:s, s:s, s:s}", "resource", who->resource, "name", who->name,
-                                "uid", who->uid);
-        if (who->api_group && *who->api_group)
-            json_object_set_new(ent, "apiGroup", json_string(who->api_group));
-        json_array_append_new(rf, ent);
+        json_array_append_new(rf, json_deep_copy(entry));
     }
-    json_t *resp = NULL;
-    rc = kc_claim_update_status(s->cl, obj, &resp, e);
+    de_rc rc = kc_claim_update_status(cl, obj, resp, e);
     json_decref(obj);
+    return rc;
+}
+
+/* Write one claim on the scheduler's thread; the answer goes into the graph. */
+static de_rc write_status(sch_sched *s, json_t *obj, bool add_finalizer, const dg_allocation *a,
+                          const consumer *who, de_err *e)
+{
+    json_t *alloc = a ? sch_alloc_json(s, a) : NULL, *entry = reserve_entry(who), *resp = NULL;
+    de_rc rc = sch_claim_put(s->cl, obj, add_finalizer, alloc, sch_binding_gates(s), entry, &resp, e);
+    json_decref(alloc);
+    json_decref(entry);
     if (rc != DE_OK)
         return rc;
     if (resp) {
         de_err ae;
         de_err_clear(&ae);
-        remember_written(s, resp);
+        sch_remember_written(s, resp);
         if (dg_apply(s->g, resp, &API_ORIGIN, NULL, &ae) != DE_OK)
             DE_WARN("claim written but not re-read: %s", ae.msg);
         json_decref(resp);
     }
     return DE_OK;
+}
+
+static de_rc write_claim(sch_sched *s, uint32_t clid, const dg_allocation *a, const consumer *who,
+                         de_err *e)
+{
+    json_t *cur = dg_claim_json(s->g, clid);
+    if (!cur)
+        return de_errf(e, DE_EINTERNAL, "claim %u has no JSON", clid);
+    json_t *obj = json_deep_copy(cur);
+    return write_status(s, obj, !sch_has_finalizer(obj), a, who, e);
 }
 
 /* KEP-5004: create the extended-resource claim for real, write its status,
@@ -247,7 +265,7 @@ static de_rc write_ext_claim(sch_sched *s, const dg_pod *p, const sch_choice *c,
     const char *cname = json_string_value(json_object_get(json_object_get(created, "metadata"), "name"));
     char claim_name[300];
     snprintf(claim_name, sizeof claim_name, "%s", cname ? cname : "");
-    rc = write_status(s, created, a, &who, e);
+    rc = write_status(s, created, false, a, &who, e);
     if (rc != DE_OK)
         return rc;
     /* pods/status, merge patch guarded by the pod's resourceVersion; the
@@ -304,11 +322,11 @@ de_rc sch_deallocate(sch_sched *s, uint32_t clid, uint32_t pod_uid, de_err *e)
     if (rc == DE_OK && resp) {
         de_err ae;
         de_err_clear(&ae);
-        remember_written(s, resp);
+        sch_remember_written(s, resp);
         if (dg_apply(s->g, resp, &API_ORIGIN, NULL, &ae) != DE_OK)
             DE_WARN("claim deallocated but not re-read: %s", ae.msg);
     } else if (rc != DE_OK) {
-        refresh_claim(s, clid);
+        sch_refresh_claim(s, clid);
     }
     json_decref(resp);
     return rc;
@@ -317,14 +335,14 @@ de_rc sch_deallocate(sch_sched *s, uint32_t clid, uint32_t pod_uid, de_err *e)
 /* KEP-5517: pods/status nodeAllocatableResourceClaimStatuses, a merge
  * patch with the pod's UID as precondition (statuses NULL clears them:
  * upstream's Unreserve writes an explicit empty list). */
-static de_rc write_pod_nar(sch_sched *s, const char *ns, const char *pod, const char *uid, json_t *statuses,
-                           de_err *e)
+de_rc sch_write_pod_nar(kc_client *cl, const char *ns, const char *pod, const char *uid, json_t *statuses,
+                        de_err *e)
 {
     json_t *patch = json_pack("{s:{s:s}, s:{s:o}}", "metadata", "uid", uid, "status",
                               "nodeAllocatableResourceClaimStatuses", statuses ? statuses : json_array());
     char path[512];
     kc_object_path(KC_RES_PODS, ns, pod, "status", path, sizeof path);
-    de_rc rc = kc_request(s->cl, "PATCH", path, patch, "application/merge-patch+json", NULL, NULL, e);
+    de_rc rc = kc_request(cl, "PATCH", path, patch, "application/merge-patch+json", NULL, NULL, e);
     json_decref(patch);
     return rc;
 }
@@ -344,7 +362,7 @@ static de_rc patch_nominated(sch_sched *s, const char *ns, const char *pod, cons
 
 de_rc sch_pod_nar_clear(sch_sched *s, const char *ns, const char *pod, const char *uid, de_err *e)
 {
-    return write_pod_nar(s, ns, pod, uid, NULL, e);
+    return sch_write_pod_nar(s->cl, ns, pod, uid, NULL, e);
 }
 
 /* Unreserve: remove one pod from a claim's reservedFor without reading the
@@ -368,7 +386,7 @@ de_rc sch_claim_unreserve(sch_sched *s, uint32_t clid, const char *pod_uid, de_e
     if (rc == DE_OK && resp) {
         de_err ae;
         de_err_clear(&ae);
-        remember_written(s, resp);
+        sch_remember_written(s, resp);
         if (dg_apply(s->g, resp, &API_ORIGIN, NULL, &ae) != DE_OK)
             DE_WARN("claim unreserved but not re-read: %s", ae.msg);
     }
@@ -388,12 +406,18 @@ de_rc sch_bind_pod(sch_sched *s, uint32_t pid, uint32_t node_name, de_err *e)
     snprintf(name, sizeof name, "%s", de_intern_str(s->in, p->meta.name));
     snprintf(uid, sizeof uid, "%s", de_intern_str(s->in, p->meta.uid));
     snprintf(node, sizeof node, "%s", de_intern_str(s->in, node_name));
-    de_rc rc = kc_pod_bind(s->cl, ns, name, uid, node, e);
+    return sch_pod_bind_http(s->cl, ns, name, uid, node, e);
+}
+
+de_rc sch_pod_bind_http(kc_client *cl, const char *ns, const char *name, const char *uid, const char *node,
+                        de_err *e)
+{
+    de_rc rc = kc_pod_bind(cl, ns, name, uid, node, e);
     if (rc == DE_ECONFLICT) {
         json_t *cur = NULL;
         de_err ge;
         de_err_clear(&ge);
-        if (kc_get(s->cl, KC_RES_PODS, ns, name, &cur, &ge) == DE_OK) {
+        if (kc_get(cl, KC_RES_PODS, ns, name, &cur, &ge) == DE_OK) {
             const char *nn =
                 json_string_value(json_object_get(json_object_get(cur, "spec"), "nodeName"));
             if (nn && !strcmp(nn, node))
@@ -407,9 +431,11 @@ de_rc sch_bind_pod(sch_sched *s, uint32_t pid, uint32_t node_name, de_err *e)
     return rc;
 }
 
-de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, bool *waiting, de_err *e)
+de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, bool *waiting, bool *in_flight,
+               de_err *e)
 {
     *waiting = false;
+    *in_flight = false;
     spod *sp = sch_pod(s, idx);
     const dg_pod *p = dg_pod_get(s->g, pid);
     char ns[256], name[256], uid[128], node[256];
@@ -447,6 +473,18 @@ de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, bo
         free(assumed);
         goto bound;
     }
+    /* PreBind and Bind on a worker (sch_async.c), except the rare writes
+     * that need the graph between requests: an extended-resource claim to
+     * create, binding conditions to wait for. */
+    if (sch_async_on(s) && c->ext_clid == DG_NONE && !sch_wait_needed(s, c->claims, c->nclaims)) {
+        rc = sch_async_submit(s, idx, pid, c, e);
+        if (rc != DE_OK)
+            for (uint32_t i = 0; i < c->npending; i++)
+                dg_claim_deallocate(s->g, c->pending[i], NULL);
+        free(assumed);
+        *in_flight = rc == DE_OK;
+        return rc;
+    }
     /* PreBind: every claim of the pod that is not yet reserved for it. */
     for (uint32_t i = 0; i < c->nclaims && rc == DE_OK; i++) {
         uint32_t clid = c->claims[i];
@@ -460,7 +498,7 @@ de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, bo
         if (c->group && c->group[i])
             who = (consumer){"scheduling.k8s.io", "podgroups", c->group_name, c->group_uid};
         json_t *cj = dg_claim_json(s->g, clid);
-        if (!a && cj && reserved_for(cj, who.uid))
+        if (!a && cj && sch_reserved_for(cj, who.uid))
             continue;
         if (clid == c->ext_clid)
             rc = write_ext_claim(s, p, c, a, name, uid, e);
@@ -482,7 +520,7 @@ de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, bo
                 for (uint32_t k = 0; k < c->npending; k++)
                     if (c->pending[k] == c->claims[j])
                         dg_claim_deallocate(s->g, c->claims[j], NULL);
-                refresh_claim(s, c->claims[j]);
+                sch_refresh_claim(s, c->claims[j]);
             }
         }
     }
@@ -491,7 +529,7 @@ de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, bo
         return rc;
     bool nar_written = false;
     if (c->nar && c->nar->n) {
-        rc = write_pod_nar(s, ns, name, uid, al_nar_json(s->g, c->nar), e);
+        rc = sch_write_pod_nar(s->cl, ns, name, uid, al_nar_json(s->g, c->nar), e);
         if (rc != DE_OK) {
             de_err_prefix(e, "pod %s/%s: nodeAllocatableResourceClaimStatuses", ns, name);
             return rc;
@@ -515,7 +553,7 @@ de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, bo
         if (nar_written) {
             de_err ce;
             de_err_clear(&ce);
-            if (write_pod_nar(s, ns, name, uid, NULL, &ce) != DE_OK)
+            if (sch_write_pod_nar(s->cl, ns, name, uid, NULL, &ce) != DE_OK)
                 DE_INFO(1, "pod %s/%s: nodeAllocatableResourceClaimStatuses not cleared: %s", ns, name, ce.msg);
         }
         return rc;

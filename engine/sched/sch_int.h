@@ -17,6 +17,8 @@ typedef enum spstate {
     SP_ASSUMED,       /* bound by us; the watch has not shown it yet */
     SP_WAITING,       /* PreBind: claims written, waiting for binding conditions (sch_wait.c) */
     SP_BOUND,         /* the graph shows spec.nodeName */
+    SP_BINDING,       /* assumed; its PreBind/Bind job runs on a worker (sch_async.c) */
+    SP_HELD,          /* a claim of it is being written by a job: waits for its end */
 } spstate;
 
 /* Reasons a pod waits: which events may help it. */
@@ -107,6 +109,7 @@ struct sch_sched {
     sch_stats st;
     sch_hist attempt_lat, e2e_lat, alloc_lat;
     uint64_t by_result[4];
+    struct sch_pool *pool; /* binding workers (sch_async.c), NULL: synchronous */
 };
 
 static inline uint64_t sch_key(uint32_t ns, uint32_t name) { return de_pack2(ns, name); }
@@ -170,9 +173,37 @@ typedef struct sch_choice {
 } sch_choice;
 /* DE_OK bound, or *waiting: PreBind waits for binding conditions
  * (sch_wait.c); DE_ECONFLICT retry at once; other: back off. */
-de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pod, const sch_choice *c, bool *waiting, de_err *e);
+de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pod, const sch_choice *c, bool *waiting, bool *in_flight,
+               de_err *e);
 de_rc sch_bind_pod(sch_sched *s, uint32_t pod, uint32_t node_name, de_err *e);
 de_rc sch_claim_unreserve(sch_sched *s, uint32_t clid, const char *pod_uid, de_err *e);
+/* Pieces shared with the binding workers (any thread: no graph). */
+de_rc sch_claim_put(kc_client *cl, json_t *obj, bool add_finalizer, json_t *alloc, bool stamp, json_t *entry,
+                    json_t **resp, de_err *e);
+de_rc sch_pod_bind_http(kc_client *cl, const char *ns, const char *name, const char *uid, const char *node,
+                        de_err *e);
+de_rc sch_write_pod_nar(kc_client *cl, const char *ns, const char *pod, const char *uid, json_t *statuses,
+                        de_err *e);
+/* The scheduler's thread. */
+json_t *sch_alloc_json(sch_sched *s, const dg_allocation *a);
+void sch_remember_written(sch_sched *s, json_t *obj);
+void sch_refresh_claim(sch_sched *s, uint32_t clid);
+bool sch_has_finalizer(json_t *claim);
+bool sch_reserved_for(json_t *claim, const char *uid);
+bool sch_binding_gates(sch_sched *s);
+
+/* sch_async.c: PreBind/Bind jobs on worker threads */
+void sch_async_start(sch_sched *s, unsigned workers);
+static inline bool sch_async_on(const sch_sched *s) { return s->pool != NULL; }
+de_rc sch_async_submit(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, de_err *e);
+/* A job is writing this claim: events for it wait, pods using it wait. */
+bool sch_async_claim_busy(const sch_sched *s, uint64_t claim_key);
+/* true: the event was kept for when the job ends (the claim is busy). */
+bool sch_async_defer(sch_sched *s, kc_evtype t, json_t *obj, uint64_t claim_key);
+void sch_async_hold(sch_sched *s, uint32_t idx);
+void sch_async_drain(sch_sched *s);
+uint32_t sch_async_in_flight(const sch_sched *s);
+void sch_async_free(sch_sched *s);
 de_rc sch_pod_nar_clear(sch_sched *s, const char *ns, const char *pod, const char *uid, de_err *e);
 
 /* sch_wait.c: PreBind's wait for binding conditions (KEP-5007) */
