@@ -916,7 +916,10 @@ unsigned sch_run(sch_sched *s, uint64_t budget_ns)
     al_set_now(s->al, (int64_t)time(NULL)); /* binding timeouts of allocated claims (Filter) */
     sch_promote_due(s);
     uint32_t idx;
-    while ((idx = sch_pop_active(s)) != UINT32_MAX) {
+    /* with binding workers, at most 2 x --parallel-binds pods assumed and
+     * not yet written: decisions stay close to the server's state, and a
+     * stop has little to finish */
+    while (!sch_async_full(s) && (idx = sch_pop_active(s)) != UINT32_MAX) {
         schedule_one(s, idx);
         n++;
         if (de_now_ns() - start >= budget_ns)

@@ -260,6 +260,8 @@ int sch_bind_fd(const sch_sched *s) { return s->pool ? s->pool->fd[0] : -1; }
 
 uint32_t sch_async_in_flight(const sch_sched *s) { return s->pool ? s->pool->in_flight : 0; }
 
+bool sch_async_full(const sch_sched *s) { return s->pool && s->pool->in_flight >= 2 * s->pool->n; }
+
 bool sch_async_claim_busy(const sch_sched *s, uint64_t claim_key)
 {
     uint64_t v;

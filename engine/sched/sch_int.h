@@ -203,6 +203,7 @@ bool sch_async_defer(sch_sched *s, kc_evtype t, json_t *obj, uint64_t claim_key)
 void sch_async_hold(sch_sched *s, uint32_t idx);
 void sch_async_drain(sch_sched *s);
 uint32_t sch_async_in_flight(const sch_sched *s);
+bool sch_async_full(const sch_sched *s); /* no new job until one ends */
 void sch_async_free(sch_sched *s);
 de_rc sch_pod_nar_clear(sch_sched *s, const char *ns, const char *pod, const char *uid, de_err *e);
 

@@ -326,7 +326,7 @@ void sch_promote_due(sch_sched *s)
 uint64_t sch_next_due_ns(const sch_sched *s)
 {
     uint64_t now = de_now_ns(), best = sch_wait_next_ns(s);
-    if (s->ahead < s->alen)
+    if (s->ahead < s->alen && !sch_async_full(s)) /* full: a finished job wakes the loop */
         return 0;
     if (s->backoff.n)
         best = s->backoff.v[0].at > now ? s->backoff.v[0].at - now : 0;

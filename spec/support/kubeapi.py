@@ -22,7 +22,8 @@ garbage, error410, error500, drop), lists that page forever ("list":
 endless, repeat, same_items) and huge lists streamed as they are generated
 ("list": huge, with items and item_bytes).  GET /_test/stats counts requests per
 resource and verb.  Every write from a client is recorded with the
-resourceVersion it carried and whether that was current (GET /_test/writes).
+resourceVersion it carried and whether that was current, with the times
+its request arrived ("start") and was answered ("time") (GET /_test/writes).
 Requests carrying "X-Test-Bypass: 1" (the specs' own set-up) skip faults and
 are not recorded.
 
@@ -509,6 +510,7 @@ class Handler(BaseHTTPRequestHandler):
         self._dispatch("DELETE")
 
     def _dispatch(self, method):
+        self._t_start = time.time()
         u = urlsplit(self.path)
         q = {k: v[-1] for k, v in parse_qs(u.query, keep_blank_values=True).items()}
         try:
@@ -824,7 +826,7 @@ class Handler(BaseHTTPRequestHandler):
                              "query": urlsplit(self.path).query, "resource": res[2],
                              "namespace": ns, "name": name, "subresource": sub,
                              "sentResourceVersion": sent, "currentResourceVersion": cur_rv,
-                             "status": code, "time": time.time(),
+                             "status": code, "start": getattr(self, "_t_start", None), "time": time.time(),
                              "userAgent": self.headers.get("User-Agent") or ""})
 
     def _write(self, method, res, ns, name, sub, body, bypass):
