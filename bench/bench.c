@@ -23,6 +23,7 @@ static const struct {
     {"reload-100k", "policy hot reload at 100,000 devices", bench_reload_100k},
     {"policy-overhead", "gpu-nic-5000 with shipped policies on vs off", bench_policy_overhead},
     {"allocate-scale", "draengine allocate on 500- and 5,000-node sim snapshots, 300 pods", bench_allocate_scale},
+    {"churn", "create, schedule, delete with 2,000 pods live: heap bytes per cycle", bench_churn},
 };
 
 static bench_fn lookup(const char *name)
@@ -104,7 +105,10 @@ int cli_cmd_bench(int argc, char **argv)
                    "  --policies DIR       reload-100k, policy-overhead: the policies (default: shipped)\n"
                    "  --rounds N           policy-overhead: rotated rounds, the fastest counts (5)\n"
                    "  --only off|on|facts  policy-overhead: one configuration, for profilers\n"
-                   "  --phases             policy-overhead: split the pods by where they land\n");
+                   "  --phases             policy-overhead: split the pods by where they land\n"
+                   "  --live N             churn: pods alive at once (2000)\n"
+                   "  --cycles N           churn: measured cycles after the warm-up (1000000)\n"
+                   "  --warmup N           churn: cycles before measuring (2 x live + 10000)\n");
         return argc < 2 ? CLI_EXIT_INVALID : 0;
     }
     int names_end = argc;

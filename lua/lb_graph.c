@@ -685,6 +685,9 @@ static int l_stats(lua_State *L)
     lb_set_int(L, "bytes", (lua_Integer)st.bytes);
     lb_set_int(L, "fast_path_slices", st.fast_path_slices);
     lb_set_int(L, "cel_programs", st.cel_programs);
+    lb_set_int(L, "strings", st.strings);
+    lb_set_int(L, "claim_ids", st.claim_ids);
+    lb_set_int(L, "pod_ids", st.pod_ids);
     return 1;
 }
 

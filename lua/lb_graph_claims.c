@@ -54,7 +54,7 @@ static int l_class_for_ext(lua_State *L)
 static uint32_t find_claim(lua_State *L, dg_graph *g)
 {
     const char *ns = luaL_checkstring(L, 2), *name = luaL_checkstring(L, 3);
-    uint32_t id = dg_claim_find(g, id_of(g, ns), id_of(g, name));
+    uint32_t id = dg_claim_find(g, look_id(g, ns), look_id(g, name));
     if (id == DG_NONE)
         luaL_error(L, "ResourceClaim \"%s/%s\" not found", ns, name);
     return id;
@@ -157,7 +157,7 @@ static void push_claim(lua_State *L, dg_graph *g, uint32_t id)
 static int l_claim(lua_State *L)
 {
     dg_graph *g = check_graph(L);
-    uint32_t id = dg_claim_find(g, id_of(g, luaL_checkstring(L, 2)), id_of(g, luaL_checkstring(L, 3)));
+    uint32_t id = dg_claim_find(g, look_id(g, luaL_checkstring(L, 2)), look_id(g, luaL_checkstring(L, 3)));
     if (id == DG_NONE) {
         lua_pushnil(L);
         return 1;
@@ -234,13 +234,21 @@ static int l_reserve(lua_State *L)
     uint32_t *dst[] = {&c.api_group, &c.resource, &c.name, &c.uid};
     for (int i = 0; i < 4; i++) {
         lua_getfield(L, 4, fields[i]);
-        if (lua_isstring(L, -1))
-            *dst[i] = id_of(g, lua_tostring(L, -1));
+        if (lua_isstring(L, -1)) {
+            size_t n;
+            const char *v = lua_tolstring(L, -1, &n);
+            /* the consumer's name and UID come and go with it: counted, the
+             * claim takes its own reference */
+            *dst[i] = i >= 2 ? de_intern_ref(dg_intern(g), v, n) : id_of(g, v);
+        }
         lua_pop(L, 1);
     }
     de_err e;
     de_err_clear(&e);
-    if (dg_claim_add_reservation(g, id, &c, &e) != DE_OK)
+    de_rc rc = dg_claim_add_reservation(g, id, &c, &e);
+    de_intern_release(dg_intern(g), c.name);
+    de_intern_release(dg_intern(g), c.uid);
+    if (rc != DE_OK)
         return raise_err(L, &e);
     return 0;
 }
@@ -265,7 +273,7 @@ static int l_claim_from_template(lua_State *L)
 static int l_pod(lua_State *L)
 {
     dg_graph *g = check_graph(L);
-    uint32_t pid = dg_pod_find(g, id_of(g, luaL_checkstring(L, 2)), id_of(g, luaL_checkstring(L, 3)));
+    uint32_t pid = dg_pod_find(g, look_id(g, luaL_checkstring(L, 2)), look_id(g, luaL_checkstring(L, 3)));
     if (pid == DG_NONE) {
         lua_pushnil(L);
         return 1;

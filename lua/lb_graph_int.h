@@ -51,6 +51,13 @@ static inline uint32_t id_of(dg_graph *g, const char *s)
     return de_intern_cstr(dg_intern(g), s ? s : "");
 }
 
+/* Looked up without interning (UINT32_MAX when unknown): interning would pin
+ * a claim's or pod's name, which the graph releases with the object. */
+static inline uint32_t look_id(dg_graph *g, const char *s)
+{
+    return de_intern_find(dg_intern(g), s, strlen(s));
+}
+
 static inline const char *S(dg_graph *g, uint32_t id)
 {
     return de_intern_str(dg_intern(g), id);

@@ -434,3 +434,136 @@ describe("derived attributes", function()
     assert.are.same({ 0, 1 }, g:device("gpu.example.com", "node-1", "gpu-0").derived["policy.example.com/numa"])
   end)
 end)
+
+describe("churn: claims and pods that come and go", function()
+  local function pod(name, uid, claim_name)
+    return { apiVersion = "v1", kind = "Pod", metadata = { name = name, namespace = "default", uid = uid },
+             spec = { containers = { { name = "c", image = "x" } },
+                      resourceClaims = { { name = "dev", resourceClaimName = claim_name } } } }
+  end
+
+  it("releases a deleted claim's and pod's names and UIDs, and reuses their ids", function()
+    local g = core.graph()
+    g:apply(slice("s", { nodeName = "node-1", devices = gpus(2) }))
+    g:apply(claim("default", "keep"))
+    -- a first pod interns what every pod shares (container and claim entry names)
+    g:apply(pod("warm-pod", "5c1e3c1a-0000-4000-8000-000000000000", "keep"))
+    local base = g:stats()
+    g:apply(claim("default", "churn-claim-1"))
+    g:apply(pod("churn-pod-1", "5c1e3c1a-0000-4000-8000-000000000001", "churn-claim-1"))
+    local c1, pod_ids = g:claim("default", "churn-claim-1").id, g:stats().pod_ids
+    assert.are.equal(base.strings + 3, g:stats().strings)
+    g:remove("Pod", "default", "churn-pod-1")
+    g:remove("ResourceClaim", "default", "churn-claim-1")
+    local after = g:stats()
+    assert.are.equal(base.strings, after.strings)
+    assert.are.equal(base.claims, after.claims)
+    for i = 2, 50 do
+      g:apply(claim("default", "churn-claim-" .. i))
+      g:apply(pod("churn-pod-" .. i, string.format("5c1e3c1a-0000-4000-8000-%012d", i), "churn-claim-" .. i))
+      assert.are.equal(c1, g:claim("default", "churn-claim-" .. i).id)
+      g:remove("Pod", "default", "churn-pod-" .. i)
+      g:remove("ResourceClaim", "default", "churn-claim-" .. i)
+    end
+    local st = g:stats()
+    assert.are.equal(base.strings, st.strings)
+    assert.are.equal(c1 + 1, st.claim_ids)
+    assert.are.equal(pod_ids, st.pod_ids)
+    assert.is_nil(g:claim("default", "churn-claim-7"))
+    assert.has_error(function() g:remove("Pod", "default", "churn-pod-7") end, 'Pod "default/churn-pod-7" not found')
+  end)
+
+  it("a reservation keeps the pod's name and UID while the claim lives", function()
+    local g = core.graph()
+    g:apply(slice("s", { nodeName = "node-1", devices = gpus(2) }))
+    local function round(i)
+      local uid = string.format("5c1e3c1a-0000-4000-8000-%012d", i)
+      g:apply(claim("default", "c" .. i))
+      g:apply(pod("p" .. i, uid, "c" .. i))
+      g:set_allocation("default", "c" .. i, { devices = { results = { result("gpu-0") } } })
+      g:reserve("default", "c" .. i, { resource = "pods", name = "p" .. i, uid = uid })
+      g:remove("Pod", "default", "p" .. i)
+      local j = g:claim_json("default", "c" .. i)
+      assert.truthy(j:find('"reservedFor":[{"resource":"pods","name":"p' .. i .. '","uid":"' .. uid .. '"}]', 1, true), j)
+      g:remove("ResourceClaim", "default", "c" .. i)
+      assert.is_nil(g:usage("gpu.example.com", "node-1", "gpu-0"))
+    end
+    round(1)
+    local base = g:stats().strings
+    for i = 2, 20 do round(i) end
+    assert.are.equal(base, g:stats().strings)
+  end)
+
+  it("a name interned elsewhere stays when the claim that shared it goes", function()
+    local g = core.graph()
+    g:apply({ apiVersion = "resource.k8s.io/v1", kind = "DeviceClass", metadata = { name = "shared-name" }, spec = {} })
+    g:apply(claim("default", "shared-name"))
+    g:remove("ResourceClaim", "default", "shared-name")
+    assert.are.equal("shared-name", g:class("shared-name").name)
+    g:apply(claim("default", "other"))
+    assert.are.equal("shared-name", g:class("shared-name").name)
+    assert.are.equal("other", g:claim("default", "other").name)
+  end)
+
+  it("JSON output is the same for a claim and pod that took reused ids", function()
+    local g = core.graph()
+    g:apply(slice("s", { nodeName = "node-1", devices = gpus(2) }))
+    g:apply(claim("default", "first"))
+    g:apply(pod("first-pod", "5c1e3c1a-0000-4000-8000-0000000000f1", "first"))
+    g:remove("Pod", "default", "first-pod")
+    g:remove("ResourceClaim", "default", "first")
+    g:apply(claim("default", "second"))
+    g:apply(pod("second-pod", "5c1e3c1a-0000-4000-8000-0000000000f2", "second"))
+    local fresh = core.graph()
+    fresh:apply(slice("s", { nodeName = "node-1", devices = gpus(2) }))
+    fresh:apply(claim("default", "second"))
+    fresh:apply(pod("second-pod", "5c1e3c1a-0000-4000-8000-0000000000f2", "second"))
+    assert.are.equal(fresh:claim_json("default", "second"), g:claim_json("default", "second"))
+    assert.are.same(fresh:pod("default", "second-pod"), g:pod("default", "second-pod"))
+  end)
+end)
+
+describe("a claim's JSON from its decoded form", function()
+  local cjson_claim = '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{"name":"c","namespace":"default",' ..
+    '"uid":"u-1","resourceVersion":"7","labels":{"a":"b"},"annotations":{"x":"y"},"ownerReferences":[{"apiVersion":"v1",' ..
+    '"kind":"Pod","name":"p","uid":"u-p","controller":true}],"finalizers":["f"]},"spec":{"devices":{"requests":[{"name":"gpu",' ..
+    '"exactly":{"deviceClassName":"gpu.example.com","selectors":[{"cel":{"expression":"device.driver == \\"gpu.example.com\\""}}],' ..
+    '"allocationMode":"ExactCount","count":2}},{"name":"any","firstAvailable":[{"name":"one","deviceClassName":"gpu.example.com"}]}],' ..
+    '"constraints":[{"requests":["gpu"],"matchAttribute":"gpu.example.com/numa"}]}}}'
+  local function load(text)
+    local g = core.graph()
+    g:apply(text)
+    return g
+  end
+
+  it("gives back the input byte for byte, whether the struct or the kept text encodes it", function()
+    local g = load(cjson_claim)
+    assert.are.equal(cjson_claim, g:claim_json("default", "c"))
+    -- fields the struct does not encode (config, a v1beta1 shape, key order) keep the text
+    local with_config = cjson_claim:gsub('"constraints"', '"config":[{"opaque":{"driver":"gpu.example.com",' ..
+      '"parameters":{"z":1,"a":[1.5,null]}}}],"constraints"')
+    g = load(with_config)
+    assert.are.equal(with_config, g:claim_json("default", "c"))
+    local reordered = '{"kind":"ResourceClaim","apiVersion":"resource.k8s.io/v1","metadata":{"namespace":"default","name":"c"},' ..
+      '"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.example.com"}}]}}}'
+    g = load(reordered)
+    assert.are.equal(reordered, g:claim_json("default", "c"))
+  end)
+
+  it("writes the status as it is now on both paths", function()
+    for _, extra in ipairs({ "", '"config":[{"opaque":{"driver":"gpu.example.com","parameters":{}}}],' }) do
+      local text = cjson_claim:gsub('"constraints"', extra .. '"constraints"')
+      local g = load(text)
+      g:apply(slice("s", { nodeName = "node-1", devices = gpus(2) }))
+      g:set_allocation("default", "c", { devices = { results = { result("gpu-0"), result("gpu-1") } } })
+      g:reserve("default", "c", { resource = "pods", name = "p", uid = "u-p" })
+      local want = text:sub(1, -2) .. ',"status":{"allocation":{"devices":{"results":[' ..
+        '{"request":"gpu","driver":"gpu.example.com","pool":"node-1","device":"gpu-0"},' ..
+        '{"request":"gpu","driver":"gpu.example.com","pool":"node-1","device":"gpu-1"}]}},' ..
+        '"reservedFor":[{"resource":"pods","name":"p","uid":"u-p"}]}}'
+      assert.are.equal(want, g:claim_json("default", "c"))
+      g:deallocate("default", "c")
+      assert.are.equal(text, g:claim_json("default", "c"))
+    end
+  end)
+end)

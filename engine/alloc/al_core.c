@@ -652,6 +652,10 @@ static void on_change(void *ctx, dg_kind kind, dg_op op, uint32_t id)
  * (they compile again when next used) and the memo's older programs dead. */
 static void cache_caps(al_allocator *a)
 {
+    /* reasons printed by quick checks (al_place.c) accumulate here between
+     * CEL evaluations; when every selector hits the memo nothing else resets
+     * it, so a long-running scheduler grew it to its cap */
+    de_arena_reset(a->scratch);
     if (cel_env_collect(a->cel))
         a->stats.cache_flushes++;
     uint64_t gen = cel_env_generation(a->cel);

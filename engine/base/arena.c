@@ -23,6 +23,7 @@ struct de_arena {
     size_t total;    /* bytes handed out since reset */
     size_t reserved; /* bytes obtained from malloc */
     size_t first;    /* size of the first chunk */
+    chunk *inline_chunk; /* de_arena_new_exact: the first chunk, in this block */
 };
 
 de_arena *de_arena_new_sized(size_t cap, size_t first_chunk)
@@ -30,6 +31,25 @@ de_arena *de_arena_new_sized(size_t cap, size_t first_chunk)
     de_arena *a = de_xcalloc(1, sizeof *a);
     a->cap = cap ? cap : ((size_t)1 << 30);
     a->first = first_chunk ? first_chunk : CHUNK_MIN;
+    return a;
+}
+
+de_arena *de_arena_new_exact(size_t cap, size_t size)
+{
+    /* one block for the arena, its chunk header and its bytes: a decoded
+     * claim or pod pays one malloc, not three */
+    size_t head = (sizeof(de_arena) + (ALIGN - 1)) & ~(size_t)(ALIGN - 1);
+    size = (size + (ALIGN - 1)) & ~(size_t)(ALIGN - 1);
+    de_arena *a = de_xmalloc(head + sizeof(chunk) + size);
+    memset(a, 0, sizeof *a);
+    a->cap = cap ? cap : ((size_t)1 << 30);
+    a->first = size ? size : ALIGN;
+    chunk *c = (chunk *)((unsigned char *)a + head);
+    c->next = NULL;
+    c->size = size;
+    c->used = 0;
+    a->cur = a->inline_chunk = c;
+    a->reserved = size + sizeof(chunk);
     return a;
 }
 
@@ -51,7 +71,7 @@ void de_arena_free(de_arena *a)
 {
     if (!a)
         return;
-    free_chunks(a->cur, NULL);
+    free_chunks(a->cur, a->inline_chunk); /* the inline chunk is the oldest: freed with a */
     free(a);
 }
 

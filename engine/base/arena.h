@@ -28,6 +28,9 @@ de_arena *de_arena_new(size_t cap);
 /* Same, with the size of the first chunk (default 64 KiB). Small arenas that
  * live long (one per decoded object) use a small first chunk. */
 de_arena *de_arena_new_sized(size_t cap, size_t first_chunk);
+/* An arena whose first chunk of exactly `size` bytes lives in the same
+ * malloc block as the arena (objects decoded into a measured size). */
+de_arena *de_arena_new_exact(size_t cap, size_t size);
 void de_arena_free(de_arena *a);
 
 /* Drop every allocation but keep the first chunk for reuse. */

@@ -29,6 +29,16 @@ void dec_init(dec *d, de_interner *in, de_arena *a, const de_gates *gates, bool 
 void dec_fini(dec *d)
 {
     de_buf_free(&d->msgs);
+    free(d->refs);
+    d->refs = NULL;
+    d->nrefs = d->caprefs = 0;
+}
+
+void dec_release_refs(dec *d)
+{
+    for (uint32_t i = 0; i < d->nrefs; i++)
+        de_intern_release(d->in, d->refs[i]);
+    d->nrefs = 0;
 }
 
 /* ---- paths ---------------------------------------------------------------- */
@@ -285,6 +295,23 @@ bool dec_get_id(dec *d, json_t *obj, const char *key, uint32_t *id)
     if (!dec_get_str(d, obj, key, &s, &n))
         return false;
     *id = de_intern(d->in, s, n);
+    return true;
+}
+
+bool dec_get_cid(dec *d, json_t *obj, const char *key, uint32_t *id)
+{
+    if (!d->counted)
+        return dec_get_id(d, obj, key, id);
+    const char *s;
+    size_t n;
+    if (!dec_get_str(d, obj, key, &s, &n))
+        return false;
+    *id = de_intern_ref(d->in, s, n);
+    if (d->nrefs == d->caprefs) {
+        d->caprefs = d->caprefs ? d->caprefs * 2 : 8;
+        d->refs = de_xrealloc(d->refs, d->caprefs * sizeof *d->refs);
+    }
+    d->refs[d->nrefs++] = *id;
     return true;
 }
 

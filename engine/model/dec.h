@@ -60,6 +60,12 @@ typedef struct dec {
     bool oom;
     cel_env *cel;          /* NewExpressions environment; NULL = length checks only */
     uint64_t derived_cost; /* sum over the claim's derived attributes (KEP-6080) */
+    /* counted: the object's own names and UIDs (claims and pods) are interned
+     * with a reference each (de_intern_ref), listed in refs (malloc) for the
+     * graph to keep and release with the object (dec_get_cid) */
+    bool counted;
+    uint32_t *refs;
+    uint32_t nrefs, caprefs;
 } dec;
 
 void dec_init(dec *d, de_interner *in, de_arena *a, const de_gates *gates, bool validate);
@@ -105,6 +111,10 @@ void dec_known(dec *d, json_t *obj, const char *const *known, const char *const 
  * recorded) or has the wrong type (an error is recorded). */
 bool dec_get_str(dec *d, json_t *obj, const char *key, const char **s, size_t *len);
 bool dec_get_id(dec *d, json_t *obj, const char *key, uint32_t *id); /* interned */
+/* the same for a name or UID unique to the object: counted when d->counted */
+bool dec_get_cid(dec *d, json_t *obj, const char *key, uint32_t *id);
+/* drop the references taken while decoding (the object was not kept) */
+void dec_release_refs(dec *d);
 bool dec_get_int(dec *d, json_t *obj, const char *key, int64_t *v);
 bool dec_get_bool(dec *d, json_t *obj, const char *key, bool *v);
 json_t *dec_get_obj(dec *d, json_t *obj, const char *key);

@@ -594,8 +594,8 @@ void dec_claim_status(dec *d, json_t *st, dg_claim *c)
             dg_consumer *x = &c->reserved_for[c->nreserved_for++];
             dec_get_id(d, r, "apiGroup", &x->api_group);
             dec_get_id(d, r, "resource", &x->resource);
-            dec_get_id(d, r, "name", &x->name);
-            dec_get_id(d, r, "uid", &x->uid);
+            dec_get_cid(d, r, "name", &x->name);
+            dec_get_cid(d, r, "uid", &x->uid);
             /* status is written by the system (the API server ignores it
              * on create); only a duplicate uid would corrupt our state */
             if (d->validate) {

@@ -316,7 +316,7 @@ static void dec_pod_nar(dec *d, json_t *st, dg_pod *p)
     p->nar_statuses = DEC_NEW(d, dg_pod_nar_status, it.n);
     for (json_t *x; p->nar_statuses && (x = dec_items_next_obj(d, &it, NULL));) {
         dg_pod_nar_status *k = &p->nar_statuses[p->nnar_statuses++];
-        dec_get_id(d, x, "resourceClaimName", &k->claim_name);
+        dec_get_cid(d, x, "resourceClaimName", &k->claim_name);
         json_t *c = dec_get_arr(d, x, "containers");
         k->ncontainers = (uint32_t)json_array_size(c);
         json_t *mp = dec_get_arr(d, x, "mapping"), *ov = dec_get_arr(d, x, "overhead");
@@ -430,7 +430,7 @@ dg_pod *dec_pod(dec *d, json_t *obj)
             size_t sl = 0;
             dec_get_str(d, x, "name", &s, &sl);
             k->name = dec_intern(d, s, sl);
-            dec_get_id(d, x, "resourceClaimName", &k->claim_name);
+            dec_get_cid(d, x, "resourceClaimName", &k->claim_name);
             dec_get_id(d, x, "resourceClaimTemplateName", &k->template_name);
             if (d->validate) {
                 if (!sl)
@@ -487,7 +487,7 @@ dg_pod *dec_pod(dec *d, json_t *obj)
             for (json_t *x; p->claim_statuses && (x = dec_items_next_obj(d, &it, NULL));) {
                 dg_pod_claim_status *k = &p->claim_statuses[p->nclaim_statuses++];
                 dec_get_id(d, x, "name", &k->name);
-                dec_get_id(d, x, "resourceClaimName", &k->claim_name);
+                dec_get_cid(d, x, "resourceClaimName", &k->claim_name);
             }
             dec_items_end(d, &it);
         }

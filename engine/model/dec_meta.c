@@ -173,8 +173,8 @@ void dec_meta(dec *d, json_t *obj, dg_meta *m, unsigned flags)
         return;
     }
     dec_known(d, md, meta_fields, NULL);
-    dec_get_id(d, md, "name", &m->name);
-    dec_get_id(d, md, "generateName", &m->generate_name);
+    dec_get_cid(d, md, "name", &m->name);
+    dec_get_cid(d, md, "generateName", &m->generate_name);
     if (flags & DEC_META_NAMESPACED) {
         if (dec_get_id(d, md, "namespace", &m->ns) && m->ns && d->validate) {
             const char *s = dec_str(d, m->ns);
@@ -183,8 +183,8 @@ void dec_meta(dec *d, json_t *obj, dg_meta *m, unsigned flags)
         if (!m->ns)
             m->ns = dec_intern(d, "default", 7);
     }
-    dec_get_id(d, md, "uid", &m->uid);
-    dec_get_id(d, md, "resourceVersion", &m->resource_version);
+    dec_get_cid(d, md, "uid", &m->uid);
+    dec_get_cid(d, md, "resourceVersion", &m->resource_version);
     dec_get_int(d, md, "generation", &m->generation);
     dec_time(d, md, "creationTimestamp", &m->creation);
     int64_t del;
@@ -219,8 +219,8 @@ void dec_meta(dec *d, json_t *obj, dg_meta *m, unsigned flags)
             dg_ownerref *r = &m->owners[m->nowners++];
             dec_get_id(d, o, "apiVersion", &r->api_version);
             dec_get_id(d, o, "kind", &r->kind);
-            dec_get_id(d, o, "name", &r->name);
-            dec_get_id(d, o, "uid", &r->uid);
+            dec_get_cid(d, o, "name", &r->name);
+            dec_get_cid(d, o, "uid", &r->uid);
             dec_get_bool(d, o, "controller", &r->controller);
         }
         dec_items_end(d, &it);

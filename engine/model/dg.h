@@ -8,9 +8,14 @@
  *    replaced as a whole; pointers returned by accessors stay valid until
  *    that object is replaced or deleted (or the graph is freed).
  *  - Objects are keyed by (kind, namespace, name).  Slices, devices, pools
- *    and claims also get dense numeric ids that are never reused while the
- *    graph lives, so caches keyed by id cannot confuse an old device with a
- *    new one.  Iterating ids in increasing order is input order.
+ *    and claims also get dense numeric ids.  Those of slices, devices and
+ *    pools are never reused while the graph lives, so caches keyed by id
+ *    cannot confuse an old device with a new one; iterating ids in
+ *    increasing order is input order.  A deleted claim's or pod's id is
+ *    given to the next new claim or pod after its DG_OP_DELETE (a busy
+ *    cluster must not grow its tables forever): caches keyed by claim or pod
+ *    id drop the entry on DG_OP_DELETE or compare generations.  Without
+ *    deletions, claim and pod ids are input order too.
  *  - Generations: the graph, every device, pool, class and claim carry a
  *    generation that is bumped when they change.  Caches (CEL memo, policy
  *    facts, candidate bitsets) compare generations instead of being flushed.
@@ -328,6 +333,8 @@ typedef struct dg_stats {
     size_t bytes; /* memory held by decoded objects and indexes */
     uint32_t fast_path_slices; /* slices loaded by the JSON snapshot fast path */
     uint32_t cel_programs; /* validation's compiled selectors held now (capped) */
+    uint32_t strings;      /* interned strings held now (released names not counted) */
+    uint32_t claim_ids, pod_ids; /* id limits: deleted claims' and pods' ids are reused */
 } dg_stats;
 
 void dg_get_stats(const dg_graph *g, dg_stats *out);

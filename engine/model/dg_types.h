@@ -319,21 +319,23 @@ typedef struct dg_consumed {
     de_qty value;
 } dg_consumed;
 
+/* one per allocated device, kept for as long as the claim is allocated:
+ * fields ordered to pack (88 bytes) */
 typedef struct dg_result {
     uint32_t request, driver, pool, device;
-    int8_t admin_access; /* -1 unset */
     dg_toleration *tolerations;
-    uint32_t ntolerations;
     uint32_t *binding_conditions;
-    uint32_t nbinding_conditions;
     uint32_t *binding_failure_conditions;
+    dg_consumed *consumed;
+    uint32_t *skip_node_ops;
+    uint32_t ntolerations;
+    uint32_t nbinding_conditions;
     uint32_t nbinding_failure_conditions;
     uint32_t share_id; /* 0 = none */
-    dg_consumed *consumed;
     uint32_t nconsumed;
-    bool has_consumed;
-    uint32_t *skip_node_ops;
     uint32_t nskip_node_ops;
+    int8_t admin_access; /* -1 unset */
+    bool has_consumed;
 } dg_result;
 
 typedef enum dg_cfgsource {

@@ -409,6 +409,9 @@ void dg_get_stats(const dg_graph *g, dg_stats *out)
     out->pods = g->live_pods;
     out->fast_path_slices = g->fast_path_slices;
     out->cel_programs = g->cel ? cel_env_programs(g->cel) : 0;
+    out->strings = de_intern_live(g->in);
+    out->claim_ids = g->nclaims;
+    out->pod_ids = g->npods;
     size_t b = de_intern_bytes(g->in);
     for (uint32_t i = 0; i < g->nslices; i++)
         if (g->slices[i].a)

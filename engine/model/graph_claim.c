@@ -150,31 +150,69 @@ void dg_usage_each(const dg_graph *g, dg_usage_cb cb, void *ctx)
 
 uint64_t dg_usage_generation(const dg_graph *g) { return g->usage_gen; }
 
+/* The input object is kept as compact JSON text, not as a jansson tree:
+ * a tree costs ~3 KB for a small claim or pod, its text a tenth of that, and
+ * only output (allocate's objects, serve's writes and events) needs it.
+ * Dumping and parsing again give the same tree (key order kept, reals with
+ * 17 digits, NULs escaped), so output is byte for byte what it was. */
+static char *freeze(json_t *j, uint32_t *len)
+{
+    *len = 0;
+    if (!j)
+        return NULL;
+    char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    size_t n = s ? strlen(s) : 0;
+    if (n > UINT32_MAX) { /* a 4 GiB object never gets past the readers' caps */
+        free(s);
+        return NULL;
+    }
+    *len = (uint32_t)n;
+    return s;
+}
+
+static json_t *thaw(const char *text, size_t len)
+{
+    json_t *j = text ? json_loadb(text, len, JSON_ALLOW_NUL, NULL) : NULL;
+    return j ? j : json_object();
+}
+
 /* What a claim or pod entry owns besides its object: its decode arena, the
- * records written through the graph (slab), its input JSON and its encoding
+ * records written through the graph (slab), its input text and its encoding
  * cache (json_decref takes NULL). */
+static void release_refs(dg_graph *g, const uint32_t *refs, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        de_intern_release(g->in, refs[i]);
+}
+
 static void release_claim(dg_graph *g, claim_ent *ce)
 {
-    if (ce->c && !ce->c->allocated && g->pending_claims)
-        g->pending_claims--;
+    if (ce->c && !ce->c->allocated)
+        dg_rec_pending(g, ce, -1);
     dg_rec_release(g, ce);
+    release_refs(g, ce->refs, ce->nrefs);
     de_arena_free(ce->a);
-    json_decref(ce->json);
+    free(ce->text);
     json_decref(ce->jcache);
 }
 
 static void release_pod(dg_graph *g, pod_ent *pe)
 {
-    if (pe->status_cap)
+    if (pe->status_cap) {
+        for (uint32_t i = 0; i < pe->p->nclaim_statuses; i++)
+            de_intern_release(g->in, pe->p->claim_statuses[i].claim_name);
         de_slab_free(g->slab, pe->p->claim_statuses, pe->status_cap * sizeof(dg_pod_claim_status));
+    }
+    release_refs(g, pe->refs, pe->nrefs);
     de_arena_free(pe->a);
-    json_decref(pe->json);
+    free(pe->text);
     json_decref(pe->jcache);
 }
 
 /* ---- claims ------------------------------------------------------------------------- */
 
-void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, uint32_t *clid)
+void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, const uint32_t *refs, uint32_t nrefs,
+                     uint32_t *clid)
 {
     uint64_t key = de_pack2(c->meta.ns, c->meta.name), v;
     uint32_t id;
@@ -190,11 +228,15 @@ void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, uint32
             g->live_claims++;
         }
     } else {
-        if (g->nclaims == g->capclaims) {
-            g->capclaims = g->capclaims ? g->capclaims * 2 : 64;
-            g->claims = de_xrealloc(g->claims, g->capclaims * sizeof *g->claims);
+        if (g->claim_free.n) {
+            id = g->claim_free.v[--g->claim_free.n];
+        } else {
+            if (g->nclaims == g->capclaims) {
+                g->capclaims = g->capclaims ? g->capclaims + g->capclaims / 2 : 64;
+                g->claims = de_xrealloc(g->claims, g->capclaims * sizeof *g->claims);
+            }
+            id = g->nclaims++;
         }
-        id = g->nclaims++;
         de_map_put(&g->claim_names, key, id);
         g->live_claims++;
     }
@@ -202,15 +244,21 @@ void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, uint32
     memset(ce, 0, sizeof *ce);
     ce->c = c;
     ce->a = a;
-    ce->json = json;
+    ce->refs = (uint32_t *)refs;
+    ce->nrefs = nrefs;
+    ce->text = freeze(json, &ce->text_len);
+    if (ce->text && dg_claim_encodes_as(g, c, ce->text, ce->text_len)) {
+        free(ce->text);
+        ce->text = NULL;
+        ce->text_len = 0;
+        ce->encoded = true;
+    }
     ce->gen = dg_bump(g);
     changed |= usage_apply(g, c, +1);
     if (changed)
         ce->usage_gen = g->usage_gen;
-    if (!c->allocated) {
-        g->pending_claims++;
-        dg_rec_reserve(g);
-    }
+    if (!c->allocated)
+        dg_rec_pending(g, ce, +1);
     *clid = id;
     dg_notify(g, DG_KIND_RESOURCE_CLAIM, had ? DG_OP_UPDATE : DG_OP_ADD, id);
 }
@@ -221,10 +269,12 @@ void dg_claim_delete(dg_graph *g, uint32_t clid)
     if (!ce->c)
         return;
     usage_apply(g, ce->c, -1);
+    de_map_del(&g->claim_names, de_pack2(ce->c->meta.ns, ce->c->meta.name));
     release_claim(g, ce);
     memset(ce, 0, sizeof *ce);
     ce->gen = dg_bump(g);
     g->live_claims--;
+    u32vec_push(&g->claim_free, clid);
 }
 
 void dg_claims_free(dg_graph *g)
@@ -232,13 +282,13 @@ void dg_claims_free(dg_graph *g)
     /* the slab goes as a whole: only the arenas and JSON are freed one by one */
     for (uint32_t i = 0; i < g->nclaims; i++) {
         de_arena_free(g->claims[i].a);
-        json_decref(g->claims[i].json);
+        free(g->claims[i].text);
         json_decref(g->claims[i].jcache);
     }
     free(g->claims);
     for (uint32_t i = 0; i < g->npods; i++) {
         de_arena_free(g->pods[i].a);
-        json_decref(g->pods[i].json);
+        free(g->pods[i].text);
         json_decref(g->pods[i].jcache);
     }
     free(g->pods);
@@ -248,6 +298,8 @@ void dg_claims_free(dg_graph *g)
         free(g->usage[i].consumed);
     free(g->usage);
     u32vec_free(&g->usage_free);
+    u32vec_free(&g->claim_free);
+    u32vec_free(&g->pod_free);
     de_map_destroy(&g->usage_idx);
     de_map_destroy(&g->claim_names);
     de_map_destroy(&g->pod_names);
@@ -287,8 +339,13 @@ json_t *dg_claim_json(const dg_graph *g, uint32_t clid)
         return ce->jcache;
     if (ce->jcache)
         json_decref(ce->jcache);
-    json_t *j = ce->json ? json_deep_copy(ce->json) : json_object();
-    json_t *orig_status = ce->json ? json_object_get(ce->json, "status") : NULL;
+    if (ce->encoded) { /* the struct, status as it is now */
+        ce->jcache = dg_encode_claim_object(g, ce->c);
+        ce->jcache_gen = ce->gen;
+        return ce->jcache;
+    }
+    json_t *j = thaw(ce->text, ce->text_len);
+    json_t *orig_status = json_incref(json_object_get(j, "status"));
     json_t *st = dg_encode_claim_status(g, ce->c, orig_status);
     if (json_object_size(st))
         json_object_set_new(j, "status", st);
@@ -296,6 +353,7 @@ json_t *dg_claim_json(const dg_graph *g, uint32_t clid)
         json_object_del(j, "status");
         json_decref(st);
     }
+    json_decref(orig_status);
     ce->jcache = j;
     ce->jcache_gen = ce->gen;
     return j;
@@ -316,8 +374,7 @@ de_rc dg_claim_set_allocation(dg_graph *g, uint32_t clid, const dg_allocation *a
         return de_errf(e, DE_ENOMEM, "ResourceClaim \"%s/%s\": no room for its allocation record", dg_s(g, c->meta.ns),
                        dg_s(g, c->meta.name));
     c->allocated = true;
-    if (g->pending_claims)
-        g->pending_claims--;
+    dg_rec_pending(g, ce, -1);
     if (usage_apply(g, c, +1))
         ce->usage_gen = g->usage_gen;
     ce->gen = dg_bump(g);
@@ -343,10 +400,8 @@ de_rc dg_claim_deallocate(dg_graph *g, uint32_t clid, de_err *e)
     c->nreserved_for = 0;
     c->devices = NULL;
     c->ndevices = 0;
-    if (was) {
-        g->pending_claims++;
-        dg_rec_reserve(g);
-    }
+    if (was)
+        dg_rec_pending(g, ce, +1);
     ce->gen = dg_bump(g);
     dg_notify(g, DG_KIND_RESOURCE_CLAIM, DG_OP_UPDATE, clid);
     return DE_OK;
@@ -377,9 +432,16 @@ de_rc dg_claim_add_reservation(dg_graph *g, uint32_t clid, const dg_consumer *co
         if (!n)
             return de_errf(e, DE_ENOMEM, "ResourceClaim \"%s/%s\": no room for status.reservedFor",
                            dg_s(g, c->meta.ns), dg_s(g, c->meta.name));
+        if (!ce->reserved_cap) /* the list now holds its names itself */
+            for (uint32_t i = 0; i < c->nreserved_for; i++) {
+                de_intern_retain(g->in, n[i].name);
+                de_intern_retain(g->in, n[i].uid);
+            }
         c->reserved_for = n;
         ce->reserved_cap = cap;
     }
+    de_intern_retain(g->in, cons->name);
+    de_intern_retain(g->in, cons->uid);
     c->reserved_for[c->nreserved_for++] = *cons;
     ce->gen = dg_bump(g);
     dg_notify(g, DG_KIND_RESOURCE_CLAIM, DG_OP_UPDATE, clid);
@@ -388,7 +450,8 @@ de_rc dg_claim_add_reservation(dg_graph *g, uint32_t clid, const dg_consumer *co
 
 /* ---- pods ------------------------------------------------------------------------------- */
 
-void dg_pod_upsert(dg_graph *g, dg_pod *p, de_arena *a, json_t *json, uint32_t *pid)
+void dg_pod_upsert(dg_graph *g, dg_pod *p, de_arena *a, json_t *json, const uint32_t *refs, uint32_t nrefs,
+                   uint32_t *pid)
 {
     uint64_t key = de_pack2(p->meta.ns, p->meta.name), v;
     uint32_t id;
@@ -403,11 +466,15 @@ void dg_pod_upsert(dg_graph *g, dg_pod *p, de_arena *a, json_t *json, uint32_t *
             g->live_pods++;
         }
     } else {
-        if (g->npods == g->cappods) {
-            g->cappods = g->cappods ? g->cappods * 2 : 64;
-            g->pods = de_xrealloc(g->pods, g->cappods * sizeof *g->pods);
+        if (g->pod_free.n) {
+            id = g->pod_free.v[--g->pod_free.n];
+        } else {
+            if (g->npods == g->cappods) {
+                g->cappods = g->cappods ? g->cappods + g->cappods / 2 : 64;
+                g->pods = de_xrealloc(g->pods, g->cappods * sizeof *g->pods);
+            }
+            id = g->npods++;
         }
-        id = g->npods++;
         de_map_put(&g->pod_names, key, id);
         g->live_pods++;
     }
@@ -415,7 +482,9 @@ void dg_pod_upsert(dg_graph *g, dg_pod *p, de_arena *a, json_t *json, uint32_t *
     memset(pe, 0, sizeof *pe);
     pe->p = p;
     pe->a = a;
-    pe->json = json;
+    pe->refs = (uint32_t *)refs;
+    pe->nrefs = nrefs;
+    pe->text = freeze(json, &pe->text_len);
     pe->gen = dg_bump(g);
     *pid = id;
     dg_notify(g, DG_KIND_POD, had ? DG_OP_UPDATE : DG_OP_ADD, id);
@@ -426,10 +495,12 @@ void dg_pod_delete(dg_graph *g, uint32_t pid)
     pod_ent *pe = &g->pods[pid];
     if (!pe->p)
         return;
+    de_map_del(&g->pod_names, de_pack2(pe->p->meta.ns, pe->p->meta.name));
     release_pod(g, pe);
     memset(pe, 0, sizeof *pe);
     pe->gen = dg_bump(g);
     g->live_pods--;
+    u32vec_push(&g->pod_free, pid);
 }
 
 uint32_t dg_pod_id_limit(const dg_graph *g) { return g->npods; }
@@ -452,13 +523,16 @@ json_t *dg_pod_json(const dg_graph *g, uint32_t pid)
     if (pid >= g->npods || !g->pods[pid].p)
         return NULL;
     pod_ent *pe = &((dg_graph *)g)->pods[pid];
-    if (!pe->status_cap)
-        return pe->json;
     if (pe->jcache && pe->jcache_gen == pe->gen)
         return pe->jcache;
     if (pe->jcache)
         json_decref(pe->jcache);
-    json_t *j = json_deep_copy(pe->json);
+    json_t *j = thaw(pe->text, pe->text_len);
+    if (!pe->status_cap) {
+        pe->jcache = j;
+        pe->jcache_gen = pe->gen;
+        return j;
+    }
     json_t *st = json_object_get(j, "status");
     if (!json_is_object(st)) {
         st = json_object();
@@ -514,15 +588,16 @@ static void pod_add_claim_status(dg_graph *g, uint32_t pid, uint32_t ref, uint32
 {
     pod_ent *pe = &g->pods[pid];
     dg_pod *p = pe->p;
-    for (uint32_t i = 0; i < p->nclaim_statuses; i++)
+    uint32_t at = UINT32_MAX;
+    for (uint32_t i = 0; i < p->nclaim_statuses && at == UINT32_MAX; i++)
         if (p->claim_statuses[i].name == ref) {
             if (p->claim_statuses[i].claim_name == claim)
                 return;
-            p->claim_statuses[i].claim_name = claim;
-            pe->gen = dg_bump(g);
-            return;
+            at = i;
         }
-    if (p->nclaim_statuses == pe->status_cap || !pe->status_cap) {
+    /* statuses written through the graph live in a slab list that holds a
+     * reference on each claim name (a decoded list leaves that to the pod) */
+    if (!pe->status_cap || (at == UINT32_MAX && p->nclaim_statuses == pe->status_cap)) {
         uint32_t cap = pe->status_cap ? pe->status_cap * 2 : 4;
         if (cap < p->nclaim_statuses + 1)
             cap = p->nclaim_statuses + 4;
@@ -530,8 +605,18 @@ static void pod_add_claim_status(dg_graph *g, uint32_t pid, uint32_t ref, uint32
                                              p->nclaim_statuses * sizeof *n, cap * sizeof *n);
         if (!n)
             return;
+        if (!pe->status_cap)
+            for (uint32_t i = 0; i < p->nclaim_statuses; i++)
+                de_intern_retain(g->in, n[i].claim_name);
         p->claim_statuses = n;
         pe->status_cap = cap;
+    }
+    de_intern_retain(g->in, claim);
+    if (at != UINT32_MAX) {
+        de_intern_release(g->in, p->claim_statuses[at].claim_name);
+        p->claim_statuses[at].claim_name = claim;
+        pe->gen = dg_bump(g);
+        return;
     }
     p->claim_statuses[p->nclaim_statuses++] = (dg_pod_claim_status){ref, claim};
     pe->gen = dg_bump(g);
@@ -559,7 +644,7 @@ static de_rc claim_from_template(dg_graph *g, const tmpl_owner *ow, uint32_t ref
     const dg_claim_template *t = dg_template_get(g, tid);
     char name[300], gen[300];
     generated_name(ow->name, dg_s(g, ref), ow->seed, name, sizeof name, gen, sizeof gen);
-    uint32_t existing = dg_claim_find(g, ow->ns, de_intern_cstr(g->in, name));
+    uint32_t existing = dg_claim_find(g, ow->ns, de_intern_find(g->in, name, strlen(name)));
     if (existing != DG_NONE) {
         *clid = existing;
         return DE_OK;
@@ -602,7 +687,7 @@ static de_rc claim_from_template(dg_graph *g, const tmpl_owner *ow, uint32_t ref
     json_decref(obj);
     if (rc != DE_OK)
         return rc;
-    *clid = dg_claim_find(g, ow->ns, de_intern_cstr(g->in, name));
+    *clid = dg_claim_find(g, ow->ns, de_intern_find(g->in, name, strlen(name)));
     if (*clid == DG_NONE)
         return de_errf(e, DE_EINTERNAL, "generated claim \"%s\" not found after creation", name);
     return DE_OK;

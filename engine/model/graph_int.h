@@ -4,9 +4,12 @@
  * rules), graph_claim.c (claims, usage, allocation state, templates) and
  * graph_encode.c.  Not a public header.
  *
- * Layout: one table per kind, indexed by a dense id that is never reused;
- * a de_map from (namespace id, name id) to the id; deleted entries keep
- * their slot with a NULL object.  Every decoded object owns one arena.
+ * Layout: one table per kind, indexed by a dense id; a de_map from
+ * (namespace id, name id) to the id; deleted entries keep their slot with a
+ * NULL object.  Ids are never reused, except those of claims and pods,
+ * which a busy cluster creates and deletes without end: a deleted one's id
+ * (and its name's map entry) is freed after its DG_OP_DELETE and given to
+ * the next new claim or pod, and the generation tells the two apart.  Every decoded object owns one arena.
  * Devices are a separate table (dev_ent) so a device id stays valid while
  * its slice is replaced, as long as the device keeps its name.
  */
@@ -69,26 +72,35 @@ typedef struct obj_ent {
     uint64_t gen;
 } obj_ent;
 
+/* One per claim id, tens of thousands of them: fields ordered to pack. */
 typedef struct claim_ent {
     dg_claim *c;
     de_arena *a;
+    uint32_t *refs;    /* counted names and UIDs the decoded claim holds (in a) */
     void *rec;         /* the allocation written through the graph: one slab block */
-    uint32_t rec_size;
-    json_t *json;
+    char *text;        /* the input object, compact JSON (malloc); parsed only when asked for */
     json_t *jcache;
     uint64_t jcache_gen;
     uint64_t gen;
     uint64_t usage_gen; /* usage generation when its contribution last changed */
+    uint32_t nrefs;
+    uint32_t rec_size;
+    uint32_t text_len;
     uint32_t reserved_cap; /* > 0: reserved_for is a slab block of this many entries */
+    uint32_t rec_est, res_est; /* its allocation record's expected bytes and results */
+    bool encoded;      /* no text: the struct encodes to the input (graph_claim_enc.c) */
 } claim_ent;
 
 typedef struct pod_ent {
     dg_pod *p;
     de_arena *a;
-    json_t *json;
+    uint32_t *refs; /* counted names and UIDs the decoded pod holds (in a) */
+    char *text;     /* the input object, compact JSON (malloc); parsed only when asked for */
     json_t *jcache;
     uint64_t jcache_gen;
     uint64_t gen;
+    uint32_t nrefs;
+    uint32_t text_len;
     uint32_t status_cap; /* > 0: claim_statuses is a slab block (added by dg_claim_from_template) */
 } pod_ent;
 
@@ -153,10 +165,12 @@ struct dg_graph {
     claim_ent *claims;
     uint32_t nclaims, capclaims, live_claims;
     de_map claim_names;
+    u32vec claim_free; /* ids of deleted claims, reused (graph_claim.c) */
 
     pod_ent *pods;
     uint32_t npods, cappods, live_pods;
     de_map pod_names;
+    u32vec pod_free;
 
     usage_ent *usage;
     uint32_t nusage, capusage;
@@ -165,8 +179,8 @@ struct dg_graph {
     uint64_t usage_gen;
 
     de_slab *slab;           /* decision records (graph_rec.c) */
-    uint32_t pending_claims; /* live, not allocated */
-    uint64_t rec_bytes, rec_results, rec_count; /* records written so far, for estimates */
+    uint32_t pending_claims;  /* live, not allocated */
+    uint64_t pending_bytes, pending_results; /* their records' estimates (graph_rec.c) */
 
     listener *listeners;
     uint32_t nlisteners;
@@ -208,10 +222,14 @@ uint32_t dg_pool_get_or_add(dg_graph *g, uint32_t driver, uint32_t name);
 void dg_slices_free(dg_graph *g);
 
 /* graph_claim.c */
-void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, uint32_t *clid);
+/* refs: the counted ids the decode took (dec.refs, copied into a), kept and
+ * released with the object; json (borrowed) is kept as compact text */
+void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, const uint32_t *refs, uint32_t nrefs,
+                     uint32_t *clid);
 void dg_claim_delete(dg_graph *g, uint32_t clid);
 void dg_claims_free(dg_graph *g);
-void dg_pod_upsert(dg_graph *g, dg_pod *p, de_arena *a, json_t *json, uint32_t *pid);
+void dg_pod_upsert(dg_graph *g, dg_pod *p, de_arena *a, json_t *json, const uint32_t *refs, uint32_t nrefs,
+                   uint32_t *pid);
 void dg_pod_delete(dg_graph *g, uint32_t pid);
 
 /* graph_rec.c */
@@ -220,7 +238,15 @@ bool dg_rec_set_allocation(dg_graph *g, claim_ent *ce, const dg_allocation *src)
 void dg_rec_release(dg_graph *g, claim_ent *ce); /* allocation block and reservedFor list */
 /* a larger slab block with the first used_bytes of old (freed, old_bytes) */
 void *dg_rec_grow(dg_graph *g, void *old, size_t old_bytes, size_t used_bytes, size_t new_bytes);
-void dg_rec_reserve(dg_graph *g); /* room for every pending claim's record, off the decision path */
+/* a claim becomes pending (+1: created unallocated, deallocated) or stops
+ * being pending (-1); at +1 room for every pending claim's record is
+ * reserved, off the decision path */
+void dg_rec_pending(dg_graph *g, claim_ent *ce, int sign);
+
+/* graph_claim_enc.c: the claim as a v1 object from its struct, and whether
+ * that is byte for byte the compact text given */
+json_t *dg_encode_claim_object(const dg_graph *g, const dg_claim *c);
+bool dg_claim_encodes_as(const dg_graph *g, const dg_claim *c, const char *text, size_t len);
 
 /* graph_encode.c */
 json_t *dg_encode_claim_status(const dg_graph *g, const dg_claim *c, json_t *orig_status);

@@ -117,7 +117,7 @@ de_arena *dg_scratch(dg_graph *g)
 de_rc dg_commit_slice(dg_graph *g, const dg_slice *tmp, json_t *json, de_err *e)
 {
     size_t used = de_arena_used(g->scratch);
-    de_arena *a = de_arena_new_sized((size_t)256 << 20, used ? used : 64);
+    de_arena *a = de_arena_new_exact((size_t)256 << 20, used);
     dg_slice *s = dg_slice_copy(tmp, a);
     if (!s) {
         de_arena_free(a);
@@ -149,6 +149,34 @@ bool dg_is_list(json_t *obj)
     return n >= 4 && !strcmp(kind + n - 4, "List") && json_is_array(json_object_get(obj, "items"));
 }
 
+/* Claims and pods live as long as the cluster keeps them, tens of thousands
+ * at a time: each is decoded a second time, without CEL validation (the
+ * first decode, in scratch, validated it and measured it), into an arena
+ * whose one chunk is exactly what the same allocations take - plus room for
+ * the list of counted names.  The second decode's references replace the
+ * first's in *d; returns the arena, NULL on a (never expected) failure. */
+static de_arena *exact_decode(dg_graph *g, json_t *obj, dg_kind kind, size_t used, dec *d, void **decoded)
+{
+    size_t room = used + ((d->nrefs * sizeof(uint32_t) + 15) & ~(size_t)15);
+    de_arena *a = de_arena_new_exact((size_t)256 << 20, room);
+    dec d2;
+    dec_init(&d2, g->in, a, &g->gates, d->validate);
+    d2.counted = true;
+    dec_classify(&d2, obj, &d2.version);
+    void *o = kind == DG_KIND_RESOURCE_CLAIM ? (void *)dec_claim(&d2, obj) : (void *)dec_pod(&d2, obj);
+    if (d2.nerr || !o) {
+        dec_release_refs(&d2);
+        dec_fini(&d2);
+        de_arena_free(a);
+        return NULL;
+    }
+    dec_release_refs(d);
+    dec_fini(d);
+    *d = d2;
+    *decoded = o;
+    return a;
+}
+
 static de_rc apply_one(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e, bool commit)
 {
     if (kind_out)
@@ -171,9 +199,12 @@ static de_rc apply_one(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *ki
     if (d.cel)
         cel_env_collect(d.cel);
     dg_kind kind = dec_classify(&d, obj, &d.version);
+    /* claims and pods come and go: their own names and UIDs are counted */
+    d.counted = kind == DG_KIND_RESOURCE_CLAIM || kind == DG_KIND_POD;
     de_arena *a;
-    if (kind == DG_KIND_RESOURCE_SLICE) {
-        /* decoded in scratch, then copied into an arena of the exact size */
+    if (kind == DG_KIND_RESOURCE_SLICE || d.counted) {
+        /* decoded in scratch, then copied into an arena of the exact size
+         * (slices) or decoded again there (claims and pods: exact_decode) */
         a = dg_scratch(g);
     } else {
         size_t est = estimate_bytes(obj);
@@ -207,10 +238,30 @@ static de_rc apply_one(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *ki
     }
     if (d.nerr || (kind != DG_KIND_OTHER && kind != DG_KIND_NONE && !decoded)) {
         de_rc rc = fail(&d, obj, o, e);
+        dec_release_refs(&d);
         dec_fini(&d);
         if (a != g->scratch)
             de_arena_free(a);
         return rc;
+    }
+    if (d.counted && commit) {
+        /* the first decode validated it and measured it in scratch */
+        a = exact_decode(g, obj, kind, de_arena_used(a), &d, &decoded);
+        if (!a) {
+            dec_release_refs(&d);
+            dec_fini(&d);
+            return de_errf(e, DE_EINTERNAL, "%s: second decode failed", dg_kind_name(kind));
+        }
+    }
+    uint32_t *refs = NULL, nrefs = d.nrefs;
+    if (!commit)
+        dec_release_refs(&d);
+    else if (nrefs) {
+        refs = de_arena_alloc(a, nrefs * sizeof *refs);
+        if (refs)
+            memcpy(refs, d.refs, nrefs * sizeof *refs);
+        else
+            nrefs = 0; /* past the arena's cap: the names stay, pinned in effect */
     }
     dec_fini(&d);
     if (kind_out)
@@ -227,10 +278,10 @@ static de_rc apply_one(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *ki
     case DG_KIND_RESOURCE_SLICE:
         return dg_commit_slice(g, decoded, g->opts.keep_slice_json ? json_incref(obj) : NULL, e);
     case DG_KIND_RESOURCE_CLAIM:
-        dg_claim_upsert(g, decoded, a, json_incref(obj), &id);
+        dg_claim_upsert(g, decoded, a, obj, refs, nrefs, &id);
         return DE_OK;
     case DG_KIND_POD:
-        dg_pod_upsert(g, decoded, a, json_incref(obj), &id);
+        dg_pod_upsert(g, decoded, a, obj, refs, nrefs, &id);
         return DE_OK;
     case DG_KIND_DEVICE_TAINT_RULE:
         dg_rule_upsert(g, decoded, a, json_incref(obj), &id);
@@ -289,9 +340,14 @@ de_rc dg_check(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, 
 
 de_rc dg_remove(dg_graph *g, dg_kind kind, const char *ns, const char *name, de_err *e)
 {
-    uint32_t nsid = ns && *ns ? de_intern_cstr(g->in, ns) : 0;
-    uint32_t nid = de_intern_cstr(g->in, name);
+    /* looked up, not interned: interning would pin a claim's or pod's name */
+    uint32_t nsid = ns && *ns ? de_intern_find(g->in, ns, strlen(ns)) : 0;
+    uint32_t nid = de_intern_find(g->in, name, strlen(name));
     uint32_t id = DG_NONE;
+    if (nsid == UINT32_MAX || nid == UINT32_MAX)
+        return de_errf(e, DE_ENOTFOUND, "%s \"%s%s%s\" not found", dg_kind_name(kind), ns && *ns ? ns : "",
+                       ns && *ns ? "/" : "", name);
+    uint32_t dflt = de_intern_find(g->in, "default", 7);
     switch (kind) {
     case DG_KIND_RESOURCE_SLICE:
         id = dg_slice_find(g, name);
@@ -299,12 +355,12 @@ de_rc dg_remove(dg_graph *g, dg_kind kind, const char *ns, const char *name, de_
             return dg_slice_delete(g, id);
         break;
     case DG_KIND_RESOURCE_CLAIM:
-        id = dg_claim_find(g, nsid ? nsid : de_intern_cstr(g->in, "default"), nid);
+        id = dg_claim_find(g, nsid ? nsid : dflt, nid);
         if (id != DG_NONE)
             dg_claim_delete(g, id);
         break;
     case DG_KIND_POD:
-        id = dg_pod_find(g, nsid ? nsid : de_intern_cstr(g->in, "default"), nid);
+        id = dg_pod_find(g, nsid ? nsid : dflt, nid);
         if (id != DG_NONE)
             dg_pod_delete(g, id);
         break;
@@ -322,7 +378,7 @@ de_rc dg_remove(dg_graph *g, dg_kind kind, const char *ns, const char *name, de_
         }
         break;
     case DG_KIND_RESOURCE_CLAIM_TEMPLATE: {
-        id = obj_table_find(&g->templates, nsid ? nsid : de_intern_cstr(g->in, "default"), nid);
+        id = obj_table_find(&g->templates, nsid ? nsid : dflt, nid);
         if (id != DG_NONE)
             obj_table_del(g, &g->templates, id);
         break;

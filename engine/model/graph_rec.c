@@ -6,15 +6,14 @@
  * A decision must not fault a page, so the room for these records is
  * reserved and touched before the decision: whenever a claim becomes
  * pending (created, or deallocated) the graph makes sure the slab holds
- * room for every pending claim's record, sized by the average record seen
- * so far (512 bytes before the first).  Records of released claims go back
+ * room for every pending claim's record, estimated from what the claim
+ * asks for (dg_rec_pending).  Records of released claims go back
  * to the slab's free lists and are reused by the next allocation.
  */
 #include "graph_int.h"
 
 #include <string.h>
 
-#define REC_GUESS 512                 /* bytes per record before any was written */
 #define REC_RESERVE_MAX ((size_t)64 << 20) /* never reserve more room than this ahead */
 
 static size_t al16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -162,9 +161,6 @@ bool dg_rec_set_allocation(dg_graph *g, claim_ent *ce, const dg_allocation *src)
     copy_allocation(&b, &ce->c->allocation, src);
     ce->rec = blk;
     ce->rec_size = (uint32_t)n;
-    g->rec_bytes += n;
-    g->rec_results += src->nresults;
-    g->rec_count++;
     return true;
 }
 
@@ -173,8 +169,14 @@ void dg_rec_release(dg_graph *g, claim_ent *ce)
     if (!g->slab)
         return;
     de_slab_free(g->slab, ce->rec, ce->rec_size);
-    if (ce->reserved_cap)
-        de_slab_free(g->slab, ce->c ? ce->c->reserved_for : NULL, ce->reserved_cap * sizeof(dg_consumer));
+    if (ce->reserved_cap) {
+        const dg_claim *c = ce->c;
+        for (uint32_t i = 0; c && i < c->nreserved_for; i++) {
+            de_intern_release(g->in, c->reserved_for[i].name);
+            de_intern_release(g->in, c->reserved_for[i].uid);
+        }
+        de_slab_free(g->slab, c ? c->reserved_for : NULL, ce->reserved_cap * sizeof(dg_consumer));
+    }
     ce->rec = NULL;
     ce->rec_size = 0;
     ce->reserved_cap = 0;
@@ -192,24 +194,61 @@ void *dg_rec_grow(dg_graph *g, void *old, size_t old_bytes, size_t used_bytes, s
     return n;
 }
 
-void dg_rec_reserve(dg_graph *g)
+/* What a claim's allocation record will take: one result per device it
+ * asks for (ExactCount: count; All: a guess of 4; firstAvailable: its
+ * largest subrequest), a config entry, a one-term node selector and the
+ * first reservedFor list. */
+static void estimate(const dg_claim *c, uint32_t *bytes, uint32_t *results)
 {
-    size_t per = g->rec_count ? al16(g->rec_bytes / g->rec_count) : REC_GUESS;
-    per += 4 * sizeof(dg_consumer); /* the first reservedFor list */
-    size_t want = (size_t)g->pending_claims * per;
-    if (want > REC_RESERVE_MAX)
-        want = REC_RESERVE_MAX;
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < c->spec.nrequests; i++) {
+        const dg_request *r = &c->spec.requests[i];
+        uint64_t k = 0;
+        if (r->has_exactly)
+            k = r->exactly.mode == DG_AMODE_EXACT_COUNT && r->exactly.count > 0 ? (uint64_t)r->exactly.count : 4;
+        for (uint32_t j = 0; j < r->nsubs; j++) {
+            uint64_t s = r->subs[j].mode == DG_AMODE_EXACT_COUNT && r->subs[j].count > 0 ? (uint64_t)r->subs[j].count : 4;
+            k = s > k ? s : k;
+        }
+        n += k;
+    }
+    if (n > 1024)
+        n = 1024; /* the API's own limit on results is far below */
+    if (!n)
+        n = 1;
+    *results = (uint32_t)n;
+    *bytes = (uint32_t)(al16(n * sizeof(dg_result)) + al16(sizeof(dg_alloc_config) * (c->spec.nconfig + 1)) +
+                        al16(sizeof(dg_term)) + al16(sizeof(dg_requirement)) + 16 + 4 * sizeof(dg_consumer));
+}
+
+void dg_rec_pending(dg_graph *g, claim_ent *ce, int sign)
+{
+    if (sign < 0) {
+        if (!g->pending_claims)
+            return;
+        g->pending_claims--;
+        g->pending_bytes -= ce->rec_est;
+        g->pending_results -= ce->res_est;
+        return;
+    }
+    estimate(ce->c, &ce->rec_est, &ce->res_est);
+    g->pending_claims++;
+    g->pending_bytes += ce->rec_est;
+    g->pending_results += ce->res_est;
+    size_t want = g->pending_bytes < REC_RESERVE_MAX ? (size_t)g->pending_bytes : REC_RESERVE_MAX;
     de_slab_reserve(dg_slab(g), want);
     /* the usage table and its index take one entry per device put in use:
      * sized now for every pending claim's results (at most every device) */
-    size_t results = g->rec_count ? (size_t)((g->rec_results + g->rec_count - 1) / g->rec_count) : 1;
-    size_t used = g->usage_idx.n + (size_t)g->pending_claims * results;
+    size_t used = g->usage_idx.n + (size_t)g->pending_results;
     if (used > g->live_devs)
         used = g->live_devs;
     if (used > g->capusage) {
-        size_t cap = g->capusage ? g->capusage : 256;
-        while (cap < used)
-            cap *= 2;
+        /* what is asked for, or half again as much: each claim asks a little more */
+        size_t cap = g->capusage + g->capusage / 2;
+        if (cap < used)
+            cap = used;
+        if (cap > g->live_devs)
+            cap = used;
         g->usage = de_xrealloc(g->usage, cap * sizeof *g->usage);
         memset(g->usage + g->capusage, 0, (cap - g->capusage) * sizeof *g->usage);
         g->capusage = (uint32_t)cap;
