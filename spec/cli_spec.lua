@@ -131,6 +131,29 @@ describe("draengine runs as started", function()
   end)
 end)
 
+describe("draengine bench allocate-scale", function()
+  it("runs allocate on two generated snapshots and removes them", function()
+    local before = {}
+    local p = io.popen("ls /tmp/draengine-scale-* 2>/dev/null")
+    for l in p:lines() do before[l] = true end
+    p:close()
+    local rc, out, err = H.run({ "bench", "allocate-scale", "--", "--nodes", "20", "--pods", "12" })
+    assert.are.equal(0, rc, err)
+    local fig = {}
+    for name, v in out:gmatch("BENCH (%S+) (%S+)") do fig[name] = tonumber(v) end
+    for _, n in ipairs({ "2", "20" }) do
+      assert.is_true(fig["allocate-scale-" .. n .. "-seconds"] > 0, n)
+      assert.is_true(fig["allocate-scale-" .. n .. "-rss-mib"] > 0, n)
+    end
+    assert.is_true(fig["allocate-scale-ratio"] > 0)
+    assert.are.equal(fig["allocate-scale-20-seconds"], fig["allocate-scale-seconds"])
+    assert.is_nil(fig["allocate-scale-20-instructions"])
+    p = io.popen("ls /tmp/draengine-scale-* 2>/dev/null")
+    for l in p:lines() do assert.is_true(before[l] or false, l .. " left behind") end
+    p:close()
+  end)
+end)
+
 describe("draengine bench policy-overhead", function()
   it("splits bench policy-overhead's pods by where they land with --phases", function()
     local rc, out, err = H.run({ "bench", "policy-overhead", "--", "--nodes", "20", "--rounds", "1", "--phases" })
