@@ -1,0 +1,74 @@
+/*
+ * sch_metrics.c - the scheduler's Prometheus samples (queue, attempts,
+ * latencies, binding workers).
+ */
+#include "sch_int.h"
+
+void sch_metrics(const sch_sched *s, de_buf *b)
+{
+    sch_stats st;
+    sch_get_stats(s, &st);
+    sch_prom_head(b, "draengine_scheduler_pending_pods", "gauge",
+                  "Pending pods by queue (active, backoff, unschedulable).");
+    sch_prom_sample(b, "draengine_scheduler_pending_pods", "queue=\"active\"", st.active);
+    sch_prom_sample(b, "draengine_scheduler_pending_pods", "queue=\"backoff\"", st.backoff);
+    sch_prom_sample(b, "draengine_scheduler_pending_pods", "queue=\"unschedulable\"",
+                    st.unschedulable_now);
+    sch_prom_head(b, "draengine_scheduler_assumed_pods", "gauge",
+                  "Pods bound by this scheduler that the watch has not shown yet.");
+    sch_prom_sample(b, "draengine_scheduler_assumed_pods", "", st.assumed);
+    sch_prom_head(b, "draengine_scheduler_binding_pods", "gauge",
+                  "Pods whose PreBind/Bind writes run on a binding worker (--parallel-binds), and pods "
+                  "waiting for such a job because it writes one of their claims.");
+    sch_prom_sample(b, "draengine_scheduler_binding_pods", "state=\"binding\"", st.binding);
+    sch_prom_sample(b, "draengine_scheduler_binding_pods", "state=\"held\"", st.held);
+    sch_prom_head(b, "draengine_scheduler_schedule_attempts_total", "counter",
+                  "Scheduling attempts by result.");
+    sch_prom_sample(b, "draengine_scheduler_schedule_attempts_total", "result=\"scheduled\"",
+                    (double)s->by_result[0]);
+    sch_prom_sample(b, "draengine_scheduler_schedule_attempts_total", "result=\"unschedulable\"",
+                    (double)s->by_result[1]);
+    sch_prom_sample(b, "draengine_scheduler_schedule_attempts_total", "result=\"error\"",
+                    (double)s->by_result[2]);
+    sch_prom_head(b, "draengine_scheduler_binding_conditions_waiting_pods", "gauge",
+                  "Pods whose PreBind waits for device binding conditions.");
+    sch_prom_sample(b, "draengine_scheduler_binding_conditions_waiting_pods", "", st.waiting);
+    sch_prom_head(b, "draengine_scheduler_binding_conditions_total", "counter",
+                  "PreBind waits for device binding conditions, by outcome.");
+    sch_prom_sample(b, "draengine_scheduler_binding_conditions_total", "status=\"success\"",
+                    (double)st.waiting_ready);
+    sch_prom_sample(b, "draengine_scheduler_binding_conditions_total", "status=\"failed\"",
+                    (double)st.waiting_failed);
+    sch_prom_sample(b, "draengine_scheduler_binding_conditions_total", "status=\"timeout\"",
+                    (double)st.waiting_timeout);
+    sch_prom_head(b, "draengine_scheduler_write_conflicts_total", "counter",
+                  "Scheduling cycles retried after a 409 Conflict.");
+    sch_prom_sample(b, "draengine_scheduler_write_conflicts_total", "", (double)st.conflicts);
+    sch_prom_head(b, "draengine_scheduler_queue_incoming_pods_total", "counter",
+                  "Pods moved out of the unschedulable queue, by cause.");
+    sch_prom_sample(b, "draengine_scheduler_queue_incoming_pods_total", "event=\"index\"",
+                    (double)st.requeued_by_event);
+    sch_prom_sample(b, "draengine_scheduler_queue_incoming_pods_total", "event=\"flush\"",
+                    (double)st.flushed);
+    sch_prom_head(b, "draengine_scheduler_queueing_hint_pods_checked_total", "counter",
+                  "Pods a ResourceClaim event checked for requeueing: those its index names with "
+                  "SchedulerPreQueueingHints, else every unschedulable pod.");
+    sch_prom_sample(b, "draengine_scheduler_queueing_hint_pods_checked_total", "event=\"claim\"",
+                    (double)st.hint_pods_checked);
+    sch_prom_head(b, "draengine_scheduler_pre_queueing_hint_evaluations_total", "counter",
+                  "ResourceClaim events whose pods were narrowed by the PreQueueingHint (SchedulerPreQueueingHints).");
+    sch_prom_sample(b, "draengine_scheduler_pre_queueing_hint_evaluations_total",
+                    "plugin=\"DynamicResources\",result=\"narrowed\"", (double)st.prehint_narrowed);
+    sch_prom_head(b, "draengine_scheduler_invalid_objects_total", "counter",
+                  "Watched objects refused by validation.");
+    sch_prom_sample(b, "draengine_scheduler_invalid_objects_total", "", (double)st.invalid_objects);
+    sch_prom_head(b, "draengine_scheduler_scheduling_attempt_duration_seconds", "histogram",
+                  "Scheduling attempt latency (filter, score, writes).");
+    sch_prom_hist(b, "draengine_scheduler_scheduling_attempt_duration_seconds", "", &s->attempt_lat);
+    sch_prom_head(b, "draengine_scheduler_allocation_duration_seconds", "histogram",
+                  "Time in the allocator per scheduling attempt.");
+    sch_prom_hist(b, "draengine_scheduler_allocation_duration_seconds", "", &s->alloc_lat);
+    sch_prom_head(b, "draengine_scheduler_pod_scheduling_sli_duration_seconds", "histogram",
+                  "From the first time a pod was seen to its binding being observed.");
+    sch_prom_hist(b, "draengine_scheduler_pod_scheduling_sli_duration_seconds", "", &s->e2e_lat);
+}
