@@ -25,7 +25,10 @@
  * claim unallocated, would undo the assumption and free its devices for
  * another pod.  Writes that need the graph between two requests (an
  * extended-resource claim to create, binding conditions to wait for) stay
- * on the scheduler's thread.
+ * on the scheduler's thread; so a claim with binding conditions is never
+ * busy, and sch_wait.c's unreserve never races a job.  Jobs are not
+ * retried here: a failed one sends its pod back to the queue, which
+ * decides again on what the server answered.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "sch_int.h"
