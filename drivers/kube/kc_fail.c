@@ -203,7 +203,8 @@ void kc_path_resource(const char *method, const char *path, char *res, size_t ca
     snprintf(p, sizeof p, "%.*s", (int)strcspn(path, "?#"), path);
     const char *seg[12];
     size_t n = 0;
-    for (char *s = strtok(p, "/"); s && n < DE_ARRAY_LEN(seg); s = strtok(NULL, "/"))
+    char *save = NULL; /* strtok_r: binding workers call this at the same time */
+    for (char *s = strtok_r(p, "/", &save); s && n < DE_ARRAY_LEN(seg); s = strtok_r(NULL, "/", &save))
         seg[n++] = s;
     /* /api/v1/... or /apis/<group>/<version>/... */
     size_t i = n >= 2 && !strcmp(seg[0], "api") ? 2 : n >= 3 && !strcmp(seg[0], "apis") ? 3 : n;
