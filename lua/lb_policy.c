@@ -4,7 +4,7 @@
  *
  *   core.policy_sha256(s)             hex SHA-256 (the revision function)
  *   core.policy_load(dir [, opts])    a PolicySet (opts: instructions,
- *                                     deadline_ms, memory, max_string,
+ *                                     deadline_ms, load_deadline_ms, memory, max_string,
  *                                     failure = "open"|"closed")
  *     set:revision()  set:count()  set:info(i)  set:stats()  set:logs()
  *     set:derive(device_table)        -> attrs, or nil, message, reason, file, line
@@ -89,6 +89,9 @@ void lb_policy_read_opts(lua_State *L, int idx, pol_config *cfg)
     lua_getfield(L, idx, "deadline_ms");
     if (lua_isnumber(L, -1))
         cfg->limits.deadline_ns = (uint64_t)(lua_tonumber(L, -1) * 1e6);
+    lua_getfield(L, idx, "load_deadline_ms");
+    if (lua_isnumber(L, -1))
+        cfg->limits.load_deadline_ns = (uint64_t)(lua_tonumber(L, -1) * 1e6);
     lua_getfield(L, idx, "memory");
     if (lua_isinteger(L, -1))
         cfg->limits.memory = (size_t)lua_tointeger(L, -1);
@@ -101,7 +104,7 @@ void lb_policy_read_opts(lua_State *L, int idx, pol_config *cfg)
     lua_getfield(L, idx, "score_memo");
     if (lua_isboolean(L, -1))
         cfg->no_score_memo = !lua_toboolean(L, -1);
-    lua_pop(L, 6);
+    lua_pop(L, 7);
 }
 
 static lset *check_set(lua_State *L)

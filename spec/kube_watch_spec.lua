@@ -14,7 +14,7 @@ end
 
 local function poll_until(inf, pred, secs)
   local all = {}
-  local deadline = os.time() + (secs or 10)
+  local deadline = os.time() + (secs or 30) -- generous: CI runs this beside a Go build
   repeat
     for _, e in ipairs(inf:poll(100)) do all[#all + 1] = e end
     if pred(all) then return all end
