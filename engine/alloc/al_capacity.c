@@ -153,8 +153,8 @@ int al_capacity_fits(al_call *c, const al_rq *rq, uint32_t dev)
         if (!found)
             return -1;
     }
-    const dg_consumed *agg = c->t->agg[dev];
-    uint32_t nagg = c->t->nagg[dev];
+    const dg_consumed *agg = c->t->agg ? c->t->agg[dev].v : NULL;
+    uint32_t nagg = c->t->agg ? c->t->agg[dev].n : 0;
     for (uint32_t j = 0; j < d->ncaps; j++) {
         const dg_reqpolicy *p = d->policies ? d->policies[j] : NULL;
         de_qty v = consumed_for(c, &d->caps[j], p, requested(rq, keys[j]));
@@ -228,5 +228,5 @@ void al_acap_remove(al_call *c, uint32_t dev, const dg_consumed *v, uint32_t n)
 
 bool al_capacity_in_use(const al_call *c, uint32_t dev)
 {
-    return c->t->agg[dev] != NULL || c->acap_present[dev];
+    return (c->t->agg && c->t->agg[dev].v) || c->acap_present[dev];
 }

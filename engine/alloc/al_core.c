@@ -7,7 +7,7 @@
  * affect:
  *  - ResourceSlice: the node tables that depend on the slice's pool (before
  *    and after the change; a table registers every pool it looked at, in
- *    al_allocator.pool_tabs) and the tables of the nodes the new slice is
+ *    al_allocator.tabsets) and the tables of the nodes the new slice is
  *    visible from are marked invalid and rebuilt lazily.  Counter
  *    availability and compatibility-group seeds are derived per Allocate
  *    call from the table's used bits (and the graph's usage for a pool's
@@ -128,7 +128,7 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
     de_map_init(&a->selset_by_key);
     de_map_init(&a->node_rank);
     de_map_init(&a->rank_by_name);
-    de_map_init(&a->pool_tabs);
+    al_tmem_init(a);
     a->scratch = de_arena_new(64u << 20);
     a->s_metadata_name = al_intern(a, "metadata.name");
     a->s_pods = al_intern(a, "pods");
@@ -152,6 +152,7 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
         if (dg_slice_get(g, i)) {
             remember_slice(a, i);
             al_counts_slice(a, i);
+            al_tmem_slice(a, i);
         }
     for (uint32_t i = 0, n = dg_node_id_limit(g); i < n; i++)
         if (dg_node_get(g, i))
@@ -159,28 +160,10 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
     for (uint32_t i = 0, n = dg_class_id_limit(g); i < n; i++)
         if (dg_class_get(g, i))
             remember_name(&a->class_name_of, &a->nclass_name_of, i, dg_class_get(g, i)->meta.name);
+    al_tmem_reserve(a);
     dg_add_listener(g, on_change, a);
     dg_add_device_listener(g, on_device, a);
     return a;
-}
-
-static void agg_free(al_ntab *t)
-{
-    if (t->agg)
-        for (uint32_t i = 0; i < t->ndev; i++)
-            free(t->agg[i]);
-}
-
-static void ntab_free(al_ntab *t)
-{
-    if (!t)
-        return;
-    agg_free(t);
-    de_arena_free(t->ar);
-    free(t->csets);
-    free(t->gpools);
-    de_map_destroy(&t->devidx);
-    free(t);
 }
 
 void al_free(al_allocator *a)
@@ -195,9 +178,9 @@ void al_free(al_allocator *a)
     free(a->dirty);
     free(a->dirty_bits);
     for (uint32_t i = 0; i < a->ntabsets; i++)
-        free(a->tabsets[i].v);
+        if (a->tabsets[i].cap > 1)
+            free(a->tabsets[i].u.v);
     free(a->tabsets);
-    de_map_destroy(&a->pool_tabs);
     for (uint32_t i = 0; i < a->ncrec; i++)
         free(a->crec[i].keys);
     free(a->crec);
@@ -207,7 +190,8 @@ void al_free(al_allocator *a)
     free(a->class_name_of);
     de_map_destroy(&a->rank_by_name);
     for (uint32_t i = 0; i < a->nntabs; i++)
-        ntab_free(a->ntabs[i]);
+        de_arena_free(a->ntabs[i]->ar); /* the rest is in the slab */
+    al_tmem_free(a);
     free(a->ntabs);
     al_selsets_free(a);
     free(a->selsets);
@@ -261,44 +245,73 @@ void al_set_cache_caps(al_allocator *a, uint32_t selector_sets, uint32_t program
 
 /* ---- registry: which tables depend on which graph pool ------------------------- */
 
-static al_u32s *tabset(al_allocator *a, uint32_t gpool, bool create)
+/* Indexed by graph pool id; a pool most tables never see costs 16 bytes,
+ * one seen by a single table (a node-local pool) holds it inline.  Sized
+ * to the graph's pools when slices arrive (al_tabs_reserve), so a first
+ * table build does not grow it. */
+void al_tabs_reserve(al_allocator *a, uint32_t n)
 {
-    uint64_t v;
-    if (de_map_get(&a->pool_tabs, gpool, &v))
-        return &a->tabsets[v - 1];
-    if (!create)
-        return NULL;
-    if (a->ntabsets == a->captabsets) {
-        a->captabsets = a->captabsets ? a->captabsets * 2 : 64;
-        a->tabsets = de_xrealloc(a->tabsets, a->captabsets * sizeof *a->tabsets);
+    if (n <= a->ntabsets)
+        return;
+    uint32_t cap = a->ntabsets ? a->ntabsets : 64;
+    while (cap < n)
+        cap *= 2;
+    a->tabsets = de_xrealloc(a->tabsets, cap * sizeof *a->tabsets);
+    memset(a->tabsets + a->ntabsets, 0, (cap - a->ntabsets) * sizeof *a->tabsets);
+    a->ntabsets = cap;
+}
+
+static al_tabs *tabset(al_allocator *a, uint32_t gpool, bool create)
+{
+    if (gpool >= a->ntabsets) {
+        if (!create)
+            return NULL;
+        al_tabs_reserve(a, gpool + 1);
     }
-    al_u32s *l = &a->tabsets[a->ntabsets++];
-    memset(l, 0, sizeof *l);
-    de_map_put(&a->pool_tabs, gpool, a->ntabsets);
-    return l;
+    return &a->tabsets[gpool];
+}
+
+static void tabs_add(al_tabs *l, uint32_t t)
+{
+    if (l->n && al_tabs_v(l)[l->n - 1] == t)
+        return; /* the same pool twice in a row */
+    if (l->cap <= 1 && l->n < 1) {
+        l->u.one = t;
+        l->n = 1;
+        return;
+    }
+    if (l->n == 1 && l->cap <= 1) {
+        uint32_t one = l->u.one;
+        l->u.v = de_xmalloc(4 * sizeof *l->u.v);
+        l->u.v[0] = one;
+        l->cap = 4;
+    } else if (l->n == l->cap) {
+        l->cap *= 2;
+        l->u.v = de_xrealloc(l->u.v, l->cap * sizeof *l->u.v);
+    }
+    l->u.v[l->n++] = t;
+}
+
+static void tabs_del(al_tabs *l, uint32_t t)
+{
+    uint32_t *v = l->cap > 1 ? l->u.v : &l->u.one;
+    for (uint32_t k = 0; k < l->n; k++)
+        if (v[k] == t) {
+            v[k] = v[--l->n];
+            break;
+        }
 }
 
 static void tabs_register(al_allocator *a, al_ntab *t, bool add)
 {
     for (uint32_t i = 0; i < t->ngpools; i++) {
-        al_u32s *l = tabset(a, t->gpools[i], add);
+        al_tabs *l = tabset(a, t->gpools[i], add);
         if (!l)
             continue;
-        if (add) {
-            if (l->n && l->v[l->n - 1] == t->self)
-                continue; /* the same pool twice in a row */
-            if (l->n == l->cap) {
-                l->cap = l->cap ? l->cap * 2 : 4;
-                l->v = de_xrealloc(l->v, l->cap * sizeof *l->v);
-            }
-            l->v[l->n++] = t->self;
-        } else {
-            for (uint32_t k = 0; k < l->n; k++)
-                if (l->v[k] == t->self) {
-                    l->v[k] = l->v[--l->n];
-                    break;
-                }
-        }
+        if (add)
+            tabs_add(l, t->self);
+        else
+            tabs_del(l, t->self);
     }
 }
 
@@ -315,9 +328,9 @@ static void ntab_invalidate(al_allocator *a, al_ntab *t)
 
 static void invalidate_pool(al_allocator *a, uint32_t gpool)
 {
-    al_u32s *l = tabset(a, gpool, false);
+    al_tabs *l = tabset(a, gpool, false);
     for (uint32_t i = 0; l && i < l->n; i++)
-        ntab_invalidate(a, a->ntabs[l->v[i]]);
+        ntab_invalidate(a, a->ntabs[al_tabs_v(l)[i]]);
 }
 
 static al_ntab *ntab_find(al_allocator *a, uint32_t node_name)
@@ -363,9 +376,11 @@ static void dev_usage(al_allocator *a, al_ntab *t, uint32_t i)
     }
     de_bit_clr(t->allocated, i);
     de_bit_clr(t->inuse, i);
-    free(t->agg[i]);
-    t->agg[i] = NULL;
-    t->nagg[i] = 0;
+    if (t->agg && t->agg[i].v) {
+        al_tmem_release(a, t->agg[i].v, t->agg[i].n * sizeof *t->agg[i].v);
+        t->agg[i].v = NULL;
+        t->agg[i].n = 0;
+    }
     if (!used)
         return;
     de_bit_set(t->allocated, i);
@@ -373,9 +388,11 @@ static void dev_usage(al_allocator *a, al_ntab *t, uint32_t i)
         if (u.exclusive)
             de_bit_set(t->inuse, i);
         if (u.shared && u.nconsumed) {
-            t->agg[i] = de_xmalloc(u.nconsumed * sizeof *u.consumed);
-            memcpy(t->agg[i], u.consumed, u.nconsumed * sizeof *u.consumed);
-            t->nagg[i] = u.nconsumed;
+            if (!t->agg)
+                t->agg = al_tmem_alloc(a, t->ndev * sizeof *t->agg);
+            t->agg[i].v = al_tmem_alloc(a, u.nconsumed * sizeof *u.consumed);
+            memcpy(t->agg[i].v, u.consumed, u.nconsumed * sizeof *u.consumed);
+            t->agg[i].n = u.nconsumed;
         }
     } else if (u.exclusive || u.shared) {
         de_bit_set(t->inuse, i);
@@ -385,10 +402,7 @@ static void dev_usage(al_allocator *a, al_ntab *t, uint32_t i)
 /* The whole table, after a (re)build. */
 void al_ntab_usage(al_allocator *a, al_ntab *t)
 {
-    t->inuse = AL_NEW(t->ar, uint64_t, t->nwords);
-    t->allocated = AL_NEW(t->ar, uint64_t, t->nwords);
-    t->agg = AL_NEW(t->ar, dg_consumed *, t->ndev);
-    t->nagg = AL_NEW(t->ar, uint32_t, t->ndev);
+    /* inuse and allocated are in the table's block, cleared */
     t->own_total = t->own_free = 0;
     for (uint32_t i = 0; i < t->ndev; i++)
         if (t->devs[i].flags & AL_DF_OWN) {
@@ -405,16 +419,15 @@ void al_ntab_usage(al_allocator *a, al_ntab *t)
 static void usage_changed(al_allocator *a, uint64_t key)
 {
     al_counts_usage(a, key);
-    al_u32s *l = tabset(a, (uint32_t)(key >> 32), false);
+    al_tabs *l = tabset(a, (uint32_t)(key >> 32), false);
     for (uint32_t k = 0; l && k < l->n; k++) {
-        al_ntab *t = a->ntabs[l->v[k]];
-        uint64_t v;
+        al_ntab *t = a->ntabs[al_tabs_v(l)[k]];
         /* counters and compatibility groups of the pool read every device
          * of it, in the table or not */
         al_node_changed(a, t->node_name);
-        if (!t->valid || !de_map_get(&t->devidx, key, &v))
+        uint32_t i = t->valid ? al_ntab_find(t, (uint32_t)(key >> 32), (uint32_t)key) : UINT32_MAX;
+        if (i == UINT32_MAX)
             continue;
-        uint32_t i = (uint32_t)v - 1;
         dev_usage(a, t, i);
         if (!de_bit_get(t->inuse, i))
             al_mf_set_node(a, t->node_name);
@@ -536,6 +549,8 @@ static void on_slice(al_allocator *a, uint32_t sid)
     /* without Node objects the slices name the nodes (al_place.c) */
     if (a->node_stub)
         a->order_dirty = true;
+    al_tmem_slice(a, sid);
+    al_tmem_reserve(a);
 }
 
 static void on_node(al_allocator *a, dg_op op, uint32_t nid)
@@ -551,6 +566,8 @@ static void on_node(al_allocator *a, dg_op op, uint32_t nid)
         al_node_changed(a, name); /* labels, taints, unschedulable: the pod filter */
     if (op != DG_OP_UPDATE)
         a->order_dirty = true;
+    if (op == DG_OP_ADD)
+        al_tmem_reserve(a);
 }
 
 static void on_class(al_allocator *a, uint32_t cid)
@@ -599,18 +616,20 @@ static void refresh_dirty(al_allocator *a)
         if (!dg_device_ref(a->g, devid, &ref))
             continue; /* gone: its slice's event invalidated the tables */
         const dg_slice *s = dg_slice_get(a->g, ref.slice);
-        uint64_t key = de_pack2(ref.pool, s->devices[ref.index].name);
-        al_u32s *l = tabset(a, ref.pool, false);
+        uint32_t name = s->devices[ref.index].name;
+        al_tabs *l = tabset(a, ref.pool, false);
         for (uint32_t j = 0; l && j < l->n; j++) {
-            al_ntab *t = a->ntabs[l->v[j]];
-            uint64_t v;
-            if (!t->valid || t->epoch != a->epoch || !de_map_get(&t->devidx, key, &v))
+            al_ntab *t = a->ntabs[al_tabs_v(l)[j]];
+            if (!t->valid || t->epoch != a->epoch)
                 continue;
-            al_dev *dv = &t->devs[v - 1];
+            uint32_t v = al_ntab_find(t, ref.pool, name);
+            if (v == UINT32_MAX)
+                continue;
+            al_dev *dv = &t->devs[v];
             if (dv->devid != devid || dv->gen == ref.gen)
                 continue;
             al_fill_device(a, t, dv);
-            al_cset_refresh(a, t, (uint32_t)v - 1);
+            al_cset_refresh(a, t, v);
             al_mf_set_node(a, t->node_name);
             al_node_changed(a, t->node_name);
         }
@@ -690,9 +709,7 @@ al_ntab *al_ntab_get(al_allocator *a, uint32_t node_name, de_err *e)
 {
     al_ntab *t = ntab_find(a, node_name);
     if (!t) {
-        t = de_xcalloc(1, sizeof *t);
-        t->node_name = node_name;
-        de_map_init(&t->devidx);
+        t = al_ntab_new(a, node_name);
         if (a->nntabs == a->capntabs) {
             a->capntabs = a->capntabs ? a->capntabs * 2 : 64;
             a->ntabs = de_xrealloc(a->ntabs, a->capntabs * sizeof *a->ntabs);
@@ -703,8 +720,7 @@ al_ntab *al_ntab_get(al_allocator *a, uint32_t node_name, de_err *e)
     }
     if (!t->valid || t->epoch != a->epoch) {
         tabs_register(a, t, false);
-        agg_free(t);
-        t->agg = NULL;
+        al_ntab_clear(a, t);
         t->valid = false;
         de_rc rc = al_ntab_build(a, t, e);
         tabs_register(a, t, true);

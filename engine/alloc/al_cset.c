@@ -190,7 +190,7 @@ static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, c
     bool have_view = false;
     const char *bad_attr = NULL;
     /* the device id, only formatted for messages */
-#define idbuf de_arena_printf(t->ar, "%s/%s/%s", al_str(a, dv->s->driver), al_str(a, dv->s->pool), \
+#define idbuf de_arena_printf(al_ntab_ar(t), "%s/%s/%s", al_str(a, dv->s->driver), al_str(a, dv->s->pool), \
                               al_str(a, dv->name))
     for (uint32_t k = 0; k < n; k++) {
         bool is_class = k < ss->nclass;
@@ -200,10 +200,10 @@ static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, c
         if (!ss->progs[k]) {
             *kind = is_class ? 0 : 1;
             if (is_class)
-                *msg = de_arena_printf(t->ar, "class %s: selector #%u: CEL compile error: %s",
+                *msg = de_arena_printf(al_ntab_ar(t), "class %s: selector #%u: CEL compile error: %s",
                                        al_str(a, ss->class_name), idx, ss->compile_err[k]);
             else
-                *msg = de_arena_printf(t->ar, "selector #%u: CEL compile error: %s", idx,
+                *msg = de_arena_printf(al_ntab_ar(t), "selector #%u: CEL compile error: %s", idx,
                                        ss->compile_err[k]);
             return -1;
         }
@@ -213,8 +213,8 @@ static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, c
             for (uint32_t m = 0; m < view.nattrs && !bad_attr; m++) {
                 const de_attr *at = &view.attrs[m];
                 if (at->v.kind == DE_V_NONE || (de_vkind_is_list(at->v.kind) && !a->f_list)) {
-                    bad_attr = at->bare ? de_arena_printf(t->ar, "%s", al_str(a, at->name))
-                                        : de_arena_printf(t->ar, "%s/%s", al_str(a, at->domain),
+                    bad_attr = at->bare ? de_arena_printf(al_ntab_ar(t), "%s", al_str(a, at->name))
+                                        : de_arena_printf(al_ntab_ar(t), "%s/%s", al_str(a, at->domain),
                                                           al_str(a, at->name));
                 }
             }
@@ -224,7 +224,7 @@ static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, c
         de_err e;
         de_err_clear(&e);
         if (bad_attr) {
-            err = de_arena_printf(t->ar, "attribute %s: unsupported attribute value", bad_attr);
+            err = de_arena_printf(al_ntab_ar(t), "attribute %s: unsupported attribute value", bad_attr);
         } else if (ss->driver_eq[k] && ss->driver_eq[k] != dv->s->driver) {
             return 0; /* another driver: false whatever the rest says */
         } else {
@@ -236,16 +236,16 @@ static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, c
         }
         if (err) {
             *kind = is_class ? 0 : 1;
-            char *m2 = enhance(t->ar, err);
+            char *m2 = enhance(al_ntab_ar(t), err);
             const char *pf = a->hooks.facts_failed ? a->hooks.facts_failed(a->hooks.ctx, a->g, dv->devid) : NULL;
             if (pf)
-                m2 = de_arena_printf(t->ar, "%s (policy %s failed on this device: its derived attributes are "
+                m2 = de_arena_printf(al_ntab_ar(t), "%s (policy %s failed on this device: its derived attributes are "
                                             "missing)", m2, pf);
             if (is_class)
-                *msg = de_arena_printf(t->ar, "class %s: selector #%u on device %s: CEL runtime error: %s",
+                *msg = de_arena_printf(al_ntab_ar(t), "class %s: selector #%u on device %s: CEL runtime error: %s",
                                        al_str(a, ss->class_name), idx, idbuf, m2);
             else
-                *msg = de_arena_printf(t->ar, "selector #%u on device %s: CEL runtime error: %s", idx,
+                *msg = de_arena_printf(al_ntab_ar(t), "selector #%u on device %s: CEL runtime error: %s", idx,
                                        idbuf, m2);
             return -1;
         }
@@ -256,7 +256,7 @@ static int eval_device(al_allocator *a, al_ntab *t, al_selset *ss, uint32_t i, c
     if (dv->flags & AL_DF_PERDEV) {
         if (dv->node_ok < 0) {
             *kind = 0;
-            *msg = de_arena_printf(t->ar, "failed to parse node selector of device %s", idbuf);
+            *msg = de_arena_printf(al_ntab_ar(t), "failed to parse node selector of device %s", idbuf);
             return -1;
         }
         return dv->node_ok;
@@ -290,8 +290,8 @@ static void cset_eval(al_allocator *a, al_ntab *t, al_cset *c, uint32_t i)
         c->ncand++;
     } else if (r < 0) {
         if (!c->poison_msg) {
-            c->poison_msg = AL_NEW(t->ar, char *, t->ndev);
-            c->poison_kind = AL_NEW(t->ar, uint8_t, t->ndev);
+            c->poison_msg = al_tmem_alloc(a, t->ndev * sizeof *c->poison_msg);
+            c->poison_kind = al_tmem_alloc(a, t->ndev);
         }
         de_bit_set(c->poison, i);
         c->poison_msg[i] = msg;
@@ -309,21 +309,39 @@ al_cset *al_cset_get(al_allocator *a, al_ntab *t, al_selset *ss)
                 return c;
             break; /* its class changed: evaluate again in place */
         }
+    size_t nbits = 4 * (size_t)t->nwords * sizeof(uint64_t);
     if (!c) {
         if (t->ncsets == t->capcsets) {
-            t->capcsets = t->capcsets ? t->capcsets * 2 : 8;
-            t->csets = de_xrealloc(t->csets, t->capcsets * sizeof *t->csets);
+            /* slab records of 2, 4, 8... entries: most tables see a class or two */
+            uint32_t cap = t->capcsets ? t->capcsets * 2 : 2;
+            al_cset *v = al_tmem_alloc(a, cap * sizeof *v);
+            if (t->ncsets)
+                memcpy(v, t->csets, t->ncsets * sizeof *v);
+            if (t->csets)
+                al_tmem_release(a, t->csets, t->capcsets * sizeof *t->csets);
+            t->csets = v;
+            t->capcsets = cap;
         }
         c = &t->csets[t->ncsets++];
+        memset(c, 0, sizeof *c);
+        c->cand = al_tmem_alloc(a, nbits);
+    } else {
+        if (c->poison_msg) {
+            al_tmem_release(a, c->poison_msg, t->ndev * sizeof *c->poison_msg);
+            al_tmem_release(a, c->poison_kind, t->ndev);
+        }
+        uint64_t *bits = c->cand;
+        memset(c, 0, sizeof *c);
+        memset(bits, 0, nbits);
+        c->cand = bits;
     }
-    memset(c, 0, sizeof *c);
+    /* one record: cand, poison, clsok, nofacts (al_ntab_clear frees it by cand) */
+    c->poison = c->cand + t->nwords;
+    c->clsok = c->poison + t->nwords;
+    c->nofacts = c->clsok + t->nwords;
     c->key = ss->key;
     c->ss = ss;
     c->ss_gen = ss->gen;
-    c->cand = AL_NEW(t->ar, uint64_t, t->nwords);
-    c->poison = AL_NEW(t->ar, uint64_t, t->nwords);
-    c->clsok = AL_NEW(t->ar, uint64_t, t->nwords);
-    c->nofacts = AL_NEW(t->ar, uint64_t, t->nwords);
     for (uint32_t i = 0; i < t->ndev; i++)
         cset_eval(a, t, c, i);
     a->stats.candidate_sets_built++;

@@ -137,6 +137,21 @@ static int cmp_u32(const void *x, const void *y)
     return p < q ? -1 : p > q;
 }
 
+/* insertion sort for the few names of a pool, qsort past that */
+static void sort_u32(uint32_t *v, uint32_t n)
+{
+    if (n > 32) {
+        qsort(v, n, sizeof *v, cmp_u32);
+        return;
+    }
+    for (uint32_t i = 1; i < n; i++) {
+        uint32_t x = v[i], j = i;
+        for (; j && v[j - 1] > x; j--)
+            v[j] = v[j - 1];
+        v[j] = x;
+    }
+}
+
 static int cmp_ctx_slices(const void *x, const void *y, void *ctx)
 {
     al_allocator *a = ctx;
@@ -158,24 +173,56 @@ static int cmp_pools(const void *x, const void *y, void *ctx)
     return de_intern_cmp(a->in, p->name, q->name);
 }
 
-static void pb_add(pb *p, uint32_t sid)
+/* pool lists live in a->bar, the build's scratch */
+static void pb_add(al_allocator *a, pb *p, uint32_t sid)
 {
     if (p->n == p->cap) {
-        p->cap = p->cap ? p->cap * 2 : 4;
-        p->sl = de_xrealloc(p->sl, p->cap * sizeof *p->sl);
+        uint32_t cap = p->cap ? p->cap * 2 : 4;
+        uint32_t *v = AL_NEW(a->bar, uint32_t, cap);
+        if (p->n)
+            memcpy(v, p->sl, p->n * sizeof *v);
+        p->sl = v;
+        p->cap = cap;
     }
     p->sl[p->n++] = sid;
 }
 
-static const char *reason(al_allocator *a, de_arena *ar, const char *fmt, uint32_t x, uint32_t y)
+/* The pool being built for slice sid's (driver, pool), NULL if none yet:
+ * graph pools are one per (driver, pool), so their ids index the marks. */
+static pb *pb_find(al_allocator *a, pb *pbs, uint32_t npb, uint32_t sid, const dg_slice *s)
 {
+    uint32_t gp = dg_slice_pool(a->g, sid);
+    if (gp == DG_NONE) {
+        for (uint32_t i = 0; i < npb; i++)
+            if (pbs[i].driver == s->driver && pbs[i].pool == s->pool)
+                return &pbs[i];
+        return NULL;
+    }
+    if (gp < a->npbmark && (uint32_t)(a->pbmark[gp] >> 32) == a->pbseq)
+        return &pbs[(uint32_t)a->pbmark[gp]];
+    return NULL;
+}
+
+static void pb_mark(al_allocator *a, uint32_t sid, uint32_t idx)
+{
+    uint32_t gp = dg_slice_pool(a->g, sid);
+    if (gp == DG_NONE)
+        return;
+    al_pbmark_reserve(a, gp + 1);
+    a->pbmark[gp] = (uint64_t)a->pbseq << 32 | idx;
+}
+
+/* an invalid pool's reason, kept with the table (its arena is made here) */
+static const char *reason(al_allocator *a, al_ntab *t, const char *fmt, uint32_t x, uint32_t y)
+{
+    de_arena *ar = al_ntab_ar(t);
     return y == UINT32_MAX ? de_arena_printf(ar, fmt, al_str(a, x))
                            : de_arena_printf(ar, fmt, al_str(a, x), al_str(a, y));
 }
 
 /* Validate counter consumption of the devices in `sl` against the pool's
  * counter sets.  Returns the reason or NULL. */
-static const char *check_consumption(al_allocator *a, de_arena *ar, const dg_counterset **sets,
+static const char *check_consumption(al_allocator *a, al_ntab *t, const dg_counterset **sets,
                                      uint32_t nsets, const uint32_t *sl, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
@@ -191,7 +238,7 @@ static const char *check_consumption(al_allocator *a, de_arena *ar, const dg_cou
                         break;
                     }
                 if (!cs)
-                    return reason(a, ar, "counter set %s not found", cc->counterset, UINT32_MAX);
+                    return reason(a, t, "counter set %s not found", cc->counterset, UINT32_MAX);
                 for (uint32_t m = 0; m < cc->ncounters; m++) {
                     bool found = false;
                     for (uint32_t j = 0; j < cs->ncounters; j++)
@@ -200,7 +247,7 @@ static const char *check_consumption(al_allocator *a, de_arena *ar, const dg_cou
                             break;
                         }
                     if (!found)
-                        return reason(a, ar, "counter %s not found in counter set %s",
+                        return reason(a, t, "counter %s not found in counter set %s",
                                       cc->counters[m].name, cs->name);
                 }
             }
@@ -225,17 +272,39 @@ static const char *check_consumption(al_allocator *a, de_arena *ar, const dg_cou
 
 typedef struct al_pcheck {
     uint64_t gen; /* dg_pool.gen (never 0 for a live pool) */
-    uint32_t *sl;
-    uint32_t n, cap;
+    uint32_t n, cap; /* cap <= 2: the slices are inline */
+    union {
+        uint32_t in[2];
+        uint32_t *v; /* malloc */
+    } u;
 } al_pcheck;
+
+static const uint32_t *pcheck_sl(const al_pcheck *c)
+{
+    return c->cap > 2 ? c->u.v : c->u.in;
+}
 
 void al_pchecks_free(al_allocator *a)
 {
     for (uint32_t i = 0; i < a->npchecks * AL_PCHECK_SLOTS; i++)
-        free(a->pchecks[i].sl);
+        if (a->pchecks[i].cap > 2)
+            free(a->pchecks[i].u.v);
     free(a->pchecks);
     a->pchecks = NULL;
     a->npchecks = 0;
+    free(a->pbmark);
+    a->pbmark = NULL;
+    a->npbmark = 0;
+}
+
+void al_pchecks_reserve(al_allocator *a, uint32_t n)
+{
+    if (n <= a->npchecks)
+        return;
+    a->pchecks = de_xrealloc(a->pchecks, (size_t)n * AL_PCHECK_SLOTS * sizeof *a->pchecks);
+    memset(a->pchecks + (size_t)a->npchecks * AL_PCHECK_SLOTS, 0,
+           (size_t)(n - a->npchecks) * AL_PCHECK_SLOTS * sizeof *a->pchecks);
+    a->npchecks = n;
 }
 
 static al_pcheck *pcheck_slot(al_allocator *a, uint32_t gpid, const pb *b, uint64_t gen, bool *hit)
@@ -245,17 +314,12 @@ static al_pcheck *pcheck_slot(al_allocator *a, uint32_t gpid, const pb *b, uint6
         return NULL;
     if (gpid >= a->npchecks) {
         uint32_t n = dg_pool_id_limit(a->g);
-        if (n <= gpid)
-            n = gpid + 1;
-        a->pchecks = de_xrealloc(a->pchecks, (size_t)n * AL_PCHECK_SLOTS * sizeof *a->pchecks);
-        memset(a->pchecks + (size_t)a->npchecks * AL_PCHECK_SLOTS, 0,
-               (size_t)(n - a->npchecks) * AL_PCHECK_SLOTS * sizeof *a->pchecks);
-        a->npchecks = n;
+        al_pchecks_reserve(a, n <= gpid ? gpid + 1 : n);
     }
     al_pcheck *slots = &a->pchecks[(size_t)gpid * AL_PCHECK_SLOTS], *victim = NULL;
     for (int i = 0; i < AL_PCHECK_SLOTS; i++) {
         al_pcheck *c = &slots[i];
-        if (c->gen == gen && c->n == b->n && !memcmp(c->sl, b->sl, b->n * sizeof *b->sl)) {
+        if (c->gen == gen && c->n == b->n && !memcmp(pcheck_sl(c), b->sl, b->n * sizeof *b->sl)) {
             *hit = true;
             return c;
         }
@@ -269,11 +333,13 @@ static void pcheck_remember(al_pcheck *c, const pb *b, uint64_t gen)
 {
     if (!c)
         return;
-    if (c->cap < b->n) {
+    if (b->n > 2 && c->cap < b->n) {
+        if (c->cap > 2)
+            free(c->u.v);
+        c->u.v = de_xmalloc(b->n * sizeof *c->u.v);
         c->cap = b->n;
-        c->sl = de_xrealloc(c->sl, c->cap * sizeof *c->sl);
     }
-    memcpy(c->sl, b->sl, b->n * sizeof *b->sl);
+    memcpy(c->cap > 2 ? c->u.v : c->u.in, b->sl, b->n * sizeof *b->sl);
     c->n = b->n;
     c->gen = gen;
 }
@@ -285,7 +351,8 @@ static void build_pool(gctx *g, al_pool *p, pb *b, const uint32_t *all, uint32_t
                        uint64_t gen)
 {
     al_allocator *a = g->a;
-    de_arena *ar = g->t->ar;
+    de_arena *ar = a->bar; /* lists: copied into the table's block */
+    al_ntab *keep = g->t;  /* reasons stay with the table */
     qsort_r(b->sl, b->n, sizeof *b->sl, cmp_ctx_slices, a);
     p->on_slices = AL_NEW(ar, uint32_t, b->n);
     p->cnt_slices = AL_NEW(ar, uint32_t, b->n);
@@ -296,23 +363,39 @@ static void build_pool(gctx *g, al_pool *p, pb *b, const uint32_t *all, uint32_t
         else
             p->on_slices[p->non++] = b->sl[i];
     }
-    /* duplicate device names across the device slices */
-    de_map names;
-    de_map_init(&names);
-    for (uint32_t i = 0; i < p->non && p->state == AL_POOL_OK; i++) {
+    /* duplicate device names across the device slices: the names sorted
+     * (the scratch arena), the first duplicate in slice order reported */
+    uint32_t nnames = 0;
+    for (uint32_t i = 0; i < p->non; i++)
+        nnames += dg_slice_get(a->g, p->on_slices[i])->ndevices;
+    uint32_t *names = AL_NEW(ar, uint32_t, nnames ? nnames : 1), m = 0;
+    for (uint32_t i = 0; i < p->non; i++) {
+        const dg_slice *s = dg_slice_get(a->g, p->on_slices[i]);
+        for (uint32_t d = 0; d < s->ndevices; d++)
+            names[m++] = s->devices[d].name;
+    }
+    sort_u32(names, nnames);
+    bool dup = false;
+    for (uint32_t i = 1; i < nnames && !dup; i++)
+        dup = names[i] == names[i - 1];
+    for (uint32_t i = 0; dup && i < p->non && p->state == AL_POOL_OK; i++) {
+        /* rare: find the first name seen twice, as a scan in order does */
         const dg_slice *s = dg_slice_get(a->g, p->on_slices[i]);
         for (uint32_t d = 0; d < s->ndevices; d++) {
-            uint64_t one;
-            if (de_map_get(&names, s->devices[d].name, &one)) {
+            bool seen = false;
+            for (uint32_t j = 0; j <= i && !seen; j++) {
+                const dg_slice *o = dg_slice_get(a->g, p->on_slices[j]);
+                for (uint32_t k = 0; k < (j < i ? o->ndevices : d) && !seen; k++)
+                    seen = o->devices[k].name == s->devices[d].name;
+            }
+            if (seen) {
                 p->state = AL_POOL_INVALID;
-                p->invalid_reason = reason(a, ar, "duplicate device name %s", s->devices[d].name,
+                p->invalid_reason = reason(a, keep, "duplicate device name %s", s->devices[d].name,
                                            UINT32_MAX);
                 break;
             }
-            de_map_put(&names, s->devices[d].name, 1);
         }
     }
-    de_map_destroy(&names);
     if (p->state != AL_POOL_OK || !a->f_part)
         return;
     /* counter sets, unique by name within the pool */
@@ -327,7 +410,7 @@ static void build_pool(gctx *g, al_pool *p, pb *b, const uint32_t *all, uint32_t
             for (uint32_t j = 0; j < nsets; j++)
                 if (sets[j]->name == s->countersets[k].name) {
                     p->state = AL_POOL_INVALID;
-                    p->invalid_reason = reason(a, ar, "duplicate counter set name %s",
+                    p->invalid_reason = reason(a, keep, "duplicate counter set name %s",
                                                s->countersets[k].name, UINT32_MAX);
                     return;
                 }
@@ -339,7 +422,7 @@ static void build_pool(gctx *g, al_pool *p, pb *b, const uint32_t *all, uint32_t
     al_pcheck *slot = pcheck_slot(a, gpid, b, gen, &passed);
     if (!passed)
         a->stats.counter_checks++;
-    const char *why = passed ? NULL : check_consumption(a, ar, sets, nsets, b->sl, b->n);
+    const char *why = passed ? NULL : check_consumption(a, keep, sets, nsets, b->sl, b->n);
     if (why) {
         p->state = AL_POOL_INVALID;
         p->invalid_reason = why;
@@ -360,7 +443,7 @@ static void build_pool(gctx *g, al_pool *p, pb *b, const uint32_t *all, uint32_t
         if (!seen)
             p->off_slices[p->noff++] = all[i];
     }
-    why = passed ? NULL : check_consumption(a, ar, sets, nsets, p->off_slices, p->noff);
+    why = passed ? NULL : check_consumption(a, keep, sets, nsets, p->off_slices, p->noff);
     if (why) {
         p->state = AL_POOL_INVALID;
         p->invalid_reason = why;
@@ -448,7 +531,7 @@ static void fill_flags(gctx *g, al_dev *dv)
         if (tt[k].rule && !a->f_taint_rules)
             filter = true;
     if (filter) {
-        dg_taint *c = AL_NEW(g->t->ar, dg_taint, nt);
+        dg_taint *c = AL_NEW(al_ntab_ar(g->t), dg_taint, nt);
         uint32_t m = 0;
         for (uint32_t k = 0; k < nt; k++)
             if (!tt[k].rule)
@@ -494,18 +577,78 @@ static void fill_flags(gctx *g, al_dev *dv)
 
 /* ---- the table ----------------------------------------------------------------------- */
 
+/* Round up to 16 bytes: the block's parts keep the slab's alignment. */
+static size_t r16(size_t n)
+{
+    return (n + 15) & ~(size_t)15;
+}
+
+/* The table built in a->bar moves into one exact-size slab block: pools
+ * with their slice lists, devices, the device hash, the usage bits and the
+ * graph pools it depends on. */
+static void freeze(al_allocator *a, al_ntab *t, const uint32_t *gpools, uint32_t ngpools)
+{
+    size_t nlists = ngpools;
+    for (uint32_t i = 0; i < t->npools; i++)
+        nlists += (size_t)t->pools[i].non + t->pools[i].ncnt + t->pools[i].noff;
+    uint32_t slots = 4;
+    while (slots < t->ndev + t->ndev / 2 + 1)
+        slots *= 2;
+    size_t sz_pools = r16(t->npools * sizeof(al_pool)), sz_devs = r16(t->ndev * sizeof(al_dev));
+    size_t sz_hash = r16(slots * sizeof(uint32_t)), sz_bits = 2 * r16(t->nwords * sizeof(uint64_t));
+    size_t sz = sz_pools + sz_devs + sz_hash + sz_bits + r16(nlists * sizeof(uint32_t));
+    unsigned char *m = al_tmem_alloc(a, sz);
+    t->mem = m;
+    t->memsz = sz;
+    al_pool *pools = (al_pool *)m;
+    memcpy(pools, t->pools, t->npools * sizeof *pools);
+    t->pools = pools;
+    m += sz_pools;
+    al_dev *devs = (al_dev *)m;
+    memcpy(devs, t->devs, t->ndev * sizeof *devs);
+    t->devs = devs;
+    m += sz_devs;
+    t->dhash = (uint32_t *)m;
+    t->dmask = slots - 1;
+    for (uint32_t i = 0; i < t->ndev; i++) {
+        uint32_t h = (uint32_t)de_hash_u64(de_pack2(devs[i].gpool, devs[i].name)) & t->dmask;
+        while (t->dhash[h])
+            h = (h + 1) & t->dmask;
+        t->dhash[h] = i + 1;
+    }
+    m += sz_hash;
+    t->inuse = (uint64_t *)m;
+    t->allocated = (uint64_t *)(m + sz_bits / 2);
+    m += sz_bits;
+    uint32_t *l = (uint32_t *)m;
+    for (uint32_t i = 0; i < t->npools; i++) {
+        al_pool *p = &pools[i];
+        uint32_t *const src[3] = {p->on_slices, p->cnt_slices, p->off_slices};
+        uint32_t **const dst[3] = {&p->on_slices, &p->cnt_slices, &p->off_slices};
+        const uint32_t n[3] = {p->non, p->ncnt, p->noff};
+        for (int k = 0; k < 3; k++) {
+            if (n[k])
+                memcpy(l, src[k], n[k] * sizeof *l);
+            *dst[k] = n[k] ? l : NULL;
+            l += n[k];
+        }
+    }
+    if (ngpools)
+        memcpy(l, gpools, ngpools * sizeof *l);
+    t->gpools = l;
+    t->ngpools = ngpools;
+}
+
 de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
 {
-    if (!t->ar)
-        t->ar = de_arena_new_sized(0, 4096);
-    else
-        de_arena_reset(t->ar);
+    de_arena_reset(a->bar);
     t->npools = t->ndev = t->nwords = 0;
     t->pools = NULL;
     t->devs = NULL;
     t->any_invalid = t->any_incomplete = t->any_shared_dev = t->any_counters = false;
     t->ncsets = 0;
     t->ngpools = 0;
+    uint32_t *gpools = NULL, ngpools = 0;
     gctx g;
     gctx_init(&g, a, t, t->node_name, e);
     t->node_id = dg_node_find(a->g, t->node_name);
@@ -517,7 +660,7 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
     dg_slices_on_node(a->g, t->node_name, &on, &non);
     dg_slices_shared(a->g, &sh, &nsh);
     dg_slices_with_counters(a->g, &cn, &ncn);
-    uint32_t *cand = de_xmalloc((non + nsh + ncn + 1) * sizeof *cand);
+    uint32_t *cand = AL_NEW(a->bar, uint32_t, non + nsh + ncn + 1);
     uint32_t ncand = 0;
     for (uint32_t i = 0; i < non; i++)
         if (!dg_slice_get(a->g, on[i])->ncountersets)
@@ -532,8 +675,11 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
             j++;
         }
     }
-    de_map idx;
-    de_map_init(&idx);
+    /* pools seen: a->pbmark[graph pool id] = build number << 32 | index */
+    if (++a->pbseq == 0) {
+        memset(a->pbmark, 0, a->npbmark * sizeof *a->pbmark);
+        a->pbseq = 1;
+    }
     pb *pbs = NULL;
     uint32_t npb = 0, cappb = 0;
     de_rc rc = DE_OK;
@@ -545,39 +691,38 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
             goto out;
         if (rel <= 0)
             continue;
-        uint64_t key = de_pack2(s->driver, s->pool), v;
-        pb *p;
-        if (de_map_get(&idx, key, &v)) {
-            p = &pbs[v];
-        } else {
+        pb *p = pb_find(a, pbs, npb, cand[i], s);
+        if (!p) {
             if (npb == cappb) {
-                cappb = cappb ? cappb * 2 : 16;
-                pbs = de_xrealloc(pbs, cappb * sizeof *pbs);
+                uint32_t cap = cappb ? cappb * 2 : 16;
+                pb *v = AL_NEW(a->bar, pb, cap);
+                if (npb)
+                    memcpy(v, pbs, npb * sizeof *v);
+                pbs = v;
+                cappb = cap;
             }
             p = &pbs[npb];
-            memset(p, 0, sizeof *p);
             p->driver = s->driver;
             p->pool = s->pool;
             p->gen = s->generation;
-            de_map_put(&idx, key, npb++);
+            pb_mark(a, cand[i], npb++);
         }
         if (p->n && s->generation < p->gen)
             continue;
         if (p->n && s->generation > p->gen)
             p->n = 0;
         p->gen = s->generation;
-        pb_add(p, cand[i]);
+        pb_add(a, p, cand[i]);
     }
     /* per pool: complete, incomplete, obsolete, invalid */
-    t->pools = AL_NEW(t->ar, al_pool, npb ? npb : 1);
-    free(t->gpools);
-    t->gpools = de_xmalloc((npb ? npb : 1) * sizeof *t->gpools);
+    t->pools = AL_NEW(a->bar, al_pool, npb ? npb : 1);
+    gpools = AL_NEW(a->bar, uint32_t, npb ? npb : 1);
     uint32_t *all = NULL, capall = 0;
     for (uint32_t i = 0; i < npb; i++) {
         pb *b = &pbs[i];
         const dg_slice *first = dg_slice_get(a->g, b->sl[0]);
         uint32_t gpid = dg_slice_pool(a->g, b->sl[0]);
-        t->gpools[t->ngpools++] = gpid;
+        gpools[ngpools++] = gpid;
         al_pool *p = &t->pools[t->npools];
         memset(p, 0, sizeof *p);
         p->driver = b->driver;
@@ -624,7 +769,7 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
     /* order: (driver, pool) with binding-condition pools last */
     qsort_r(t->pools, t->npools, sizeof *t->pools, cmp_pools, a);
     {
-        al_pool *tmp = AL_NEW(t->ar, al_pool, t->npools ? t->npools : 1);
+        al_pool *tmp = AL_NEW(a->bar, al_pool, t->npools ? t->npools : 1);
         uint32_t m = 0;
         for (int pass = 0; pass < 2; pass++)
             for (uint32_t i = 0; i < t->npools; i++)
@@ -641,7 +786,7 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
         for (uint32_t k = 0; k < p->non; k++)
             ndev += dg_slice_get(a->g, p->on_slices[k])->ndevices;
     }
-    t->devs = AL_NEW(t->ar, al_dev, ndev ? ndev : 1);
+    t->devs = AL_NEW(a->bar, al_dev, ndev ? ndev : 1);
     for (uint32_t i = 0; i < t->npools; i++) {
         al_pool *p = &t->pools[i];
         p->dev_first = t->ndev;
@@ -654,14 +799,19 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
         p->ndev = t->ndev - p->dev_first;
     }
     t->nwords = DE_BITS_WORDS(t->ndev ? t->ndev : 1);
-    de_map_clear(&t->devidx);
-    for (uint32_t i = 0; i < t->ndev; i++)
-        de_map_put(&t->devidx, de_pack2(t->devs[i].gpool, t->devs[i].name), i + 1);
+    freeze(a, t, gpools, ngpools);
 out:
-    for (uint32_t i = 0; i < npb; i++)
-        free(pbs[i].sl);
-    free(pbs);
-    free(cand);
-    de_map_destroy(&idx);
     return rc;
+}
+
+void al_pbmark_reserve(al_allocator *a, uint32_t npools)
+{
+    if (npools <= a->npbmark)
+        return;
+    uint32_t cap = a->npbmark ? a->npbmark : 64;
+    while (cap < npools)
+        cap *= 2;
+    a->pbmark = de_xrealloc(a->pbmark, cap * sizeof *a->pbmark);
+    memset(a->pbmark + a->npbmark, 0, (cap - a->npbmark) * sizeof *a->pbmark);
+    a->npbmark = cap;
 }

@@ -109,10 +109,18 @@ typedef struct al_ntab {
     uint64_t epoch;          /* allocator epoch it was built at */
     bool valid;              /* false: rebuilt on next use (al_core.c) */
     uint32_t *gpools;        /* graph pool ids the table depends on (registered
-                              * in al_allocator.pool_tabs), malloc */
+                              * in al_allocator.tabsets), in the table's block */
     uint32_t ngpools;
-    de_map devidx;           /* pack(graph pool id, device name) -> local index + 1 */
+    /* storage (al_tmem.c): everything sized at build time is one exact-size
+     * block of the allocator's table slab; candidate sets and aggregated
+     * capacity are slab records of their own; `ar` holds only what is rare
+     * (messages of invalid pools and CEL errors, filtered taints) and is
+     * made when first needed */
+    void *mem;
+    size_t memsz;
     de_arena *ar;
+    uint32_t *dhash;         /* open addressing over devs: local index + 1, 0 empty */
+    uint32_t dmask;          /* slots - 1 */
     uint32_t npools;
     al_pool *pools;
     uint32_t ndev, nwords;
@@ -121,10 +129,10 @@ typedef struct al_ntab {
     /* usage (al_core.c), kept current by the graph listener */
     uint64_t *inuse;         /* exclusively allocated (AllocatedDevices) */
     uint64_t *allocated;     /* IsDeviceAllocated: exclusive or shared */
-    dg_consumed **agg;       /* aggregated consumed capacity (NULL = none), malloc each */
-    uint32_t *nagg;
+    struct al_agg *agg;      /* aggregated consumed capacity per device, NULL
+                              * while no device of the table has any (slab) */
     /* candidate sets */
-    al_cset *csets;
+    al_cset *csets;          /* slab record of capcsets entries */
     uint32_t ncsets, capcsets;
     uint64_t gen;            /* hook revision the groups were read at */
     bool failed;             /* the last build failed (al_core.c: any slice event
@@ -135,6 +143,13 @@ typedef struct al_ntab {
     uint32_t own_total, own_free;
     bool own_known, own_exact;
 } al_ntab;
+
+/* Aggregated consumed capacity of one shared device (a copy of the graph's
+ * dg_usage.consumed; v is a slab record of n entries). */
+typedef struct al_agg {
+    dg_consumed *v;
+    uint32_t n;
+} al_agg;
 
 /* A selector set: class + request selectors, compiled once per allocator. */
 typedef struct al_selset {
@@ -165,10 +180,19 @@ typedef struct al_crec {
     uint64_t ugen;           /* dg_claim_usage_generation they were read at */
 } al_crec;
 
-typedef struct al_u32s {
-    uint32_t *v;
-    uint32_t n, cap;
-} al_u32s;
+/* Tables (al_ntab.self) that depend on one graph pool (al_core.c). */
+typedef struct al_tabs {
+    uint32_t n, cap;         /* cap <= 1: the one entry is inline */
+    union {
+        uint32_t one;
+        uint32_t *v;         /* malloc */
+    } u;
+} al_tabs;
+
+static inline const uint32_t *al_tabs_v(const al_tabs *l)
+{
+    return l->cap > 1 ? l->u.v : &l->u.one;
+}
 
 /* ---- the allocator ---------------------------------------------------------- */
 
@@ -191,15 +215,23 @@ struct al_allocator {
     uint32_t ndirty, capdirty;
     uint64_t *dirty_bits;    /* the same as a set */
     uint32_t ndirty_bits;    /* words */
-    de_map pool_tabs;        /* graph pool id -> index + 1 into tabsets */
-    al_u32s *tabsets;        /* per graph pool: the tables that depend on it */
-    uint32_t ntabsets, captabsets;
+    struct al_tabs *tabsets; /* per graph pool id: the tables that depend on it */
+    uint32_t ntabsets;       /* pool ids covered */
     /* counter pools whose consumption check passed (al_gather.c:
      * pool_checked): per graph pool id, AL_PCHECK_SLOTS (pool generation,
      * relevant slices) pairs; without it every node table re-checked every
      * counter pool of the cluster, O(nodes x pools) */
     struct al_pcheck *pchecks;
     uint32_t npchecks;       /* graph pool ids covered */
+    /* node table storage (al_tmem.c) */
+    struct de_slab *tslab;   /* tables' blocks, candidate sets, usage copies */
+    de_arena *bar;           /* al_ntab_build's scratch, reset per build */
+    uint64_t *pbmark;        /* al_ntab_build: per graph pool id, build number << 32 | pool index */
+    uint32_t npbmark, pbseq;
+    uint32_t *slice_est;     /* per slice id: devices it adds to the estimate,
+                              * bit 31 = visible from every node (not node-local) */
+    uint32_t nslice_est;
+    uint64_t est_local, est_shared; /* devices in node-local / other slices */
     uint32_t *slice_pool;    /* per slice id: graph pool id + 1 as last seen (0 = none) */
     uint32_t nslice_pool;
     al_crec *crec;           /* per claim id */
@@ -370,9 +402,44 @@ void al_kreason_add(al_reasons *k, const char *lines, uint32_t n);
 const char *al_k8s_message(const al_reasons *k, de_arena *ar, uint32_t nnodes, uint32_t resolvable,
                            bool preempt_never);
 
+/* al_tmem.c: node table storage.  Records come zeroed from the table slab
+ * (exact sizes, 16-byte rounded, freed with the same size). */
+void al_tmem_init(al_allocator *a);
+void al_tmem_free(al_allocator *a);
+void *al_tmem_alloc(al_allocator *a, size_t n);
+void al_tmem_release(al_allocator *a, void *p, size_t n);
+/* the table's arena for rare things (made on first use) */
+de_arena *al_ntab_ar(al_ntab *t);
+/* Drop what a table holds (blocks, candidate sets, usage copies), keep the
+ * struct. */
+void al_ntab_clear(al_allocator *a, al_ntab *t);
+al_ntab *al_ntab_new(al_allocator *a, uint32_t node_name);
+/* A slice was added, changed or removed (sid's contribution to the
+ * estimate), or nodes came: keep pre-faulted room for the tables not yet
+ * built.  Called from graph events and al_new, never inside a decision. */
+void al_tmem_slice(al_allocator *a, uint32_t sid);
+void al_tmem_reserve(al_allocator *a);
+void al_tabs_reserve(al_allocator *a, uint32_t npools); /* al_core.c */
+/* local index of device (graph pool, name), UINT32_MAX when not in the table */
+static inline uint32_t al_ntab_find(const al_ntab *t, uint32_t gpool, uint32_t name)
+{
+    if (!t->dhash)
+        return UINT32_MAX;
+    for (uint32_t h = (uint32_t)de_hash_u64(de_pack2(gpool, name)) & t->dmask;; h = (h + 1) & t->dmask) {
+        uint32_t v = t->dhash[h];
+        if (!v)
+            return UINT32_MAX;
+        const al_dev *d = &t->devs[v - 1];
+        if (d->name == name && d->gpool == gpool)
+            return v - 1;
+    }
+}
+
 /* al_gather.c */
 de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e);
 void al_pchecks_free(al_allocator *a);
+void al_pbmark_reserve(al_allocator *a, uint32_t npools);
+void al_pchecks_reserve(al_allocator *a, uint32_t npools);
 void al_fill_device(al_allocator *a, al_ntab *t, al_dev *dv);  /* re-read flags, taints, groups */
 /* Is slice `s` visible from `node_name` (upstream's GatherPools relevance)?
  * An error counts as visible (the rebuild reports it). */
