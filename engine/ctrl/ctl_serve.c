@@ -381,7 +381,7 @@ static void scan_evictions(ctl_serve *c)
         char ns[256], name[256];
         if (sscanf(key, "%255[^/]/%255[^/]", ns, name) != 2)
             continue;
-        uint32_t pid = dg_pod_find(c->g, de_intern_cstr(in, ns), de_intern_cstr(in, name));
+        uint32_t pid = dg_pod_find(c->g, de_intern_find(in, ns, strlen(ns)), de_intern_find(in, name, strlen(name)));
         const dg_pod *p = pid == DG_NONE ? NULL : dg_pod_get(c->g, pid);
         if (p && p->node_name && !p->meta.deleting) {
             c->cleared_events++;

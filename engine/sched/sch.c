@@ -40,7 +40,6 @@ sch_sched *sch_new(dg_graph *g, al_allocator *al, kc_client *cl, const sch_opts 
     s->sched_name = de_intern_cstr(s->in, s->o.scheduler_name);
     de_map_init(&s->pod_by_key);
     de_map_init(&s->claim_pods);
-    de_map_init(&s->class_claims);
     de_map_init(&s->assumed_rv);
     sch_ext_index_open(s);
     s->nodes_dirty = true;
@@ -134,12 +133,20 @@ static bool terminal(sch_sched *s, const dg_pod *p)
 }
 
 /* Pods waiting for a PodGroup are indexed like pods waiting for a claim,
- * under a key no claim can have. */
-static uint64_t podgroup_key(sch_sched *s, const char *ns, const char *name)
+ * under a key no claim can have.  _ref: a reference the caller releases;
+ * _find: a lookup (no pod waits for a key never interned). */
+static uint64_t podgroup_key_ref(sch_sched *s, const char *ns, const char *name)
 {
     char k[600];
     snprintf(k, sizeof k, "podgroups/%s", name);
-    return sch_key(de_intern_cstr(s->in, ns), de_intern_cstr(s->in, k));
+    return sch_key_ref(s, ns, k);
+}
+
+static uint64_t podgroup_key_find(sch_sched *s, const char *ns, const char *name)
+{
+    char k[600];
+    snprintf(k, sizeof k, "podgroups/%s", name);
+    return sch_key_find(s, ns, k);
 }
 
 /* The PodGroup a pod belongs to (spec.schedulingGroup, the older
@@ -158,10 +165,19 @@ static uint32_t group_pods(sch_sched *s, uint32_t ns, const char *group)
     return n;
 }
 
+static void pod_event_key(sch_sched *s, kc_evtype t, json_t *obj, uint32_t ns, uint32_t name);
+
+/* The pod's names are referenced for the event: the graph may drop its
+ * own references (a deletion) while the queue still looks them up. */
 static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
 {
-    uint32_t ns = de_intern_cstr(s->in, md(obj, "namespace"));
-    uint32_t name = de_intern_cstr(s->in, md(obj, "name"));
+    uint64_t key = sch_key_ref(s, md(obj, "namespace"), md(obj, "name"));
+    pod_event_key(s, t, obj, (uint32_t)(key >> 32), (uint32_t)key);
+    sch_key_release(s, key);
+}
+
+static void pod_event_key(sch_sched *s, kc_evtype t, json_t *obj, uint32_t ns, uint32_t name)
+{
     uint32_t idx = sch_pod_lookup(s, ns, name);
     if (t == KC_EV_DELETED) {
         if (idx != UINT32_MAX) {
@@ -214,7 +230,7 @@ static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
     /* a new member may complete a gang (GangScheduling's pod-added hint) */
     const char *group = s->o.generic_workload ? al_pod_json_group_name(obj) : NULL;
     if (group && t == KC_EV_ADDED)
-        sch_requeue_claim(s, podgroup_key(s, md(obj, "namespace"), group));
+        sch_requeue_claim(s, podgroup_key_find(s, md(obj, "namespace"), group));
     bool ours = p->scheduler_name == s->sched_name && !p->meta.deleting && !terminal(s, p);
     if (!ours) {
         if (idx != UINT32_MAX && sch_pod(s, idx)->state != SP_ASSUMED && sch_pod(s, idx)->state != SP_BINDING)
@@ -241,18 +257,6 @@ static void pod_event(sch_sched *s, kc_evtype t, json_t *obj)
     }
 }
 
-static void claim_classes(sch_sched *s, uint64_t key, const dg_claim *c)
-{
-    for (uint32_t r = 0; r < c->spec.nrequests; r++) {
-        const dg_request *rq = &c->spec.requests[r];
-        if (rq->has_exactly && rq->exactly.class_name)
-            sch_index_claim_class(s, key, rq->exactly.class_name);
-        for (uint32_t k = 0; k < rq->nsubs; k++)
-            if (rq->subs[k].class_name)
-                sch_index_claim_class(s, key, rq->subs[k].class_name);
-    }
-}
-
 void sch_observe(sch_sched *s, kc_res res, kc_evtype t, json_t *obj)
 {
     if (res == KC_RES_PODS) {
@@ -264,7 +268,7 @@ void sch_observe(sch_sched *s, kc_res res, kc_evtype t, json_t *obj)
             al_podgroups_del(s->podgroups, md(obj, "namespace"), md(obj, "name"));
         else
             al_podgroups_put(s->podgroups, obj);
-        sch_requeue_claim(s, podgroup_key(s, md(obj, "namespace"), md(obj, "name")));
+        sch_requeue_claim(s, podgroup_key_find(s, md(obj, "namespace"), md(obj, "name")));
         return;
     }
     dg_kind kind = kind_of(res);
@@ -273,34 +277,33 @@ void sch_observe(sch_sched *s, kc_res res, kc_evtype t, json_t *obj)
     de_err_clear(&e);
     if (res == KC_RES_CLAIMS) {
         /* a claim a binding job is writing: its events wait for the job */
-        if (sch_async_on(s) &&
-            sch_async_defer(s, t, obj, sch_key(de_intern_cstr(s->in, ns), de_intern_cstr(s->in, name))))
+        if (sch_async_on(s) && sch_async_defer(s, t, obj, sch_key_find(s, ns, name)))
             return;
         if (t != KC_EV_DELETED && sch_claim_event_is_stale(s, obj)) {
             s->st.stale_events_ignored++;
             return;
         }
-        uint32_t nsid = de_intern_cstr(s->in, ns), nameid = de_intern_cstr(s->in, name);
-        uint64_t key = sch_key(nsid, nameid);
+        /* referenced for the event: a deletion drops the graph's references */
+        uint64_t key = sch_key_ref(s, ns, name);
+        uint32_t nsid = (uint32_t)(key >> 32), nameid = (uint32_t)key;
         uint32_t clid = dg_claim_find(s->g, nsid, nameid);
         const dg_claim *old = clid == DG_NONE ? NULL : dg_claim_get(s->g, clid);
         bool was_alloc = old && old->allocated;
         bool is_alloc = false;
         if (t == KC_EV_DELETED) {
-            de_map_del(&s->assumed_rv, key);
+            sch_forget_written(s, key);
             dg_remove(s->g, kind, ns, name, &e);
         } else if (apply(s, obj)) {
             clid = dg_claim_find(s->g, nsid, nameid);
             const dg_claim *c = clid == DG_NONE ? NULL : dg_claim_get(s->g, clid);
-            if (c) {
+            if (c)
                 is_alloc = c->allocated;
-                claim_classes(s, key, c);
-            }
         }
         sch_requeue_claim(s, key);
         if (was_alloc && !is_alloc)
             sch_requeue_bucket(s, WAIT_DEVICES); /* devices were freed */
         sch_wait_claim(s, key); /* a driver reporting binding conditions */
+        sch_key_release(s, key);
         return;
     }
     if (t == KC_EV_DELETED)
@@ -309,7 +312,7 @@ void sch_observe(sch_sched *s, kc_res res, kc_evtype t, json_t *obj)
         return;
     switch (res) {
     case KC_RES_CLASSES:
-        sch_requeue_class(s, de_intern_cstr(s->in, name));
+        sch_requeue_class(s, de_intern_find(s->in, name, strlen(name)));
         sch_requeue_bucket(s, WAIT_DEVICES);
         break;
     case KC_RES_SLICES:
@@ -471,24 +474,27 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         pg = al_podgroup_find(s->g, s->podgroups, pid);
         snprintf(pgname, sizeof pgname, "%s", gn);
         if (!pg) {
-            keys[nk++] = podgroup_key(s, pns, gn);
+            keys[nk++] = podgroup_key_ref(s, pns, gn);
             snprintf(msg, sizeof msg, "waiting for pods's pod group \"%s\" to appear in scheduling queue", gn);
             gated(s, idx, WAIT_CLAIM, keys, nk, msg);
+            sch_key_release(s, keys[nk - 1]);
             return;
         }
         json_t *gang = json_object_get(json_object_get(json_object_get(pg, "spec"), "schedulingPolicy"), "gang");
         json_int_t min = json_integer_value(json_object_get(gang, "minCount"));
         if (gang && group_pods(s, p->meta.ns, gn) < (uint64_t)(min > 0 ? min : 0)) {
-            keys[nk++] = podgroup_key(s, pns, gn);
+            keys[nk++] = podgroup_key_ref(s, pns, gn);
             snprintf(msg, sizeof msg, "waiting for minCount pods from a gang to appear in scheduling queue");
             gated(s, idx, WAIT_CLAIM, keys, nk, msg);
+            sch_key_release(s, keys[nk - 1]);
             return;
         }
         snprintf(pguid, sizeof pguid, "%s", al_podgroup_uid(pg));
         if (!s->o.workload_claims)
             pg = NULL; /* its claims are shared only with DRAWorkloadResourceClaims */
     }
-    uint32_t pguid_id = pguid[0] ? de_intern_cstr(s->in, pguid) : 0;
+    /* found, not interned: claims owned by or reserved for the group hold it */
+    uint32_t pguid_id = pguid[0] ? de_intern_find(s->in, pguid, strlen(pguid)) : 0;
 
     /* PreEnqueue + PreFilter: resolve every claim. */
     for (uint32_t i = 0; i < nrefs; i++) {
@@ -500,11 +506,12 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         if (group[i] && from_template) {
             cname = al_podgroup_claim_name(s->g, pg, ref->name);
             if (!cname) {
-                keys[nk++] = podgroup_key(s, pns, pgname);
+                keys[nk++] = podgroup_key_ref(s, pns, pgname);
                 snprintf(msg, sizeof msg,
                          "waiting for the resource claim controller to create the ResourceClaim "
                          "\"%s\" of PodGroup \"%s\"", de_intern_str(s->in, ref->name), pgname);
                 gated(s, idx, WAIT_CLAIM, keys, nk, msg);
+                sch_key_release(s, keys[nk - 1]);
                 return;
             }
         } else if (from_template) {
@@ -554,7 +561,6 @@ static void schedule_one(sch_sched *s, uint32_t idx)
             gated(s, idx, WAIT_CLAIM, keys, nk, msg);
             return;
         }
-        claim_classes(s, key, c);
         claims[i] = clid;
         if (c->allocated) {
             if (!reserved_for_pod(c, group[i] ? pguid_id : p->meta.uid) && c->nreserved_for >= 256) {

@@ -54,7 +54,7 @@ typedef enum stkind { ST_CLAIM, ST_NAR, ST_BIND, ST_EVENT } stkind;
 
 typedef struct step {
     stkind kind;
-    uint32_t clid, cns, cname; /* ST_CLAIM: the claim (interned namespace, name) */
+    uint32_t clid, cns, cname; /* ST_CLAIM: the claim (interned namespace, name, held) */
     bool pending;              /* allocated by this decision */
     bool add_finalizer, stamp;
     json_t *obj;   /* ST_CLAIM: the claim as decided on; ST_NAR: the statuses; ST_EVENT: the pod */
@@ -65,7 +65,7 @@ typedef struct step {
 
 typedef struct job {
     struct job *next;
-    uint32_t pod_ns, pod_name, pod_uid, node_name; /* interned */
+    uint32_t pod_ns, pod_name, pod_uid, node_name; /* interned, held by reference (sch_int.h) */
     char ns[256], name[256], uid[128], node[256];
     const char *identity;
     step *st;
@@ -93,7 +93,7 @@ struct sch_pool {
     int fd[2];                                /* a byte per finished job */
     /* the scheduler's thread only */
     uint32_t in_flight;
-    de_map busy; /* claim key -> busy * */
+    de_map busy; /* claim key (held) -> busy * */
     vec32 held;
 };
 
@@ -297,9 +297,15 @@ void sch_async_hold(sch_sched *s, uint32_t idx)
     h->v[h->n++] = idx;
 }
 
-static void job_free(job *j)
+/* On the scheduler's thread: the interner is not shared with the workers. */
+static void job_free(sch_sched *s, job *j)
 {
+    sch_key_release(s, sch_key(j->pod_ns, j->pod_name));
+    de_intern_release(s->in, j->pod_uid);
+    de_intern_release(s->in, j->node_name);
     for (uint32_t i = 0; i < j->n; i++) {
+        if (j->st[i].kind == ST_CLAIM)
+            sch_key_release(s, sch_key(j->st[i].cns, j->st[i].cname));
         json_decref(j->st[i].obj);
         json_decref(j->st[i].alloc);
         json_decref(j->st[i].entry);
@@ -318,6 +324,9 @@ de_rc sch_async_submit(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choic
     j->pod_name = pod->meta.name;
     j->pod_uid = pod->meta.uid;
     j->node_name = c->node_name;
+    sch_key_retain(s, sch_key(j->pod_ns, j->pod_name));
+    de_intern_retain(s->in, j->pod_uid);
+    de_intern_retain(s->in, j->node_name);
     j->identity = s->o.identity;
     snprintf(j->ns, sizeof j->ns, "%s", de_intern_str(s->in, pod->meta.ns));
     snprintf(j->name, sizeof j->name, "%s", de_intern_str(s->in, pod->meta.name));
@@ -349,7 +358,7 @@ de_rc sch_async_submit(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choic
         json_t *cj = dg_claim_json(s->g, clid);
         if (!cj) {
             json_decref(entry);
-            job_free(j);
+            job_free(s, j);
             return de_errf(e, DE_EINTERNAL, "claim %u has no JSON", clid);
         }
         if (!a && sch_reserved_for(cj, ruid)) {
@@ -361,6 +370,7 @@ de_rc sch_async_submit(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choic
         *st = (step){ST_CLAIM, clid, cl->meta.ns, cl->meta.name, a != NULL, false, sch_binding_gates(s),
                      json_deep_copy(cj), a ? sch_alloc_json(s, a) : NULL, entry, NULL};
         st->add_finalizer = !sch_has_finalizer(st->obj);
+        sch_key_retain(s, sch_key(st->cns, st->cname));
     }
     if (c->nar && c->nar->n)
         j->st[j->n++] = (step){.kind = ST_NAR, .clid = DG_NONE, .obj = al_nar_json(s->g, c->nar)};
@@ -368,9 +378,11 @@ de_rc sch_async_submit(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choic
     if (!s->o.no_events)
         j->st[j->n++] = (step){.kind = ST_EVENT, .clid = DG_NONE, .obj = json_deep_copy(dg_pod_json(s->g, pid))};
     for (uint32_t i = 0; i < j->n; i++)
-        if (j->st[i].kind == ST_CLAIM)
-            de_map_put(&p->busy, sch_key(j->st[i].cns, j->st[i].cname),
-                       (uint64_t)(uintptr_t)de_xcalloc(1, sizeof(busy)));
+        if (j->st[i].kind == ST_CLAIM) {
+            uint64_t key = sch_key(j->st[i].cns, j->st[i].cname);
+            sch_key_retain(s, key);
+            de_map_put(&p->busy, key, (uint64_t)(uintptr_t)de_xcalloc(1, sizeof(busy)));
+        }
     al_pod_assume(s->al, pid, c->node_name, c->nar);
     spod *sp = sch_pod(s, idx);
     sp->state = SP_BINDING;
@@ -430,6 +442,7 @@ static void finish(sch_sched *s, job *j)
             sch_observe(s, KC_RES_CLAIMS, b->t, b->ev);
         json_decref(b->ev);
         free(b);
+        sch_key_release(s, key);
     }
     /* the pod: the same incarnation (uid), still waiting for this job */
     uint32_t pid = dg_pod_find(s->g, j->pod_ns, j->pod_name);
@@ -487,7 +500,7 @@ void sch_async_drain(sch_sched *s)
         job *j = list;
         list = j->next;
         finish(s, j);
-        job_free(j);
+        job_free(s, j);
         p->in_flight--;
     }
     /* pods that waited for a busy claim try again (their claim may still
@@ -537,6 +550,7 @@ void sch_async_free(sch_sched *s)
         busy *b = (busy *)(uintptr_t)v;
         json_decref(b->ev);
         free(b);
+        sch_key_release(s, k);
     }
     de_map_destroy(&p->busy);
     pthread_mutex_destroy(&p->mu);

@@ -34,33 +34,38 @@ static const char *md_str(json_t *o, const char *k)
     return v ? v : "";
 }
 
-static uint64_t claim_key_of(sch_sched *s, json_t *obj)
-{
-    return sch_key(de_intern_cstr(s->in, md_str(obj, "namespace")),
-                   de_intern_cstr(s->in, md_str(obj, "name")));
-}
-
 /* An event older than the version draengine itself wrote would undo an
- * allocation the graph already holds: ignore it until the watch catches up. */
+ * allocation the graph already holds: ignore it until the watch catches up.
+ * (An entry holds its key by reference; a key never interned has none.) */
 bool sch_claim_event_is_stale(sch_sched *s, json_t *obj)
 {
-    uint64_t key = claim_key_of(s, obj), mine;
+    uint64_t key = sch_key_find(s, md_str(obj, "namespace"), md_str(obj, "name")), mine;
     if (!de_map_get(&s->assumed_rv, key, &mine))
         return false;
     bool ok;
     uint64_t rv = parse_rv(md_str(obj, "resourceVersion"), &ok);
     if (ok && rv < mine)
         return true;
-    de_map_del(&s->assumed_rv, key);
+    sch_forget_written(s, key);
     return false;
 }
 
 void sch_remember_written(sch_sched *s, json_t *obj)
 {
     bool ok;
-    uint64_t rv = parse_rv(md_str(obj, "resourceVersion"), &ok);
-    if (ok)
-        de_map_put(&s->assumed_rv, claim_key_of(s, obj), rv);
+    uint64_t rv = parse_rv(md_str(obj, "resourceVersion"), &ok), old;
+    if (!ok)
+        return;
+    uint64_t key = sch_key_ref(s, md_str(obj, "namespace"), md_str(obj, "name"));
+    if (de_map_get(&s->assumed_rv, key, &old))
+        sch_key_release(s, key); /* the entry holds it already */
+    de_map_put(&s->assumed_rv, key, rv);
+}
+
+void sch_forget_written(sch_sched *s, uint64_t key)
+{
+    if (de_map_del(&s->assumed_rv, key))
+        sch_key_release(s, key);
 }
 
 void sch_event(sch_sched *s, json_t *regarding, const char *type, const char *reason,
@@ -91,7 +96,7 @@ void sch_refresh_claim(sch_sched *s, uint32_t clid)
     de_err_clear(&e);
     de_rc rc = kc_get(s->cl, KC_RES_CLAIMS, ns, name, &fresh, &e);
     if (rc == DE_OK && fresh) {
-        de_map_del(&s->assumed_rv, sch_key(c->meta.ns, c->meta.name));
+        sch_forget_written(s, sch_key(c->meta.ns, c->meta.name));
         sch_remember_written(s, fresh);
         if (dg_apply(s->g, fresh, &API_ORIGIN, NULL, &e) != DE_OK)
             DE_WARN("claim %s/%s: %s", ns, name, e.msg);
@@ -453,13 +458,19 @@ de_rc sch_bind(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choice *c, bo
         if (rc == DE_OK) {
             assumed[i] = true;
             dg_consumer who = me;
+            bool group = false;
             for (uint32_t k = 0; c->group && k < c->nclaims; k++)
                 if (c->claims[k] == c->pending[i] && c->group[k])
-                    who = (dg_consumer){de_intern_cstr(s->in, "scheduling.k8s.io"),
-                                        de_intern_cstr(s->in, "podgroups"),
-                                        de_intern_cstr(s->in, c->group_name),
-                                        de_intern_cstr(s->in, c->group_uid)};
+                    group = true;
+            if (group) /* the group's name and UID by reference: the graph takes its own */
+                who = (dg_consumer){de_intern_cstr(s->in, "scheduling.k8s.io"), de_intern_cstr(s->in, "podgroups"),
+                                    de_intern_ref(s->in, c->group_name, strlen(c->group_name)),
+                                    de_intern_ref(s->in, c->group_uid, strlen(c->group_uid))};
             dg_claim_add_reservation(s->g, c->pending[i], &who, e);
+            if (group) {
+                de_intern_release(s->in, who.name);
+                de_intern_release(s->in, who.uid);
+            }
         }
     }
     if (rc != DE_OK) {

@@ -84,7 +84,7 @@ uint32_t sch_ext_temp_claim(sch_sched *s, const dg_pod *p, json_t *obj, uint64_t
     de_err_clear(&e);
     uint32_t clid = DG_NONE;
     if (dg_apply(s->g, o, &EXT_ORIGIN, NULL, &e) == DE_OK)
-        clid = dg_claim_find(s->g, p->meta.ns, de_intern_cstr(s->in, name));
+        clid = dg_claim_find(s->g, p->meta.ns, de_intern_find(s->in, name, strlen(name)));
     else
         DE_WARN("extended resource claim for %s: %s", de_intern_str(s->in, p->meta.name), e.msg);
     json_decref(o);
@@ -142,6 +142,11 @@ static void ext_unindex(sch_sched *s, uint32_t clid)
             vec->v[i] = vec->v[--vec->n];
             break;
         }
+    if (!vec->n) { /* the last claim of that owner: the entry and its names go */
+        de_map_del(&s->ext_owned, key);
+        sch_vec_drop(s, v);
+        sch_key_release(s, key);
+    }
 }
 
 static void ext_index(sch_sched *s, uint32_t clid)
@@ -150,7 +155,10 @@ static void ext_index(sch_sched *s, uint32_t clid)
     uint64_t key = c ? ext_key(s, c) : UINT64_MAX;
     if (key == UINT64_MAX)
         return;
-    vec32 *vec = sch_vec(s, de_map_slot(&s->ext_owned, key, 0));
+    uint64_t *slot = de_map_slot(&s->ext_owned, key, 0);
+    if (!*slot)
+        sch_key_retain(s, key); /* the claim's namespace and owner UID, held by the entry */
+    vec32 *vec = sch_vec(s, slot);
     if (vec->n == vec->cap) {
         vec->cap = vec->cap ? vec->cap * 2 : 2;
         vec->v = de_xrealloc(vec->v, vec->cap * sizeof *vec->v);
@@ -181,6 +189,9 @@ void sch_ext_index_open(sch_sched *s)
 void sch_ext_index_close(sch_sched *s)
 {
     dg_remove_listener(s->g, ext_on_change, s);
+    uint64_t k, v;
+    for (size_t it = 0; de_map_next(&s->ext_owned, &it, &k, &v);)
+        sch_key_release(s, k);
     de_map_destroy(&s->ext_owned);
     de_map_destroy(&s->ext_owner);
 }

@@ -89,10 +89,11 @@ struct sch_sched {
     vec32 waiting;  /* SP_WAITING pods */
 
     /* indexes */
-    de_map claim_pods;  /* claim key -> vec32 index + 1 into vecs */
+    de_map claim_pods;  /* claim key -> vec32 index + 1 into vecs (SchedulerPreQueueingHints) */
     vec32 *vecs;
     uint32_t nvecs, veccap;
-    de_map class_claims; /* class name -> vecs index + 1 (claim keys as 2 words) */
+    uint32_t *free_vecs; /* vecs indexes (+ 1) dropped, reused first */
+    uint32_t nfree_vecs, free_veccap;
     de_map assumed_rv;   /* claim key -> resourceVersion we wrote */
     de_map ext_owned;    /* pack(ns, controller uid) -> vecs index + 1: extended-resource claim ids */
     de_map ext_owner;    /* claim id -> its key in ext_owned, for the claims indexed there */
@@ -114,6 +115,21 @@ struct sch_sched {
 
 static inline uint64_t sch_key(uint32_t ns, uint32_t name) { return de_pack2(ns, name); }
 
+/* Names held by reference.  Pods and claims come and go without end, so
+ * their names are counted interned strings (base/intern.h): every key
+ * (namespace, name) or id the scheduler keeps past the call that gave it -
+ * the pod table, a pod's claim keys and binding-condition wait, the
+ * claim -> pods index, the resourceVersions it wrote, a binding job, a
+ * busy claim - holds a reference to both halves and releases it with the
+ * entry; a name looked up only is found, never interned.  An id whose last
+ * holder lets go is reused for another string, so a key kept without a
+ * reference could name a different object later. */
+uint64_t sch_key_ref(sch_sched *s, const char *ns, const char *name); /* interns, +1 each */
+uint64_t sch_key_find(const sch_sched *s, const char *ns, const char *name); /* SCH_NO_KEY: absent */
+void sch_key_retain(sch_sched *s, uint64_t key);
+void sch_key_release(sch_sched *s, uint64_t key);
+#define SCH_NO_KEY UINT64_MAX /* matches no key: UINT32_MAX is never an id */
+
 /* sch_queue.c */
 spod *sch_pod(sch_sched *s, uint32_t idx);
 uint32_t sch_pod_lookup(sch_sched *s, uint32_t ns, uint32_t name);
@@ -127,11 +143,12 @@ void sch_leave_waiting(sch_sched *s, uint32_t idx);
 void sch_requeue_claim(sch_sched *s, uint64_t claim_key);
 void sch_requeue_class(sch_sched *s, uint32_t class_name);
 void sch_requeue_bucket(sch_sched *s, unsigned wait_bit);
-void sch_index_claim_class(sch_sched *s, uint64_t claim_key, uint32_t class_name);
 uint32_t sch_pop_active(sch_sched *s);
 void sch_promote_due(sch_sched *s);
 /* The vec32 behind a map slot of an index (0 = none yet: a new, empty one). */
 vec32 *sch_vec(sch_sched *s, uint64_t *slot);
+/* Free the vec32 behind a map value (its index is reused). */
+void sch_vec_drop(sch_sched *s, uint64_t v);
 void sch_queue_free(sch_sched *s);
 
 /* sch_fit.c: the allocator's node fit (al_node_fit) as SCH_FIT_* bits */
@@ -187,6 +204,7 @@ de_rc sch_write_pod_nar(kc_client *cl, const char *ns, const char *pod, const ch
 /* The scheduler's thread. */
 json_t *sch_alloc_json(sch_sched *s, const dg_allocation *a);
 void sch_remember_written(sch_sched *s, json_t *obj);
+void sch_forget_written(sch_sched *s, uint64_t claim_key);
 void sch_refresh_claim(sch_sched *s, uint32_t clid);
 bool sch_has_finalizer(json_t *claim);
 bool sch_reserved_for(json_t *claim, const char *uid);

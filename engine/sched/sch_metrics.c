@@ -71,4 +71,11 @@ void sch_metrics(const sch_sched *s, de_buf *b)
     sch_prom_head(b, "draengine_scheduler_pod_scheduling_sli_duration_seconds", "histogram",
                   "From the first time a pod was seen to its binding being observed.");
     sch_prom_hist(b, "draengine_scheduler_pod_scheduling_sli_duration_seconds", "", &s->e2e_lat);
+    /* flat under churn when every holder of a pod's or claim's names lets
+     * them go (base/intern.c, sch_int.h) */
+    sch_prom_head(b, "draengine_interned_strings", "gauge",
+                  "Strings interned now (names, UIDs, resourceVersions of the objects held).");
+    sch_prom_sample(b, "draengine_interned_strings", "", (double)de_intern_live(s->in));
+    sch_prom_head(b, "draengine_interned_bytes", "gauge", "Bytes the interner holds (strings and tables).");
+    sch_prom_sample(b, "draengine_interned_bytes", "", (double)de_intern_bytes(s->in));
 }

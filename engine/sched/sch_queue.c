@@ -26,14 +26,54 @@ static void vpush(vec32 *v, uint32_t x)
 vec32 *sch_vec(sch_sched *s, uint64_t *slot)
 {
     if (*slot == 0) {
-        if (s->nvecs == s->veccap) {
-            s->veccap = s->veccap ? s->veccap * 2 : 64;
-            s->vecs = de_xrealloc(s->vecs, s->veccap * sizeof *s->vecs);
+        if (s->nfree_vecs) {
+            *slot = s->free_vecs[--s->nfree_vecs];
+        } else {
+            if (s->nvecs == s->veccap) {
+                s->veccap = s->veccap ? s->veccap * 2 : 64;
+                s->vecs = de_xrealloc(s->vecs, s->veccap * sizeof *s->vecs);
+            }
+            memset(&s->vecs[s->nvecs], 0, sizeof s->vecs[s->nvecs]);
+            *slot = ++s->nvecs;
         }
-        memset(&s->vecs[s->nvecs], 0, sizeof s->vecs[s->nvecs]);
-        *slot = ++s->nvecs;
     }
     return &s->vecs[*slot - 1];
+}
+
+void sch_vec_drop(sch_sched *s, uint64_t v)
+{
+    free(s->vecs[v - 1].v);
+    memset(&s->vecs[v - 1], 0, sizeof s->vecs[v - 1]);
+    if (s->nfree_vecs == s->free_veccap) {
+        s->free_veccap = s->free_veccap ? s->free_veccap * 2 : 64;
+        s->free_vecs = de_xrealloc(s->free_vecs, s->free_veccap * sizeof *s->free_vecs);
+    }
+    s->free_vecs[s->nfree_vecs++] = (uint32_t)v;
+}
+
+/* ---- names held by reference (sch_int.h) ----------------------------------------- */
+
+uint64_t sch_key_ref(sch_sched *s, const char *ns, const char *name)
+{
+    return sch_key(de_intern_ref(s->in, ns, strlen(ns)), de_intern_ref(s->in, name, strlen(name)));
+}
+
+uint64_t sch_key_find(const sch_sched *s, const char *ns, const char *name)
+{
+    uint32_t a = de_intern_find(s->in, ns, strlen(ns)), b = de_intern_find(s->in, name, strlen(name));
+    return a == UINT32_MAX || b == UINT32_MAX ? SCH_NO_KEY : sch_key(a, b);
+}
+
+void sch_key_retain(sch_sched *s, uint64_t key)
+{
+    de_intern_retain(s->in, (uint32_t)(key >> 32));
+    de_intern_retain(s->in, (uint32_t)key);
+}
+
+void sch_key_release(sch_sched *s, uint64_t key)
+{
+    de_intern_release(s->in, (uint32_t)(key >> 32));
+    de_intern_release(s->in, (uint32_t)key);
 }
 
 /* ---- heaps ------------------------------------------------------------------ */
@@ -103,8 +143,52 @@ uint32_t sch_pod_ensure(sch_sched *s, uint32_t ns, uint32_t name)
     s->pods[idx].ns = ns;
     s->pods[idx].name = name;
     s->pods[idx].first_seen = de_now_ns();
+    sch_key_retain(s, sch_key(ns, name));
     de_map_put(&s->pod_by_key, sch_key(ns, name), idx);
     return idx;
+}
+
+/* The claim -> pods index (SchedulerPreQueueingHints) holds its keys by
+ * reference; an entry goes when its last pod leaves it or its claim's
+ * event empties it, so it stays as large as the pods waiting now. */
+static void index_pod(sch_sched *s, uint64_t key, uint32_t idx)
+{
+    uint64_t *slot = de_map_slot(&s->claim_pods, key, 0);
+    if (!*slot)
+        sch_key_retain(s, key);
+    vec32 *vec = sch_vec(s, slot);
+    vpush(vec, idx);
+}
+
+static void index_del(sch_sched *s, uint64_t key, uint64_t v)
+{
+    de_map_del(&s->claim_pods, key);
+    sch_vec_drop(s, v);
+    sch_key_release(s, key);
+}
+
+/* Drop the pod's claim keys, and the pod from the index under each. */
+static void unindex_claims(sch_sched *s, uint32_t idx)
+{
+    spod *p = &s->pods[idx];
+    for (uint32_t i = 0; i < p->nclaims; i++) {
+        uint64_t key = (uint64_t)p->claims[2 * i] << 32 | p->claims[2 * i + 1], v;
+        if (s->o.pre_queueing_hints && de_map_get(&s->claim_pods, key, &v)) {
+            vec32 *vec = &s->vecs[v - 1];
+            uint32_t k = 0;
+            for (uint32_t j = 0; j < vec->n; j++)
+                if (vec->v[j] != idx)
+                    vec->v[k++] = vec->v[j];
+            vec->n = k;
+            if (!k)
+                index_del(s, key, v);
+        }
+    }
+    for (uint32_t i = 0; i < p->nclaims; i++)
+        sch_key_release(s, (uint64_t)p->claims[2 * i] << 32 | p->claims[2 * i + 1]);
+    free(p->claims);
+    p->claims = NULL;
+    p->nclaims = 0;
 }
 
 void sch_pod_forget(sch_sched *s, uint32_t idx)
@@ -112,10 +196,11 @@ void sch_pod_forget(sch_sched *s, uint32_t idx)
     spod *p = &s->pods[idx];
     if (p->state == SP_NONE && p->ns == 0 && p->name == 0)
         return;
-    if (p->state == SP_WAITING)
+    if (p->state == SP_WAITING || p->wait_keys)
         sch_wait_drop(s, idx);
+    unindex_claims(s, idx);
     de_map_del(&s->pod_by_key, sch_key(p->ns, p->name));
-    free(p->claims);
+    sch_key_release(s, sch_key(p->ns, p->name));
     free(p->last_msg);
     memset(p, 0, sizeof *p);
     if (s->nfree == s->freecap) {
@@ -196,17 +281,16 @@ void sch_to_unschedulable(sch_sched *s, uint32_t idx, unsigned waits, const uint
     for (unsigned b = 0; b < WAIT_NBITS; b++)
         if (waits & (1u << b) && (1u << b) != WAIT_CLAIM && (1u << b) != WAIT_POD)
             vpush(&s->bucket[b], idx);
-    free(p->claims);
-    p->claims = NULL;
-    p->nclaims = 0;
+    unindex_claims(s, idx);
     if (nkeys) {
         p->claims = de_xmalloc(nkeys * 2 * sizeof *p->claims);
         for (uint32_t i = 0; i < nkeys; i++) {
             p->claims[2 * i] = (uint32_t)(claim_keys[i] >> 32);
             p->claims[2 * i + 1] = (uint32_t)claim_keys[i];
+            sch_key_retain(s, claim_keys[i]);
             /* the index exists only for SchedulerPreQueueingHints */
             if (s->o.pre_queueing_hints)
-                vpush(sch_vec(s, de_map_slot(&s->claim_pods, claim_keys[i], 0)), idx);
+                index_pod(s, claim_keys[i], idx);
         }
         p->nclaims = nkeys;
     }
@@ -253,40 +337,79 @@ void sch_requeue_claim(sch_sched *s, uint64_t key)
     s->st.prehint_narrowed++;
     if (!de_map_get(&s->claim_pods, key, &v))
         return;
+    /* the entry goes now; its pods are index entries no more */
     vec32 *vec = &s->vecs[v - 1];
-    uint32_t n = vec->n;
-    vec->n = 0;
+    uint32_t n = vec->n, *pods = vec->v;
+    vec->v = NULL;
+    vec->n = vec->cap = 0;
+    sch_key_retain(s, key); /* for the comparisons below */
+    index_del(s, key, v);
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t idx = vec->v[i];
+        uint32_t idx = pods[i];
         spod *p = &s->pods[idx];
         s->st.hint_pods_checked++;
         if (p->state == SP_UNSCHED && pod_refs_claim(p, key))
             sch_leave_waiting(s, idx);
     }
+    sch_key_release(s, key);
+    free(pods);
 }
 
-void sch_index_claim_class(sch_sched *s, uint64_t claim_key, uint32_t class_name)
+static int cmp_u64(const void *a, const void *b)
 {
-    vec32 *vec = sch_vec(s, de_map_slot(&s->class_claims, class_name, 0));
-    /* Two words per claim key; duplicates are harmless (requeue is idempotent)
-     * but bounded: skip when the last entry is the same claim. */
-    if (vec->n >= 2 && vec->v[vec->n - 2] == (uint32_t)(claim_key >> 32) &&
-        vec->v[vec->n - 1] == (uint32_t)claim_key)
-        return;
-    vpush(vec, (uint32_t)(claim_key >> 32));
-    vpush(vec, (uint32_t)claim_key);
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
 }
 
+/* Does the claim under this key (in the graph now) ask for the class? */
+static bool claim_uses_class(sch_sched *s, uint64_t key, uint32_t class_name)
+{
+    uint32_t clid = dg_claim_find(s->g, (uint32_t)(key >> 32), (uint32_t)key);
+    const dg_claim *c = clid == DG_NONE ? NULL : dg_claim_get(s->g, clid);
+    for (uint32_t r = 0; c && r < c->spec.nrequests; r++) {
+        const dg_request *rq = &c->spec.requests[r];
+        if (rq->has_exactly && rq->exactly.class_name == class_name)
+            return true;
+        for (uint32_t k = 0; k < rq->nsubs; k++)
+            if (rq->subs[k].class_name == class_name)
+                return true;
+    }
+    return false;
+}
+
+/* A class event helps the pods waiting for a claim of that class.  The
+ * claims looked at are those pods wait for (the claim index, or every
+ * unschedulable pod's claims without SchedulerPreQueueingHints), never
+ * every claim: a class -> claims index would have to follow every claim
+ * of a busy cluster. */
 void sch_requeue_class(sch_sched *s, uint32_t class_name)
 {
-    uint64_t v;
-    if (!de_map_get(&s->class_claims, class_name, &v))
+    if (class_name == UINT32_MAX)
         return;
-    vec32 *vec = &s->vecs[v - 1];
-    uint32_t n = vec->n;
-    vec->n = 0;
-    for (uint32_t i = 0; i + 1 < n; i += 2)
-        sch_requeue_claim(s, (uint64_t)vec->v[i] << 32 | vec->v[i + 1]);
+    if (!s->o.pre_queueing_hints) {
+        for (uint32_t idx = 0; idx < s->npods; idx++) {
+            spod *p = &s->pods[idx];
+            if (p->state != SP_UNSCHED)
+                continue;
+            for (uint32_t i = 0; i < p->nclaims; i++)
+                if (claim_uses_class(s, (uint64_t)p->claims[2 * i] << 32 | p->claims[2 * i + 1], class_name)) {
+                    sch_leave_waiting(s, idx);
+                    break;
+                }
+        }
+        return;
+    }
+    uint64_t *keys = de_xmalloc((s->claim_pods.n + 1) * sizeof *keys), k, v;
+    uint32_t n = 0;
+    for (size_t it = 0; de_map_next(&s->claim_pods, &it, &k, &v);)
+        if (claim_uses_class(s, k, class_name))
+            keys[n++] = k;
+    /* map order: sorted, so the pods are requeued in an order that does
+     * not depend on the map's history */
+    qsort(keys, n, sizeof *keys, cmp_u64);
+    for (uint32_t i = 0; i < n; i++)
+        sch_requeue_claim(s, keys[i]);
+    free(keys);
 }
 
 void sch_requeue_bucket(sch_sched *s, unsigned bit)
@@ -340,11 +463,19 @@ uint64_t sch_next_due_ns(const sch_sched *s)
 
 void sch_queue_free(sch_sched *s)
 {
+    /* the names go back to the graph's interner, which outlives us */
+    for (uint32_t i = 0; i < s->npods; i++)
+        if (s->pods[i].ns || s->pods[i].name)
+            sch_pod_forget(s, i);
+    uint64_t k, v;
+    for (size_t it = 0; de_map_next(&s->assumed_rv, &it, &k, &v);)
+        sch_key_release(s, k);
     for (uint32_t i = 0; i < s->npods; i++) {
         free(s->pods[i].claims);
         free(s->pods[i].last_msg);
         free(s->pods[i].wait_keys);
     }
+    free(s->free_vecs);
     free(s->pods);
     free(s->waiting.v);
     free(s->free_slots);
@@ -359,6 +490,5 @@ void sch_queue_free(sch_sched *s)
     free(s->nodes);
     de_map_destroy(&s->pod_by_key);
     de_map_destroy(&s->claim_pods);
-    de_map_destroy(&s->class_claims);
     de_map_destroy(&s->assumed_rv);
 }

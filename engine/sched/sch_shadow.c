@@ -268,7 +268,8 @@ void sch_shadow_pod_event(sch_shadow *sh, kc_evtype t, json_t *obj)
     const char *ns = jstr(obj, "metadata", "namespace"), *name = jstr(obj, "metadata", "name");
     if (!ns || !name)
         return;
-    uint32_t pid = dg_pod_find(sh->g, de_intern_cstr(sh->in, ns), de_intern_cstr(sh->in, name));
+    /* looked up, not interned: a name interned the plain way is pinned for good */
+    uint32_t pid = dg_pod_find(sh->g, de_intern_find(sh->in, ns, strlen(ns)), de_intern_find(sh->in, name, strlen(name)));
     const dg_pod *p = pid == DG_NONE ? NULL : dg_pod_get(sh->g, pid);
     if (!p || p->node_name)
         return; /* not seen pending: bound before we watched, or already compared */
@@ -297,9 +298,9 @@ void sch_shadow_pod_event(sch_shadow *sh, kc_evtype t, json_t *obj)
 static json_t *their_devices(sch_shadow *sh, const decision *d)
 {
     const dg_allocation *al[MAX_CLAIMS];
-    uint32_t nsid = de_intern_cstr(sh->in, d->ns);
+    uint32_t nsid = de_intern_find(sh->in, d->ns, strlen(d->ns));
     for (uint32_t i = 0; i < d->nclaims; i++) {
-        uint32_t clid = dg_claim_find(sh->g, nsid, de_intern_cstr(sh->in, d->claims[i]));
+        uint32_t clid = dg_claim_find(sh->g, nsid, de_intern_find(sh->in, d->claims[i], strlen(d->claims[i])));
         const dg_claim *c = clid == DG_NONE ? NULL : dg_claim_get(sh->g, clid);
         if (!c || !c->allocated)
             return NULL;

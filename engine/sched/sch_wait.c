@@ -59,6 +59,8 @@ void sch_wait_drop(sch_sched *s, uint32_t idx)
 {
     spod *sp = sch_pod(s, idx);
     waiting_del(s, idx);
+    for (uint32_t i = 0; i < sp->nwait_keys; i++)
+        sch_key_release(s, sp->wait_keys[i]);
     free(sp->wait_keys);
     sp->wait_keys = NULL;
     sp->nwait_keys = 0;
@@ -72,13 +74,17 @@ void sch_wait_begin(sch_sched *s, uint32_t idx, uint32_t node_name, const uint32
     sp->node = node_name;
     sp->wait_until = de_now_ns() + s->o.binding_timeout_ns;
     sp->wait_nar = nar_written;
+    for (uint32_t i = 0; i < sp->nwait_keys; i++)
+        sch_key_release(s, sp->wait_keys[i]);
     free(sp->wait_keys);
     sp->wait_keys = de_xmalloc((n ? n : 1) * sizeof *sp->wait_keys);
     sp->nwait_keys = 0;
     for (uint32_t i = 0; i < n; i++) {
         const dg_claim *c = claims[i] == DG_NONE ? NULL : dg_claim_get(s->g, claims[i]);
-        if (c)
+        if (c) {
             sp->wait_keys[sp->nwait_keys++] = sch_key(c->meta.ns, c->meta.name);
+            sch_key_retain(s, sch_key(c->meta.ns, c->meta.name));
+        }
     }
     if (s->waiting.n == s->waiting.cap) {
         s->waiting.cap = s->waiting.cap ? s->waiting.cap * 2 : 16;
