@@ -290,14 +290,14 @@ static int cl_failures(lua_State *L)
 {
     lclient *u = chkcl(L, 1);
     lua_newtable(L);
-    const kc_fail_count *f;
-    for (size_t i = 0; (f = kc_client_failure(u->cl, i)) != NULL; i++) {
+    kc_fail_count f;
+    for (size_t i = 0; kc_client_failure(u->cl, i, &f); i++) {
         lua_createtable(L, 0, 5);
-        lb_set_str(L, "resource", f->resource);
-        lb_set_str(L, "verb", f->verb);
-        lb_set_str(L, "code", f->code);
-        lb_set_str(L, "reason", f->reason);
-        lb_set_int(L, "count", (lua_Integer)f->count);
+        lb_set_str(L, "resource", f.resource);
+        lb_set_str(L, "verb", f.verb);
+        lb_set_str(L, "code", f.code);
+        lb_set_str(L, "reason", f.reason);
+        lb_set_int(L, "count", (lua_Integer)f.count);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     lua_pushinteger(L, (lua_Integer)kc_client_failures_suppressed(u->cl));

@@ -154,9 +154,11 @@ typedef struct kc_fail_count {
     char resource[48], verb[12], code[12], reason[48]; /* code "<error>" = no answer */
     uint64_t count;
 } kc_fail_count;
-/* The i-th counter (in order of first occurrence), NULL past the end. */
-const kc_fail_count *kc_client_failure(const kc_client *cl, size_t i);
-/* Reports held back by the rate limit, in total. */
+/* A copy of the i-th counter (in order of first occurrence) into *out;
+ * false past the end.  Copied under the root client's lock: binding workers
+ * (clones) count failures while /metrics reads them. */
+bool kc_client_failure(const kc_client *cl, size_t i, kc_fail_count *out);
+/* Reports held back by the rate limit, in total (read under the lock). */
 uint64_t kc_client_failures_suppressed(const kc_client *cl);
 
 /*

@@ -150,12 +150,25 @@ void kc_client_set_failure_fn(kc_client *cl, kc_failure_fn fn, void *ctx)
     cl->fail_ctx = ctx;
 }
 
-const kc_fail_count *kc_client_failure(const kc_client *cl, size_t i)
+bool kc_client_failure(const kc_client *cl, size_t i, kc_fail_count *out)
 {
-    return i < cl->fails.n ? &cl->fails.rows[i].c : NULL;
+    kc_client *r = root_of((kc_client *)cl);
+    lock(r);
+    bool ok = i < r->fails.n;
+    if (ok)
+        *out = r->fails.rows[i].c;
+    unlock(r);
+    return ok;
 }
 
-uint64_t kc_client_failures_suppressed(const kc_client *cl) { return cl->fails.suppressed; }
+uint64_t kc_client_failures_suppressed(const kc_client *cl)
+{
+    kc_client *r = root_of((kc_client *)cl);
+    lock(r);
+    uint64_t n = r->fails.suppressed;
+    unlock(r);
+    return n;
+}
 
 void kc_client_fail(kc_client *cl, const char *resource, const char *verb, long code,
                     const char *reason, const char *message)

@@ -184,12 +184,12 @@ static void kube_failure_metrics(serve *sv, de_buf *body)
     sch_prom_head(body, "draengine_kube_api_failures_total", "counter",
                   "Failed API requests, list pages and watches by resource, verb, status code "
                   "(<error> = no answer) and reason.");
-    const kc_fail_count *f;
-    for (size_t i = 0; (f = kc_client_failure(sv->cl, i)) != NULL; i++) {
+    kc_fail_count f;
+    for (size_t i = 0; kc_client_failure(sv->cl, i, &f); i++) {
         char l[256];
         snprintf(l, sizeof l, "resource=\"%s\",verb=\"%s\",code=\"%s\",reason=\"%s\"",
-                 f->resource, f->verb, f->code, f->reason);
-        sch_prom_sample(body, "draengine_kube_api_failures_total", l, (double)f->count);
+                 f.resource, f.verb, f.code, f.reason);
+        sch_prom_sample(body, "draengine_kube_api_failures_total", l, (double)f.count);
     }
     sch_prom_head(body, "draengine_kube_api_failure_logs_suppressed_total", "counter",
                   "API failure log lines held back by the rate limit.");
