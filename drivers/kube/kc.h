@@ -105,6 +105,11 @@ void kc_client_free(kc_client *cl);
  * table and failure callback (shared, thread-safe).  It never pumps an
  * informer: its waits sleep.  Free clones before their root. */
 kc_client *kc_client_clone(kc_client *parent);
+/* No write (any method but GET) of this client object - not its clones or
+ * root - starts at or after until_ns (de_now_ns clock; UINT64_MAX, the
+ * default: none): kc_request then fails with DE_EAPI without sending, also
+ * between retries.  For binding workers past the lease's renew deadline. */
+void kc_client_set_write_deadline(kc_client *cl, uint64_t until_ns);
 kc_config *kc_client_config(kc_client *cl);
 /* While a request waits (rate limit, Retry-After, backoff) it keeps this
  * informer's watches flowing. */
@@ -372,6 +377,12 @@ void kc_lease_free(kc_lease *l);
  * caller must stop scheduling (kube-scheduler exits). */
 bool kc_lease_tick(kc_lease *l, bool *lost);
 bool kc_lease_is_leader(const kc_lease *l);
+/* Until when (de_now_ns clock) this replica is sure to lead: the start of
+ * its last successful renewal + the renew deadline, 0 when not leading.
+ * Others take over only leaseDuration after they saw that renewal, so
+ * writes that start before this instant cannot meet a new leader's - also
+ * while a slow renewal blocks the caller's loop past it. */
+uint64_t kc_lease_valid_until(const kc_lease *l);
 const char *kc_lease_holder(const kc_lease *l); /* last observed holder */
 /* Graceful shutdown: give the lease up (holder "", duration 1 s). */
 void kc_lease_release(kc_lease *l);

@@ -48,6 +48,7 @@ struct kc_client {
     char errbuf[CURL_ERROR_SIZE];
     kc_client *root;    /* a clone's root (NULL: this is one) */
     pthread_mutex_t mu; /* root: tokens, st, fails, token re-reads */
+    uint64_t write_until; /* this client's, under the root's mu (kc_client_set_write_deadline) */
 };
 
 static kc_client *root_of(kc_client *cl) { return cl->root ? cl->root : cl; }
@@ -79,6 +80,7 @@ kc_client *kc_client_new(kc_config *cfg, const kc_client_opts *o)
     cl->tokens = cl->o.burst;
     cl->last_refill = de_now_ns();
     cl->h = curl_easy_init();
+    cl->write_until = UINT64_MAX;
     pthread_mutex_init(&cl->mu, NULL);
     kc_backoff_init(&cl->bo, 100000000ull, 5000000000ull, 0x5eed);
     kc_failtab_init(&cl->fails, cl->o.report_interval_ms > 0
@@ -101,6 +103,7 @@ kc_client *kc_client_clone(kc_client *parent)
     cl->token_problem_seq = root->token_problem_seq;
     unlock(root);
     cl->h = curl_easy_init();
+    cl->write_until = UINT64_MAX;
     kc_backoff_init(&cl->bo, 100000000ull, 5000000000ull, 0x5eed ^ (uint64_t)(uintptr_t)cl);
     return cl;
 }
@@ -126,6 +129,21 @@ void kc_client_set_header(kc_client *cl, const char *header)
     cl->extra_header = header ? de_xstrdup(header) : NULL;
 }
 void kc_client_set_pump(kc_client *cl, kc_informer *inf) { cl->pump = inf; }
+
+void kc_client_set_write_deadline(kc_client *cl, uint64_t until_ns)
+{
+    lock(cl);
+    cl->write_until = until_ns;
+    unlock(cl);
+}
+
+static bool past_write_deadline(kc_client *cl)
+{
+    lock(cl);
+    uint64_t until = cl->write_until;
+    unlock(cl);
+    return until != UINT64_MAX && de_now_ns() >= until;
+}
 void kc_client_stats(const kc_client *cl, kc_stats *out)
 {
     kc_client *r = root_of((kc_client *)cl);
@@ -482,6 +500,13 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
     for (;;) {
         if (write)
             take_token(cl);
+        /* checked before every attempt, retries included, after the rate
+         * limiter's wait: nothing goes out past the deadline */
+        if (write && past_write_deadline(cl)) {
+            rc = de_errf(e, DE_EAPI, "%s %s: not sent: past the write deadline (leadership not renewed in time)",
+                         method, path);
+            break;
+        }
         resp r;
         de_buf_init(&r.body, MAX_RESPONSE);
         r.retry_after = -1;

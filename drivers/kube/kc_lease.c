@@ -27,6 +27,7 @@ struct kc_lease {
     uint64_t lease_ns, renew_ns, retry_ns;
     bool leader;
     uint64_t next_try, last_renew;
+    uint64_t renew_start; /* when the last successful attempt began (before its GET) */
     char observed[1024]; /* holder|renewTime|acquireTime|transitions of the last record seen */
     uint64_t observed_at;
     char holder[256];
@@ -56,6 +57,11 @@ void kc_lease_free(kc_lease *l)
 }
 
 bool kc_lease_is_leader(const kc_lease *l) { return l->leader; }
+
+uint64_t kc_lease_valid_until(const kc_lease *l)
+{
+    return l->leader ? l->renew_start + l->renew_ns : 0;
+}
 const char *kc_lease_holder(const kc_lease *l) { return l->holder; }
 
 uint64_t kc_lease_next_due_ns(const kc_lease *l)
@@ -160,12 +166,14 @@ bool kc_lease_tick(kc_lease *l, bool *lost)
     uint64_t now = de_now_ns();
     if (now < l->next_try)
         return l->leader;
+    uint64_t start = now;
     bool ok = try_acquire_or_renew(l);
     now = de_now_ns();
     l->next_try = now + l->retry_ns;
     if (ok) {
         l->leader = true;
         l->last_renew = now;
+        l->renew_start = start;
     } else if (l->leader && now - l->last_renew > l->renew_ns) {
         l->leader = false;
         if (lost)

@@ -760,7 +760,7 @@ int cli_cmd_serve(int argc, char **argv)
         int timeout = due == UINT64_MAX ? 200 : (int)DE_MIN(due / 1000000ull, 200);
         kc_informer_poll(sv.inf, timeout, wf, n);
         sch_http_process(sv.http);
-        bool leader = true;
+        bool leader = true, may_write = true;
         if (sv.lease) {
             bool lost = false;
             leader = kc_lease_tick(sv.lease, &lost);
@@ -772,6 +772,12 @@ int cli_cmd_serve(int argc, char **argv)
             if (leader != was_leader)
                 DE_INFO(0, "%s", leader ? "became leader" : "waiting to become leader");
             was_leader = leader;
+            /* past the renew deadline of the last renewal nothing is
+             * written, even before the loss is declared (binding workers
+             * check it themselves: this loop may be stuck in a renewal) */
+            uint64_t until = kc_lease_valid_until(sv.lease);
+            sch_set_write_deadline(sv.s, until);
+            may_write = de_now_ns() < until;
         }
         if (sv.pol) {
             /* cycle boundary: facts of changed devices, and reloads */
@@ -813,7 +819,7 @@ int cli_cmd_serve(int argc, char **argv)
         if (sv.shadow) {
             if (synced)
                 sch_shadow_cycle(sv.shadow);
-        } else if (leader && synced) {
+        } else if (leader && may_write && synced) {
             sch_run(sv.s, 50000000ull);
             ctl_serve_run(sv.ctl);
         }

@@ -38,6 +38,7 @@ sch_sched *sch_new(dg_graph *g, al_allocator *al, kc_client *cl, const sch_opts 
     if (!s->o.binding_timeout_ns)
         s->o.binding_timeout_ns = 600000000000ull;
     s->sched_name = de_intern_cstr(s->in, s->o.scheduler_name);
+    s->write_until = UINT64_MAX;
     de_map_init(&s->pod_by_key);
     de_map_init(&s->claim_pods);
     de_map_init(&s->assumed_rv);
@@ -913,11 +914,19 @@ static void schedule_one(sch_sched *s, uint32_t idx)
     json_decref(podjson);
 }
 
+void sch_set_write_deadline(sch_sched *s, uint64_t until_ns)
+{
+    s->write_until = until_ns;
+    sch_async_set_deadline(s, until_ns);
+}
+
 unsigned sch_run(sch_sched *s, uint64_t budget_ns)
 {
     uint64_t start = de_now_ns();
     unsigned n = 0;
     sch_async_drain(s);
+    if (start >= s->write_until)
+        return 0; /* leadership not renewed in time: decide and write nothing */
     sch_wait_due(s);
     al_set_now(s->al, (int64_t)time(NULL)); /* binding timeouts of allocated claims (Filter) */
     sch_promote_due(s);
@@ -928,7 +937,8 @@ unsigned sch_run(sch_sched *s, uint64_t budget_ns)
     while (!sch_async_full(s) && (idx = sch_pop_active(s)) != UINT32_MAX) {
         schedule_one(s, idx);
         n++;
-        if (de_now_ns() - start >= budget_ns)
+        uint64_t now = de_now_ns();
+        if (now - start >= budget_ns || now >= s->write_until)
             break;
     }
     return n;

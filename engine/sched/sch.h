@@ -98,6 +98,14 @@ int sch_bind_fd(const sch_sched *s);
  * sent.  The scheduler stays usable. */
 void sch_bind_finish(sch_sched *s, bool abandon);
 
+/* Leader election: no write may start at or after `until_ns` (de_now_ns
+ * clock; UINT64_MAX, the default: no limit).  The scheduling loop makes no
+ * decision past it, and binding workers send no further request of their
+ * jobs: those end as failed writes (the pod goes back to the queue), as
+ * when leadership is lost - also while the caller's thread is held up in
+ * a slow lease renewal.  Set it after every renewal. */
+void sch_set_write_deadline(sch_sched *s, uint64_t until_ns);
+
 /* Nanoseconds until a backed-off pod becomes active (UINT64_MAX: none). */
 uint64_t sch_next_due_ns(const sch_sched *s);
 

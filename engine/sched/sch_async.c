@@ -90,6 +90,7 @@ struct sch_pool {
     pthread_cond_t cv;
     job *todo, *todo_tail, *done, *done_tail; /* mu */
     bool stop, abandon;                       /* mu */
+    uint64_t write_until;                     /* mu: sch_set_write_deadline */
     int fd[2];                                /* a byte per finished job */
     /* the scheduler's thread only */
     uint32_t in_flight;
@@ -104,12 +105,16 @@ typedef struct wctx {
 
 /* ---- workers ------------------------------------------------------------------------------- */
 
-static bool abandoned(sch_pool *p)
+/* Checked before every request: after a lost lease, or past the instant
+ * until which the lease is sure to be ours, nothing more is sent. */
+static const char *abandoned(sch_pool *p)
 {
     pthread_mutex_lock(&p->mu);
-    bool a = p->abandon;
+    const char *why = p->abandon                         ? "leadership lost"
+                      : de_now_ns() >= p->write_until ? "leadership not renewed in time"
+                                                         : NULL;
     pthread_mutex_unlock(&p->mu);
-    return a;
+    return why;
 }
 
 static void run_job(sch_pool *p, kc_client *cl, job *j)
@@ -120,8 +125,9 @@ static void run_job(sch_pool *p, kc_client *cl, job *j)
     for (uint32_t i = 0; i < j->n; i++) {
         step *st = &j->st[i];
         de_rc rc = DE_OK;
-        if (abandoned(p)) {
-            j->rc = de_errf(&j->err, DE_EAPI, "pod %s/%s: not written: leadership lost", j->ns, j->name);
+        const char *why = abandoned(p);
+        if (why) {
+            j->rc = de_errf(&j->err, DE_EAPI, "pod %s/%s: not written: %s", j->ns, j->name, why);
             return;
         }
         switch (st->kind) {
@@ -228,6 +234,7 @@ void sch_async_start(sch_sched *s, unsigned workers)
     }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
+    p->write_until = s->write_until;
     de_map_init(&p->busy);
     p->n = workers;
     p->th = de_xcalloc(workers, sizeof *p->th);
@@ -240,6 +247,7 @@ void sch_async_start(sch_sched *s, unsigned workers)
     unsigned ok = 0;
     for (unsigned i = 0; i < workers; i++) {
         p->cl[i] = kc_client_clone(s->cl);
+        kc_client_set_write_deadline(p->cl[i], s->write_until);
         wctx *w = de_xmalloc(sizeof *w);
         *w = (wctx){p, i};
         int err = pthread_create(&p->th[i], NULL, worker, w);
@@ -257,6 +265,19 @@ void sch_async_start(sch_sched *s, unsigned workers)
         DE_WARN("no binding worker started: binding on the scheduler's thread");
         sch_async_free(s);
     }
+}
+
+void sch_async_set_deadline(sch_sched *s, uint64_t until_ns)
+{
+    sch_pool *p = s->pool;
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->write_until = until_ns;
+    pthread_mutex_unlock(&p->mu);
+    /* and inside a step: its second request, retries */
+    for (unsigned i = 0; i < p->n; i++)
+        kc_client_set_write_deadline(p->cl[i], until_ns);
 }
 
 int sch_bind_fd(const sch_sched *s) { return s->pool ? s->pool->fd[0] : -1; }
@@ -521,6 +542,8 @@ void sch_bind_finish(sch_sched *s, bool abandon)
         pthread_mutex_lock(&p->mu);
         p->abandon = true;
         pthread_mutex_unlock(&p->mu);
+        for (unsigned i = 0; i < p->n; i++)
+            kc_client_set_write_deadline(p->cl[i], 0);
     }
     while (p->in_flight) {
         struct pollfd pf = {p->fd[0], POLLIN, 0};

@@ -111,6 +111,7 @@ struct sch_sched {
     sch_hist attempt_lat, e2e_lat, alloc_lat;
     uint64_t by_result[4];
     struct sch_pool *pool; /* binding workers (sch_async.c), NULL: synchronous */
+    uint64_t write_until;  /* sch_set_write_deadline */
 };
 
 static inline uint64_t sch_key(uint32_t ns, uint32_t name) { return de_pack2(ns, name); }
@@ -222,6 +223,7 @@ void sch_async_hold(sch_sched *s, uint32_t idx);
 void sch_async_drain(sch_sched *s);
 uint32_t sch_async_in_flight(const sch_sched *s);
 bool sch_async_full(const sch_sched *s); /* no new job until one ends */
+void sch_async_set_deadline(sch_sched *s, uint64_t until_ns);
 void sch_async_free(sch_sched *s);
 de_rc sch_pod_nar_clear(sch_sched *s, const char *ns, const char *pod, const char *uid, de_err *e);
 
