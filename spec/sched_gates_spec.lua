@@ -62,6 +62,38 @@ describe("draengine serve and SchedulerPreQueueingHints", function()
     assert.is_true(checked < 6, tostring(checked))
     assert.is_true(narrowed >= 1)
   end)
+
+  -- pods whose claims ask for a DeviceClass that does not exist yet wait
+  -- for their claims' events; the class's creation brings them back (the
+  -- claims pods wait for are looked at, not every claim)
+  for _, gates in ipairs({ false, true }) do
+    it("brings pods back when their claims' DeviceClass appears" .. (gates and " (gate on)" or ""), function()
+      local objs = S.cluster(1, 4)
+      for i = 1, 3 do
+        objs[#objs + 1] = K.claim("default", "late-" .. i, "late", 1)
+        objs[#objs + 1] = K.pod("default", "late-pod-" .. i, { claims = { { name = "gpu", resourceClaimName = "late-" .. i } } })
+      end
+      objs[#objs + 1] = K.claim("default", "other", "gpu", 1)
+      srv:load(objs)
+      local args = { "--leader-elect=false" }
+      if gates then args[#args + 1] = "--feature-gates=SchedulerPreQueueingHints=true" end
+      local p = S.start(srv, args)
+      procs[#procs + 1] = p
+      assert.is_truthy(K.wait_for(function()
+        local _, m = p:http("/metrics")
+        return (metric(m, "draengine_scheduler_pending_pods", 'queue="unschedulable"') or 0) == 3
+      end, 20), p:stderr())
+      srv:load{ K.class("late", "gpu.example.com") }
+      local function bound()
+        local n = 0
+        for _, pod in ipairs(srv:state().objects.pods) do
+          if pod.spec.nodeName then n = n + 1 end
+        end
+        return n == 3
+      end
+      assert.is_truthy(K.wait_for(bound, 20), p:stderr())
+    end)
+  end
 end)
 
 describe("draengine serve and GenericWorkload", function()

@@ -355,10 +355,12 @@ void sch_requeue_claim(sch_sched *s, uint64_t key)
     free(pods);
 }
 
-static int cmp_u64(const void *a, const void *b)
+static const de_interner *g_key_in; /* for cmp_key (qsort has no context) */
+static int cmp_key(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
+    int c = de_intern_cmp(g_key_in, (uint32_t)(x >> 32), (uint32_t)(y >> 32));
+    return c ? c : de_intern_cmp(g_key_in, (uint32_t)x, (uint32_t)y);
 }
 
 /* Does the claim under this key (in the graph now) ask for the class? */
@@ -404,9 +406,10 @@ void sch_requeue_class(sch_sched *s, uint32_t class_name)
     for (size_t it = 0; de_map_next(&s->claim_pods, &it, &k, &v);)
         if (claim_uses_class(s, k, class_name))
             keys[n++] = k;
-    /* map order: sorted, so the pods are requeued in an order that does
-     * not depend on the map's history */
-    qsort(keys, n, sizeof *keys, cmp_u64);
+    /* map order: sorted by namespace and name, so the pods are requeued in
+     * an order that does not depend on the map's or the interner's history */
+    g_key_in = s->in;
+    qsort(keys, n, sizeof *keys, cmp_key);
     for (uint32_t i = 0; i < n; i++)
         sch_requeue_claim(s, keys[i]);
     free(keys);
