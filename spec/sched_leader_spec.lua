@@ -12,7 +12,9 @@ local S = require "support.serve"
 local H = require "support.helper"
 
 local SLOW = H.asan and 3 or 1
-local RENEW_S = 2 -- --leader-elect-renew-deadline
+-- --leader-elect-renew-deadline (longer under ASan: a renewal through
+-- 400 ms answers must not miss it before the test refuses them)
+local RENEW_S = H.asan and 4 or 2
 
 local function bound_count(srv)
   local n = 0
@@ -41,7 +43,7 @@ describe("draengine serve --parallel-binds losing its Lease", function()
 
   local function replica(id)
     local p = S.start(srv, { "--leader-elect", "--leader-elect-identity=" .. id,
-      "--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=" .. RENEW_S .. "s",
+      "--leader-elect-lease-duration=" .. 2 * RENEW_S .. "s", "--leader-elect-renew-deadline=" .. RENEW_S .. "s",
       "--leader-elect-retry-period=300ms", "--kube-api-qps=5000", "--kube-api-burst=5000",
       "--watch-backoff=50ms", "--pod-initial-backoff=100ms", "--pod-max-backoff=1s", "--parallel-binds=8" })
     procs[#procs + 1] = p
@@ -57,7 +59,7 @@ describe("draengine serve --parallel-binds losing its Lease", function()
       local a = replica("replica-a")
       assert.is_truthy(K.wait_for(function() return holder(srv) == "replica-a" end, 10 * SLOW, 0.1), a:stderr())
       -- slow answers: the 8 workers have writes of up to 16 pods queued
-      srv:faults{ slow_ms = 400 }
+      srv:faults{ slow_ms = H.asan and 800 or 400 }
       srv:load(pods)
       assert.is_truthy(K.wait_for(function() return bound_count(srv) >= 8 end, 60 * SLOW, 0.1), a:stderr())
       -- every renewal is refused from now on (and retried by the client)
@@ -88,7 +90,7 @@ describe("draengine serve --parallel-binds losing its Lease", function()
       for _, w in ipairs(writes) do
         if w.resource ~= "leases" and w.userAgent:find("replica-a", 1, true) then
           last_write = math.max(last_write, w.start)
-          if w.start > last_ok + RENEW_S + 0.5 then
+          if w.start > last_ok + RENEW_S + 0.5 * SLOW then
             late[#late + 1] = string.format("%s %s +%.2fs", w.method, w.path, w.start - last_ok - RENEW_S)
           end
         end
