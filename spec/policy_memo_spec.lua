@@ -161,6 +161,39 @@ describe("score memo", function()
     s:close()
   end)
 
+  it("answers a hook whose reads are mostly keys no device has, by its other reads alone", function()
+    -- 320 lookups of 40 unknown vendor names per call (more reads than a
+    -- trace may record) and one real attribute: the unknown names are nil
+    -- on every device, so the answer is filed by #placement and the model
+    dir = P.dir({ ["vendors.lua"] = policy("vendors", [[
+    local s = 0
+    for i = 1, 320 do
+      if placement[1] and placement[1].attributes["nosuch" .. i % 40 .. ".example.com/numa"] ~= nil then s = s + 100 end
+    end
+    local m = placement[1] and placement[1].attributes.model
+    return s + #placement + (m == "h100" and 1 or 0)]]) })
+    local s = core.policy_load(dir)
+    local h100 = { { driver = "d.example.com", name = "a", attributes = { model = "h100" } } }
+    local a100 = { { driver = "d.example.com", name = "b", attributes = { model = "a100" } } }
+    for i = 1, 3 do
+      local node = { name = "n" .. i, devices = 8, free_devices = i }
+      assert.are.equal(2, (s:score(node, h100)))
+      assert.are.equal(1, (s:score(node, a100)))
+    end
+    local st = s:stats()
+    assert.are.equal(2, st.calls.score)
+    assert.are.equal(4, st.score_memo_hits)
+    -- one of the names comes: the memo starts over and sees it
+    local with = { { driver = "d.example.com", name = "c", attributes = { ["nosuch7.example.com/numa"] = 0, model = "h100" } } }
+    assert.are.equal(802, (s:score({ name = "n1", devices = 8, free_devices = 1 }, with)))
+    assert.are.equal(2, (s:score({ name = "n1", devices = 8, free_devices = 1 }, h100)))
+    assert.are.equal(802, (s:score({ name = "n2", devices = 8, free_devices = 1 }, with)))
+    st = s:stats()
+    assert.are.equal(4, st.calls.score)
+    assert.are.equal(5, st.score_memo_hits)
+    s:close()
+  end)
+
   it("does not answer failed calls", function()
     dir = P.dir({ ["boom.lua"] = policy("boom", '    if node.free_devices == 0 then error("none left") end\n    return 1') })
     local s = core.policy_load(dir)

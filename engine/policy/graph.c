@@ -202,6 +202,12 @@ struct pol_hookctx {
     de_map node_free;
     uint64_t usage_gen;
     de_arena *scratch;
+    /* score_node's inputs, reused from call to call (an arena reset and
+     * three allocations cost more than the memo's answer on most calls) */
+    uint32_t *lab;      /* label keys, then values */
+    uint32_t caplab;
+    de_devview *views;
+    uint32_t capviews;
 };
 
 pol_hookctx *pol_hookctx_new(pol_set *s, uint64_t revision)
@@ -225,6 +231,8 @@ void pol_hookctx_free(pol_hookctx *h)
     de_map_destroy(&h->admit_idx);
     de_map_destroy(&h->node_free);
     de_arena_free(h->scratch);
+    free(h->lab);
+    free(h->views);
     free(h);
 }
 
@@ -386,21 +394,24 @@ static de_rc score_node(pol_hookctx *h, const dg_graph *g, uint32_t node_id, uin
     *score = 0;
     if (!(h->set->hooks & POL_HOOK_SCORE))
         return DE_OK;
-    de_arena_reset(h->scratch);
     pol_nodeinfo ni;
     memset(&ni, 0, sizeof ni);
     ni.name = node_name;
     const dg_node *node = node_id != DG_NONE ? dg_node_get(g, node_id) : NULL;
     if (node) {
-        uint32_t *lk = de_arena_alloc(h->scratch, (node->meta.nlabels + 1) * sizeof *lk);
-        uint32_t *lv = de_arena_alloc(h->scratch, (node->meta.nlabels + 1) * sizeof *lv);
-        for (uint32_t i = 0; i < node->meta.nlabels; i++) {
+        uint32_t nl = node->meta.nlabels;
+        if (2 * nl > h->caplab) {
+            h->caplab = 2 * nl + 16;
+            h->lab = de_xrealloc(h->lab, h->caplab * sizeof *h->lab);
+        }
+        uint32_t *lk = h->lab, *lv = h->lab + nl;
+        for (uint32_t i = 0; i < nl; i++) {
             lk[i] = node->meta.labels[i].key;
             lv[i] = node->meta.labels[i].value;
         }
         ni.label_keys = lk;
         ni.label_values = lv;
-        ni.nlabels = node->meta.nlabels;
+        ni.nlabels = nl;
     }
     if (counts) {
         ni.devices = counts[0];
@@ -411,7 +422,11 @@ static de_rc score_node(pol_hookctx *h, const dg_graph *g, uint32_t node_id, uin
     uint32_t nd = 0;
     for (uint32_t i = 0; i < nallocs; i++)
         nd += allocs[i].nresults;
-    de_devview *views = de_arena_alloc(h->scratch, (nd + 1) * sizeof *views);
+    if (nd > h->capviews) {
+        h->capviews = nd + 8;
+        h->views = de_xrealloc(h->views, h->capviews * sizeof *h->views);
+    }
+    de_devview *views = h->views;
     uint32_t nv = 0, j = 0;
     for (uint32_t i = 0; i < nallocs; i++)
         for (uint32_t k = 0; k < allocs[i].nresults; k++, j++) {

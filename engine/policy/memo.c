@@ -55,6 +55,7 @@ struct pol_trace {
     uint32_t n;
     tread *r;
     uint32_t nr, cap;
+    uint32_t nabsent;      /* reads of absent keys: counted, not recorded */
     bool impure;
     de_arena *ar;          /* blobs of the current call */
 };
@@ -303,11 +304,25 @@ static bool op_eq(const mop *x, const mop *y)
 
 /* ---- tracing (called by the views) ------------------------------------------------ */
 
+/*
+ * A read of a key no device has (a = POL_READ_ABSENT) gives nil on every
+ * input for as long as the memo lives (it is dropped when the key is
+ * interned: pol_memo_sync_absent), so it is not recorded: the other reads
+ * and their values already decide which absent keys a deterministic hook
+ * reads, and in which order.  Such reads are what vendor-name lookups make
+ * on clusters without those vendors (numa-score's V.numa_node tries five
+ * names per device), and each recorded one was a step of every lookup.
+ * They still count for pol_trace_reads.
+ */
 void pol_trace_read(pol_vm *vm, uint8_t op, uint32_t dev, uint32_t a, uint32_t b)
 {
     pol_trace *t = vm->trace;
     if (!t || t->impure)
         return;
+    if (a == POL_READ_ABSENT && (op == POL_READ_DEV_ATTR || op == POL_READ_DEV_CAP)) {
+        t->nabsent++;
+        return;
+    }
     if (t->nr == MAX_READS) {
         t->impure = true;
         return;
@@ -381,7 +396,7 @@ static void absent_free(pol_vm *vm)
 
 bool pol_trace_pure(const pol_vm *vm) { return vm->trace && !vm->trace->impure; }
 
-uint32_t pol_trace_reads(const pol_vm *vm) { return vm->trace ? vm->trace->nr : 0; }
+uint32_t pol_trace_reads(const pol_vm *vm) { return vm->trace ? vm->trace->nr + vm->trace->nabsent : 0; }
 
 void pol_memo_sync_absent(pol_vm *vm, pol_memo **m, pol_memo **m2)
 {
@@ -423,9 +438,12 @@ static uint32_t find_edge(const pol_memo *m, uint32_t from, const mval *v)
 {
     const mnode *x = &m->nodes[from];
     if (x->nedges <= FEW_EDGES) {
-        for (uint32_t e = x->first; e != NONE; e = m->edges[e].next)
-            if (val_eq(&m->edges[e].val, v))
+        for (uint32_t e = x->first; e != NONE; e = m->edges[e].next) {
+            const mval *y = &m->edges[e].val;
+            if (y->v == v->v && y->kind == v->kind && y->len == v->len &&
+                (v->kind != MV_BLOB || !v->len || !memcmp(y->blob, v->blob, v->len)))
                 return e;
+        }
         return NONE;
     }
     uint64_t k = edge_key(from, v), e;
@@ -637,6 +655,7 @@ pol_trace *pol_trace_begin(pol_vm *vm, const pol_nodeinfo *node, const de_devvie
     t->place = pl;
     t->n = n;
     t->nr = 0;
+    t->nabsent = 0;
     t->impure = false;
     vm->trace = t;
     /* #placement and placement[i] are plain table reads: the count is
