@@ -397,6 +397,23 @@ static de_rc score_node(pol_hookctx *h, const dg_graph *g, uint32_t node_id, uin
     pol_nodeinfo ni;
     memset(&ni, 0, sizeof ni);
     ni.name = node_name;
+    if (counts) {
+        ni.devices = counts[0];
+        ni.free_devices = counts[1];
+    } else {
+        ni.free_devices = node_counts(h, g, node_name, &ni.devices);
+    }
+    /* Most answers come from the score memos by the node's counts and the
+     * placement's size alone (binpack; numa-score where no device has a
+     * NUMA attribute): then the device views and labels are not built. */
+    if (devids) {
+        uint32_t n = 0, j = 0;
+        for (uint32_t i = 0; i < nallocs; i++)
+            for (uint32_t k = 0; k < allocs[i].nresults; k++, j++)
+                n += devids[j] != DG_NONE;
+        if (pol_set_score_memo(h->set, &ni, n, score))
+            return DE_OK;
+    }
     const dg_node *node = node_id != DG_NONE ? dg_node_get(g, node_id) : NULL;
     if (node) {
         uint32_t nl = node->meta.nlabels;
@@ -412,12 +429,6 @@ static de_rc score_node(pol_hookctx *h, const dg_graph *g, uint32_t node_id, uin
         ni.label_keys = lk;
         ni.label_values = lv;
         ni.nlabels = nl;
-    }
-    if (counts) {
-        ni.devices = counts[0];
-        ni.free_devices = counts[1];
-    } else {
-        ni.free_devices = node_counts(h, g, node_name, &ni.devices);
     }
     uint32_t nd = 0;
     for (uint32_t i = 0; i < nallocs; i++)

@@ -879,6 +879,30 @@ de_rc pol_set_score(pol_set *s, const pol_nodeinfo *node, const de_devview *plac
     return DE_OK;
 }
 
+bool pol_set_score_memo(pol_set *s, const pol_nodeinfo *node, uint32_t n, double *score)
+{
+    if (s->cfg.no_score_memo)
+        return false;
+    double sum = 0;
+    uint64_t hits = 0;
+    for (uint32_t i = 0; i < s->npols; i++) {
+        pol_policy *p = s->pols[i];
+        if (!(p->hooks & POL_HOOK_SCORE))
+            continue;
+        pol_memo_sync_absent(&p->vm, &p->memo, &p->dmemo);
+        double known;
+        /* summed in pol_set_score's order: the same double */
+        if (!p->memo || pol_memo_off(p->memo) || (pol_memo_inputs(p->memo) & (POL_MEMO_DEVICES | POL_MEMO_LABELS)) ||
+            !pol_memo_get(p->memo, node, NULL, n, &known))
+            return false;
+        sum += p->weight * known;
+        hits++;
+    }
+    s->stats.score_memo_hits += hits;
+    *score = sum;
+    return true;
+}
+
 de_rc pol_set_admit(pol_set *s, const pol_claiminfo *claim, bool *admitted, char *reason, size_t cap,
                     pol_failure *first)
 {

@@ -83,6 +83,7 @@ struct pol_memo {
     de_map emap;           /* edge key + probe -> edge + 1 */
     de_arena *ar;          /* edge blobs */
     de_arena *scratch;     /* blobs of one lookup */
+    unsigned inputs;       /* POL_MEMO_* of the reads filed so far */
     bool off;
 };
 
@@ -631,6 +632,10 @@ static void memo_put(pol_memo *m, const pol_trace *t, double result)
             m->off = true;
             return;
         }
+        if (t->r[i].op.op >= POL_READ_DEV_DRIVER)
+            m->inputs |= POL_MEMO_DEVICES;
+        else if (t->r[i].op.op == POL_READ_NODE_LABELS)
+            m->inputs |= POL_MEMO_LABELS;
         uint32_t e = find_edge(m, cur, &t->r[i].val);
         cur = e == NONE ? add_edge(m, cur, &t->r[i].val) : m->edges[e].to;
     }
@@ -688,6 +693,11 @@ void pol_trace_free(pol_vm *vm)
 bool pol_memo_off(const pol_memo *m)
 {
     return m->off;
+}
+
+unsigned pol_memo_inputs(const pol_memo *m)
+{
+    return m->inputs;
 }
 
 uint32_t pol_memo_size(const pol_memo *m)

@@ -239,6 +239,12 @@ typedef struct pol_nodeinfo {
  * called every time. */
 de_rc pol_set_score(pol_set *s, const pol_nodeinfo *node, const de_devview *placement,
                     uint32_t n, double *score, bool *feasible, pol_failure *first);
+/* The same score from the memos alone, for a caller that has not built the
+ * placement's device views or the node's labels yet: true with *score (the
+ * same sum pol_set_score gives, feasible) when every score hook is answered
+ * by reads of the node's name and counts and the placement's size; false
+ * (nothing counted) when some hook needs more - then call pol_set_score. */
+bool pol_set_score_memo(pol_set *s, const pol_nodeinfo *node, uint32_t n, double *score);
 
 /* A claim as admit hooks see it (built by the caller from the graph). */
 typedef struct pol_claimreq {

@@ -232,6 +232,13 @@ void pol_memo_free(pol_memo *m);
 /* The filed answer for these inputs, if any. */
 bool pol_memo_get(pol_memo *m, const pol_nodeinfo *node, const de_devview *pl, uint32_t n, double *out);
 bool pol_memo_off(const pol_memo *m);
+/* Which inputs beyond the node's counts and name the filed reads use: a
+ * lookup in a memo without POL_MEMO_DEVICES never looks at the placement's
+ * devices (only at their number), without POL_MEMO_LABELS never at the
+ * node's labels. */
+#define POL_MEMO_DEVICES 1u
+#define POL_MEMO_LABELS 2u
+unsigned pol_memo_inputs(const pol_memo *m);
 uint32_t pol_memo_size(const pol_memo *m);
 /* Trace one score call on vm: begin before, end after (ok = it succeeded,
  * result = the hook's answer, filed into m unless the call was impure). */
