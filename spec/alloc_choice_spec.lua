@@ -50,8 +50,27 @@ return {
 }
 ]]
 
-local function policy_dir(preferred)
+-- counts: the score policies whose answers depend on the node's device
+-- counts and the placement's size only (the policy set's count-keyed cache,
+-- hooks.c pol_set_score_memo), without zone-, model- and name-score
+local function policy_dir(preferred, counts)
   local shipped = H.root .. "/policies/"
+  if counts then
+    return P.dir({
+      ["binpack.lua"] = read(shipped .. "binpack.lua"),
+      ["spread.lua"] = [[
+return {
+  name = "spread", version = "1.0.0", api = 1, domains = {}, weight = 0.3,
+  score = function(node, placement)
+    if #placement > 1 then return (node.free_devices % 3) / 7 end
+    return node.devices / (node.free_devices + 1)
+  end,
+}
+]],
+      ["numa-bridge.lua"] = read(shipped .. "numa-bridge.lua"),
+      ["mig-compat.lua"] = read(shipped .. "mig-compat.lua"),
+    })
+  end
   return P.dir({
     ["binpack.lua"] = read(shipped .. "binpack.lua"),
     ["numa-score.lua"] = read(shipped .. "numa-score.lua"),
@@ -204,10 +223,15 @@ describe("node choice cache", function()
 
   -- every kind of change, or only changes of single nodes (so that the
   -- tables are synced from the change log far more than rebuilt)
-  for _, case in ipairs({ { 1, true }, { 7, true }, { 42, true }, { 3, false }, { 11, false } }) do
-    local seed, global = case[1], case[2]
-    it(string.format("chooses exactly as evaluating every node does (seed %d, %s)", seed,
-                     global and "all changes" or "node changes"), function()
+  for _, case in ipairs({ { 1, true }, { 7, true }, { 42, true }, { 3, false }, { 11, false },
+                         { 5, true, true }, { 13, false, true } }) do
+    local seed, global, counts = case[1], case[2], case[3]
+    it(string.format("chooses exactly as evaluating every node does (seed %d, %s%s)", seed,
+                     global and "all changes" or "node changes", counts and ", count-keyed scores" or ""), function()
+      if counts then
+        P.rm(dir)
+        dir = policy_dir("a", true)
+      end
       local rand = rng(seed)
       local nnodes = 8 + rand(8)
       local setup = build(rand, nnodes)

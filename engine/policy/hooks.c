@@ -651,7 +651,7 @@ static pol_reason derive_call(pol_set *s, callctx *c, uint64_t *seed, bool *seed
     src.nderived = 0;
     static const pol_nodeinfo none;
     double known;
-    if (pol_memo_get(p->dmemo, &none, &src, 1, &known)) {
+    if (pol_memo_get(p->dmemo, &none, &src, 1, &known, NULL)) {
         dres_get(p, (uint32_t)known, c);
         s->stats.derive_memo_hits++;
         return POL_R_NONE;
@@ -857,7 +857,7 @@ de_rc pol_set_score(pol_set *s, const pol_nodeinfo *node, const de_devview *plac
             pol_memo_sync_absent(&p->vm, &p->memo, &p->dmemo);
         if (memo && !p->memo)
             p->memo = pol_memo_new();
-        if (memo && !pol_memo_off(p->memo) && pol_memo_get(p->memo, node, placement, n, &known)) {
+        if (memo && !pol_memo_off(p->memo) && pol_memo_get(p->memo, node, placement, n, &known, NULL)) {
             s->stats.score_memo_hits++;
             *score += p->weight * known;
             continue;
@@ -879,27 +879,76 @@ de_rc pol_set_score(pol_set *s, const pol_nodeinfo *node, const de_devview *plac
     return DE_OK;
 }
 
+/*
+ * The score from the memos alone.  Above them, the set keeps the sums that
+ * every score memo reached through reads of #placement, node.devices and
+ * node.free_devices only, by those three numbers: such an answer holds for
+ * every node and placement with the same counts while the memos live (a
+ * trie only grows at branches not taken, so a path once walked gives the
+ * same leaf), and most decisions of a bin-packing set are answered here
+ * with one hash lookup instead of a trie walk per policy.  The cache is
+ * dropped with any memo (pol_memo_drops) and is bounded (SCORE_COUNTS_MAX).
+ */
+#define SCORE_COUNTS_MAX 65536
+
+static bool score_counts_key(const pol_nodeinfo *node, uint32_t n, uint64_t *key)
+{
+    if (n >= 1u << 16 || node->devices >= 1u << 24 || node->free_devices >= 1u << 24)
+        return false;
+    *key = (uint64_t)n << 48 | (uint64_t)node->devices << 24 | node->free_devices;
+    return true;
+}
+
 bool pol_set_score_memo(pol_set *s, const pol_nodeinfo *node, uint32_t n, double *score)
 {
     if (s->cfg.no_score_memo)
         return false;
+    /* a key recorded as absent may have been interned since: only then can
+     * a memo be dropped for it (pol_memo_sync_absent) */
+    uint32_t interned = de_intern_count(s->in);
+    if (interned != s->score_counts_interned) {
+        for (uint32_t i = 0; i < s->npols; i++)
+            if (s->pols[i]->hooks & POL_HOOK_SCORE)
+                pol_memo_sync_absent(&s->pols[i]->vm, &s->pols[i]->memo, &s->pols[i]->dmemo);
+        s->score_counts_interned = interned;
+    }
+    uint64_t drops = pol_memo_drops(), key = 0, bits;
+    if (drops != s->score_counts_drops) {
+        de_map_clear(&s->score_counts);
+        s->score_counts_drops = drops;
+    }
+    bool keyed = score_counts_key(node, n, &key);
+    if (keyed && de_map_get(&s->score_counts, key, &bits)) {
+        memcpy(score, &bits, sizeof *score);
+        s->stats.score_memo_hits += s->score_counts_hits;
+        return true;
+    }
     double sum = 0;
-    uint64_t hits = 0;
+    uint32_t hits = 0;
+    bool counts = true;
     for (uint32_t i = 0; i < s->npols; i++) {
         pol_policy *p = s->pols[i];
         if (!(p->hooks & POL_HOOK_SCORE))
             continue;
-        pol_memo_sync_absent(&p->vm, &p->memo, &p->dmemo);
         double known;
+        bool only;
         /* summed in pol_set_score's order: the same double */
         if (!p->memo || pol_memo_off(p->memo) || (pol_memo_inputs(p->memo) & (POL_MEMO_DEVICES | POL_MEMO_LABELS)) ||
-            !pol_memo_get(p->memo, node, NULL, n, &known))
+            !pol_memo_get(p->memo, node, NULL, n, &known, &only))
             return false;
         sum += p->weight * known;
+        counts &= only;
         hits++;
     }
     s->stats.score_memo_hits += hits;
     *score = sum;
+    if (keyed && counts) {
+        if (s->score_counts.n >= SCORE_COUNTS_MAX)
+            de_map_clear(&s->score_counts);
+        memcpy(&bits, &sum, sizeof bits);
+        de_map_put(&s->score_counts, key, bits);
+        s->score_counts_hits = hits;
+    }
     return true;
 }
 

@@ -386,7 +386,8 @@ de_rc pol_host_cycle(pol_host *h, pol_cycle *out)
         advance(h, out, h->o.prepare_slice_ns);
         return DE_OK;
     }
-    uint64_t now = de_now_ns();
+    /* the clock only for what needs it (a pending debounce, the rescan) */
+    uint64_t now = h->dirty || h->o.rescan_ns ? de_now_ns() : 0;
     bool trigger = false, force = false;
     if (h->requested) {
         trigger = force = true;

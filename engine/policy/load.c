@@ -945,6 +945,7 @@ void pol_set_free(pol_set *s)
     if (!s)
         return;
     pol_facts_free(s);
+    de_map_destroy(&s->score_counts);
     for (uint32_t i = 0; i < s->npols; i++) {
         pol_policy_free(s->pols[i]);
         free(s->pols[i]);

@@ -427,6 +427,17 @@ bool pol_trace_on(const pol_vm *vm)
 
 /* ---- the trie ------------------------------------------------------------------------ */
 
+/* Bumped whenever filed answers stop counting: a memo freed (a reload, a
+ * key recorded as absent interned) or switched off.  Caches of memo answers
+ * (pol_set_score_memo) compare it; one counter for the process, so a drop
+ * in one set only flushes another set's cache too early, never too late. */
+static _Atomic uint64_t memo_drops;
+
+uint64_t pol_memo_drops(void)
+{
+    return memo_drops;
+}
+
 static uint64_t edge_key(uint32_t from, const mval *v)
 {
     return de_hash_u64(((uint64_t)from << 8 | v->kind) ^ de_hash_u64(v->v + v->len));
@@ -513,6 +524,7 @@ void pol_memo_free(pol_memo *m)
 {
     if (!m)
         return;
+    memo_drops++;
     free(m->nodes);
     free(m->edges);
     de_map_destroy(&m->emap);
@@ -573,22 +585,26 @@ static inline bool eval_fast(const mop *op, const pol_nodeinfo *node, const de_d
     }
 }
 
-bool pol_memo_get(pol_memo *m, const pol_nodeinfo *node, const de_devview *pl, uint32_t n, double *out)
+bool pol_memo_get(pol_memo *m, const pol_nodeinfo *node, const de_devview *pl, uint32_t n, double *out,
+                  bool *counts)
 {
     if (!m->nn)
         return false;
-    bool scratch = false;
+    bool scratch = false, only = true;
     uint32_t cur = 0;
     for (;;) {
         const mnode *x = &m->nodes[cur];
         if (x->kind == MN_LEAF) {
             *out = x->result;
+            if (counts)
+                *counts = only;
             if (scratch)
                 de_arena_reset(m->scratch);
             return true;
         }
         if (x->kind != MN_READ)
             break;
+        only &= x->op.op == POL_READ_NPLACE || x->op.op == POL_READ_NODE_DEVICES || x->op.op == POL_READ_NODE_FREE;
         mval v;
         if (!eval_fast(&x->op, node, pl, n, &v)) {
             v = eval(&x->op, node, pl, n, m->scratch);
@@ -630,6 +646,7 @@ static void memo_put(pol_memo *m, const pol_trace *t, double result)
             x->op = t->r[i].op;
         } else if (x->kind != MN_READ || !op_eq(&x->op, &t->r[i].op)) {
             m->off = true;
+            memo_drops++;
             return;
         }
         if (t->r[i].op.op >= POL_READ_DEV_DRIVER)
@@ -645,6 +662,7 @@ static void memo_put(pol_memo *m, const pol_trace *t, double result)
         x->result = result;
     } else if (x->kind != MN_LEAF || !(x->result == result || (x->result != x->result && result != result))) {
         m->off = true;
+        memo_drops++;
     }
 }
 

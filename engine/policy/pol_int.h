@@ -12,6 +12,7 @@
 #define POL_INT_H
 
 #include "../base/arena.h"
+#include "../base/map.h"
 #include "pol.h"
 #include "sha256.h"
 
@@ -229,8 +230,14 @@ enum {
 
 pol_memo *pol_memo_new(void);
 void pol_memo_free(pol_memo *m);
-/* The filed answer for these inputs, if any. */
-bool pol_memo_get(pol_memo *m, const pol_nodeinfo *node, const de_devview *pl, uint32_t n, double *out);
+/* The filed answer for these inputs, if any; *counts (when not NULL) says
+ * whether the answer was reached by reads of #placement, node.devices and
+ * node.free_devices only (so it is the answer for every input with those
+ * three values, as long as the memo lives and stays on). */
+bool pol_memo_get(pol_memo *m, const pol_nodeinfo *node, const de_devview *pl, uint32_t n, double *out,
+                  bool *counts);
+/* Changes whenever some memo's answers stop counting (freed or off). */
+uint64_t pol_memo_drops(void);
 bool pol_memo_off(const pol_memo *m);
 /* Which inputs beyond the node's counts and name the filed reads use: a
  * lookup in a memo without POL_MEMO_DEVICES never looks at the placement's
@@ -320,6 +327,13 @@ struct pol_set {
     pol_stats stats;
     /* facts cache (facts.c) */
     void *facts;
+    /* pol_set_score_memo's answers by (#placement, node.devices,
+     * node.free_devices), when every score memo answered from those alone
+     * (hooks.c) */
+    de_map score_counts;
+    uint64_t score_counts_drops;  /* pol_memo_drops() they were filed under */
+    uint32_t score_counts_interned; /* de_intern_count at the last absent-key sync */
+    uint32_t score_counts_hits;   /* memo answers one entry stands for */
 };
 
 /* Domain ownership helpers (names.c).  An entry is "domain" (all of it) or
