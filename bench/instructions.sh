@@ -16,6 +16,10 @@ command -v valgrind >/dev/null || { echo "bench-instructions: valgrind is not in
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/draengine-instr.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
+# Instruction counts do not depend on the machine's load, so the runs go two
+# at a time (JOBS=1: one after another; the whole takes about 8 minutes with 2).
+JOBS=${JOBS:-2}
+
 # inclusive instructions of function $2 in callgrind output $1
 incl() {
   callgrind_annotate --inclusive=yes "$1" 2>/dev/null |
@@ -25,12 +29,26 @@ run() { # name, toggles, bench flags...
   name=$1; shift; toggles=$1; shift
   DRAENGINE_THP=0 valgrind --tool=callgrind $toggles --callgrind-out-file="$tmp/$name.out" \
     "$BIN" bench policy-overhead -- --nodes "$NODES" --rounds 1 "$@" >"$tmp/$name.txt" 2>"$tmp/$name.err" ||
-    { cat "$tmp/$name.err" >&2; exit 1; }
+    { cat "$tmp/$name.err" >&2; return 1; }
 }
-run off "--toggle-collect=bench_overhead_step" --only off
-run on "--toggle-collect=bench_overhead_step --toggle-collect=pol_host_new" --only on
-run first-off "--toggle-collect=bench_overhead_step" --only off --pods 1
-run first-on "--toggle-collect=bench_overhead_step" --only on --pods 1
+# two runs, side by side when JOBS > 1; fails when either does
+pair() { # name1 toggles1 flags1 name2 toggles2 flags2 (flags as one word list)
+  if [ "$JOBS" -gt 1 ]; then
+    run "$1" "$2" $3 & p1=$!
+    run "$4" "$5" $6 & p2=$!
+    ok=0
+    wait "$p1" || ok=1
+    wait "$p2" || ok=1
+    [ "$ok" = 0 ] || exit 1
+  else
+    run "$1" "$2" $3 || exit 1
+    run "$4" "$5" $6 || exit 1
+  fi
+}
+pair off "--toggle-collect=bench_overhead_step" "--only off" \
+     on "--toggle-collect=bench_overhead_step --toggle-collect=pol_host_new" "--only on"
+pair first-off "--toggle-collect=bench_overhead_step" "--only off --pods 1" \
+     first-on "--toggle-collect=bench_overhead_step" "--only on --pods 1"
 off=$(incl "$tmp/off.out" bench_overhead_step)
 on=$(incl "$tmp/on.out" bench_overhead_step)
 facts=$(incl "$tmp/on.out" pol_host_new)
