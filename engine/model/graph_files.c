@@ -329,71 +329,93 @@ static bool skip_value(scan *s)
     return depth == 0;
 }
 
-/* The top level of a List object: where its items array starts. */
-static bool find_list(scan *s, size_t *items_at)
+/* The top level of a List object, read member by member.  When "kind" says
+ * List before "items" starts (kubectl and the engine's own snapshots write
+ * apiVersion, kind, items), the walk starts at once and the members after
+ * the items are read when it is done: the items array, most of the file, is
+ * then scanned only once.  Otherwise the items are skipped first to find the
+ * kind (it may come last). */
+typedef struct listtop {
+    size_t seen_at[32], seen_len[32], nseen;
+    bool list;
+    size_t items_at;
+} listtop;
+
+enum { TOP_BAD, TOP_LIST, TOP_ITEMS };
+
+/* Members from s->p: the first key (after_value false, just past the '{')
+ * or the ',' or '}' after a value.  TOP_ITEMS: `early` and the kind said
+ * List before the items, s->p at their '['; TOP_LIST: the object ended,
+ * nothing follows it, and it is a List with items; TOP_BAD: anything else
+ * (a key seen twice, more keys than kept: the slow path reports it). */
+static int top_members(scan *s, listtop *lt, bool early, bool after_value)
 {
-    sws(s);
-    if (s->p >= s->len || s->t[s->p] != '{')
-        return false;
-    s->p++;
-    bool list = false;
-    *items_at = 0;
-    /* a key seen twice (or more keys than kept): not ours, the slow path
-     * reports the duplicate */
-    size_t seen_at[32], seen_len[32], nseen = 0;
     for (;;) {
+        if (after_value) {
+            sws(s);
+            if (s->p < s->len && s->t[s->p] == '}') {
+                s->p++;
+                sws(s);
+                return lt->list && lt->items_at && s->p == s->len ? TOP_LIST : TOP_BAD;
+            }
+            if (s->p >= s->len || s->t[s->p] != ',')
+                return TOP_BAD;
+            s->p++;
+        }
+        after_value = true;
         sws(s);
         if (s->p >= s->len || s->t[s->p] != '"')
-            return false;
+            return TOP_BAD;
         size_t ks = ++s->p;
         while (s->p < s->len && s->t[s->p] != '"' && s->t[s->p] != '\\')
             s->p++;
         if (s->p >= s->len || s->t[s->p] != '"')
-            return false;
+            return TOP_BAD;
         size_t kl = s->p++ - ks;
-        for (size_t i = 0; i < nseen; i++)
-            if (seen_len[i] == kl && !memcmp(s->t + seen_at[i], s->t + ks, kl))
-                return false;
-        if (nseen == DE_ARRAY_LEN(seen_at))
-            return false;
-        seen_at[nseen] = ks;
-        seen_len[nseen++] = kl;
+        for (size_t i = 0; i < lt->nseen; i++)
+            if (lt->seen_len[i] == kl && !memcmp(s->t + lt->seen_at[i], s->t + ks, kl))
+                return TOP_BAD;
+        if (lt->nseen == DE_ARRAY_LEN(lt->seen_at))
+            return TOP_BAD;
+        lt->seen_at[lt->nseen] = ks;
+        lt->seen_len[lt->nseen++] = kl;
         sws(s);
         if (s->p >= s->len || s->t[s->p++] != ':')
-            return false;
+            return TOP_BAD;
         sws(s);
         if (kl == 4 && !memcmp(s->t + ks, "kind", 4)) {
             if (s->p >= s->len || s->t[s->p] != '"')
-                return false;
+                return TOP_BAD;
             size_t vs = s->p + 1;
             if (!skip_value(s))
-                return false;
+                return TOP_BAD;
             const char *v = s->t + vs;
             size_t vl = 0;
             while (vs + vl < s->len && v[vl] != '"')
                 vl++;
-            list = vl >= 4 && !memcmp(v + vl - 4, "List", 4);
+            lt->list = vl >= 4 && !memcmp(v + vl - 4, "List", 4);
         } else if (kl == 5 && !memcmp(s->t + ks, "items", 5)) {
             if (s->p >= s->len || s->t[s->p] != '[')
-                return false;
-            *items_at = s->p;
+                return TOP_BAD;
+            lt->items_at = s->p;
+            if (early && lt->list)
+                return TOP_ITEMS;
             if (!skip_value(s))
-                return false;
+                return TOP_BAD;
         } else if (!skip_value(s)) {
-            return false;
+            return TOP_BAD;
         }
-        sws(s);
-        if (s->p < s->len && s->t[s->p] == ',') {
-            s->p++;
-            continue;
-        }
-        if (s->p < s->len && s->t[s->p] == '}') {
-            s->p++;
-            sws(s);
-            return list && *items_at && s->p == s->len;
-        }
-        return false;
     }
+}
+
+static int find_list(scan *s, listtop *lt)
+{
+    memset(lt, 0, sizeof *lt);
+    sws(s);
+    if (s->p >= s->len || s->t[s->p] != '{')
+        return TOP_BAD;
+    s->p++;
+    return top_members(s, lt, true, false);
 }
 
 /* The List walk shared by dg_load_path and dg_list_each: `decide` says what
@@ -429,16 +451,17 @@ static de_rc list_walk(dg_graph *g, const char *path, bool fast, const walk_fns 
     if (t == MAP_FAILED)
         return DE_OK;
     scan s = {t, len, 0};
-    size_t items_at;
-    if (!find_list(&s, &items_at)) {
+    listtop lt;
+    int top = find_list(&s, &lt);
+    if (top == TOP_BAD) {
         munmap(t, len);
         return DE_OK;
     }
     *handled = true;
     size_t page = (size_t)sysconf(_SC_PAGESIZE), dropped = 0;
-    s.p = items_at + 1;
+    s.p = lt.items_at + 1;
     sws(&s);
-    int idx = 0;
+    int idx = 0, nitems = 0;
     de_rc rc = DE_OK;
     bool abandon = false;
     if (s.p < len && t[s.p] == ']')
@@ -504,9 +527,21 @@ static de_rc list_walk(dg_graph *g, const char *path, bool fast, const walk_fns 
         }
         if (!(s.p < len && t[s.p] == ']'))
             abandon = true;
+        else
+            nitems = idx + 1;
         break;
     }
 done:
+    if (top == TOP_ITEMS && !abandon && rc == DE_OK) {
+        /* the members after the items: anything amiss there and the whole
+         * file is read the ordinary way, which reports it (the items are
+         * loaded already and skipped) */
+        s.p++; /* the items' ']' */
+        if (top_members(&s, &lt, false, true) != TOP_LIST) {
+            abandon = true;
+            idx = nitems;
+        }
+    }
     munmap(t, len);
     if (abandon)
         rc = fn->again(ctx, path, idx, e);
