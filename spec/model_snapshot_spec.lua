@@ -196,6 +196,46 @@ describe("JSON snapshot fast path", function()
     assert.is_not_nil(slow)
   end)
 
+  it("walks a List whose kind comes before its items at once, and still reads what follows them", function()
+    local a, b = core.json_encode(rs("a", "n1", { gpu(0) })), core.json_encode(rs("b", "n2", { gpu(1) }))
+    local head = '{"apiVersion":"v1","kind":"List","items":[' .. a .. ',' .. b .. ']'
+    local cases = {
+      { head .. '}', true },
+      { head .. ',"metadata":{"resourceVersion":"7"}}\n', true },
+      { head .. '}' .. '\n' .. core.json_encode(rs("c", "n3", { gpu(2) })), true }, -- a second document
+      { head .. ',"kind":"List"}', false },   -- a key twice, after the items
+      { head .. ',"items":[]}', false },
+      { head .. '} trailing', false },
+      { head .. ',"metadata":{"x":tru}}', false },
+      { head, false },                        -- the object never ends
+      { '{"kind":"List","items":[]}', true },
+      { '{"kind":"List","items":[],"kind":"List"}', false },
+    }
+    for i, c in ipairs(cases) do
+      local path = H.write_temp(c[1], ".json")
+      local fast, slow, okf, ef, oks, es = both(path)
+      assert.are.equal(c[2], okf, "case " .. i .. ": " .. tostring(ef))
+      assert.are.equal(oks, okf, "case " .. i)
+      if okf then
+        assert.are.same(snapshot(slow), snapshot(fast), "case " .. i)
+      else
+        assert.are.equal(es, ef, "case " .. i)
+      end
+      -- allocate reads the same file through its own loader (dg_list_each)
+      local rc, _, err = H.run({ "allocate", "-f", path, "-o", "json" })
+      local rc2, _, err2 = H.run({ "allocate", "-f", path, "-o", "json", "--validate", "strict" })
+      os.remove(path)
+      if c[2] then
+        assert.are.equal(0, rc, err)
+      else
+        assert.are.equal(2, rc, "case " .. i)
+        assert.truthy(err:find(path, 1, true), err)
+      end
+      assert.are.equal(rc, rc2)
+      if i == 1 then assert.are.equal(2, fast:stats().fast_path_slices) end
+    end
+  end)
+
   it("accepts the same slice again but refuses a different one under the same name", function()
     local a = write_json(list({ rs("s", "n1", { gpu(0) }) }))
     local b = write_json(rs("s", "n1", { gpu(0) }))

@@ -343,6 +343,27 @@ typedef struct listtop {
 
 enum { TOP_BAD, TOP_LIST, TOP_ITEMS };
 
+/* A top-level member other than the items (small: apiVersion, kind,
+ * metadata) is parsed, so that invalid JSON there goes the slow way, which
+ * reports it; a List's kind must be a string. */
+static bool top_value(scan *s, bool *is_list)
+{
+    json_error_t je;
+    json_t *v = json_loadb(s->t + s->p, s->len - s->p, JSON_DISABLE_EOF_CHECK | JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    if (!v)
+        return false;
+    s->p += (size_t)je.position;
+    bool ok = true;
+    if (is_list) {
+        const char *k = json_string_value(v);
+        size_t n = k ? strlen(k) : 0;
+        ok = k != NULL;
+        *is_list = n >= 4 && !memcmp(k + n - 4, "List", 4);
+    }
+    json_decref(v);
+    return ok;
+}
+
 /* Members from s->p: the first key (after_value false, just past the '{')
  * or the ',' or '}' after a value.  TOP_ITEMS: `early` and the kind said
  * List before the items, s->p at their '['; TOP_LIST: the object ended,
@@ -384,16 +405,8 @@ static int top_members(scan *s, listtop *lt, bool early, bool after_value)
             return TOP_BAD;
         sws(s);
         if (kl == 4 && !memcmp(s->t + ks, "kind", 4)) {
-            if (s->p >= s->len || s->t[s->p] != '"')
+            if (!top_value(s, &lt->list))
                 return TOP_BAD;
-            size_t vs = s->p + 1;
-            if (!skip_value(s))
-                return TOP_BAD;
-            const char *v = s->t + vs;
-            size_t vl = 0;
-            while (vs + vl < s->len && v[vl] != '"')
-                vl++;
-            lt->list = vl >= 4 && !memcmp(v + vl - 4, "List", 4);
         } else if (kl == 5 && !memcmp(s->t + ks, "items", 5)) {
             if (s->p >= s->len || s->t[s->p] != '[')
                 return TOP_BAD;
@@ -402,7 +415,7 @@ static int top_members(scan *s, listtop *lt, bool early, bool after_value)
                 return TOP_ITEMS;
             if (!skip_value(s))
                 return TOP_BAD;
-        } else if (!skip_value(s)) {
+        } else if (!top_value(s, NULL)) {
             return TOP_BAD;
         }
     }
