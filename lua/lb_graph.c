@@ -240,6 +240,63 @@ static int l_nodes(lua_State *L)
     return 1;
 }
 
+/* g:node(name): what the graph holds of a Node (nil when none) */
+static int l_node(lua_State *L)
+{
+    dg_graph *g = check_graph(L);
+    const char *name = luaL_checkstring(L, 2);
+    uint32_t id = de_intern_find(dg_intern(g), name, strlen(name));
+    const dg_node *n = id == UINT32_MAX ? NULL : dg_node_get(g, dg_node_find(g, id));
+    if (!n) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_newtable(L);
+    lb_set_str(L, "name", S(g, n->meta.name));
+    if (n->meta.uid)
+        lb_set_str(L, "uid", S(g, n->meta.uid));
+    if (n->meta.resource_version)
+        lb_set_str(L, "resource_version", S(g, n->meta.resource_version));
+    lb_set_int(L, "generation", n->meta.generation);
+    lb_set_int(L, "creation", n->meta.creation);
+    lb_set_bool(L, "unschedulable", n->unschedulable);
+    lua_newtable(L);
+    for (uint32_t i = 0; i < n->meta.nlabels; i++)
+        lb_set_str(L, S(g, n->meta.labels[i].key), S(g, n->meta.labels[i].value));
+    lua_setfield(L, -2, "labels");
+    lua_newtable(L);
+    for (uint32_t i = 0; i < n->meta.nowners; i++) {
+        const dg_ownerref *o = &n->meta.owners[i];
+        lua_pushfstring(L, "%s/%s %s %s%s", S(g, o->api_version), S(g, o->kind), S(g, o->name), S(g, o->uid),
+                        o->controller ? " controller" : "");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "owners");
+    /* in input order: the order is part of what the decoders must agree on */
+    lua_newtable(L);
+    for (uint32_t i = 0; i < n->nallocatable; i++) {
+        char q[DE_QTY_TEXT_MAX];
+        de_qty_format(n->allocatable[i].value, q, sizeof q);
+        lua_pushfstring(L, "%s=%s", S(g, n->allocatable[i].name), q);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "allocatable");
+    lua_newtable(L);
+    for (uint32_t i = 0; i < n->ntaints; i++) {
+        const dg_node_taint *t = &n->taints[i];
+        lua_pushfstring(L, "%s=%s:%s", S(g, t->key), S(g, t->value), S(g, t->effect));
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "taints");
+    lua_newtable(L);
+    for (uint32_t i = 0; i < n->ndeclared_features; i++) {
+        lua_pushstring(L, S(g, n->declared_features[i]));
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "declared_features");
+    return 1;
+}
+
 static void push_pool(lua_State *L, dg_graph *g, uint32_t pid, const dg_pool *p)
 {
     lua_newtable(L);
@@ -684,6 +741,7 @@ static int l_stats(lua_State *L)
     lb_set_int(L, "pods", st.pods);
     lb_set_int(L, "bytes", (lua_Integer)st.bytes);
     lb_set_int(L, "fast_path_slices", st.fast_path_slices);
+    lb_set_int(L, "fast_path_nodes", st.fast_path_nodes);
     lb_set_int(L, "cel_programs", st.cel_programs);
     lb_set_int(L, "strings", st.strings);
     lb_set_int(L, "claim_ids", st.claim_ids);
@@ -713,6 +771,7 @@ void lb_open_graph(lua_State *L)
         {"check", l_check},
         {"remove", l_remove},
         {"nodes", l_nodes},
+        {"node", l_node},
         {"pools", l_pools},
         {"pool", l_pool},
         {"slice", l_slice},

@@ -138,6 +138,112 @@ describe("JSON snapshot fast path", function()
     assert.are.equal(nslices, fast:stats().fast_path_slices)
   end)
 
+  it("decodes Nodes itself and agrees with the full decoder, errors included", function()
+    local function node(name, extra)
+      local n = { apiVersion = "v1", kind = "Node",
+                  metadata = { name = name, uid = "u-" .. name, labels = { ["kubernetes.io/hostname"] = name, zone = "a" } },
+                  status = { capacity = { cpu = "224", memory = "2048Gi", pods = "110" },
+                             allocatable = { cpu = "223500m", memory = "1984Gi", pods = "110" } } }
+      for k, v in pairs(extra or {}) do n[k] = v end
+      return n
+    end
+    local function details(g)
+      local out = {}
+      for _, name in ipairs(g:nodes()) do out[name] = g:node(name) or false end
+      return out
+    end
+    local fast_cases = {
+      node("plain"),
+      node("capacity-only", { status = { capacity = { cpu = "8", ["nvidia.com/gpu"] = "4" } } }),
+      node("tainted", { spec = { unschedulable = true, podCIDR = "10.0.0.0/24", podCIDRs = { "10.0.0.0/24" },
+                                 taints = { { key = "gpu", value = "true", effect = "NoSchedule", timeAdded = "2026-01-01T00:00:00Z" },
+                                            { key = "maint", effect = "NoExecute" } } } }),
+      node("kubelet-status", { status = { allocatable = { cpu = "4" }, capacity = { cpu = "4" },
+        conditions = { { type = "Ready", status = "True", lastHeartbeatTime = core.null } },
+        addresses = { { type = "InternalIP", address = "10.0.0.1" } },
+        nodeInfo = { kubeletVersion = "v1.37.0", architecture = "amd64" }, daemonEndpoints = { kubeletEndpoint = { Port = 10250 } },
+        images = { { names = { "registry.k8s.io/pause:3.10" }, sizeBytes = 320368 } } } }),
+      node("owned", { metadata = { name = "owned", resourceVersion = "42", generation = 3, creationTimestamp = "2026-03-10T12:00:00Z",
+        ownerReferences = { { apiVersion = "v1", kind = "Thing", name = "t", uid = "x", controller = true } } } }),
+      node("empty-allocatable", { status = { allocatable = {}, capacity = { cpu = "4" } } }),
+    }
+    local slow_cases = {
+      node("annotated", { metadata = { name = "annotated", annotations = { a = "b" } } }),
+      node("features", { status = { allocatable = { cpu = "4" }, declaredFeatures = { "GuaranteedQoSPodCPUResize" } } }),
+      node("escaped", { spec = { providerID = "aws:///us-east-1a/i-\"0\"" } }),
+      node("real", { status = { allocatable = { cpu = "1.5" }, capacity = { cpu = 2.5 } } }),
+      node("numeric", { status = { allocatable = { cpu = 4 } } }),
+      node("extra", { spec = { configSource = { x = 1.5 } } }),
+    }
+    local items = {}
+    for _, n in ipairs(fast_cases) do items[#items + 1] = n end
+    for _, n in ipairs(slow_cases) do items[#items + 1] = n end
+    local path = write_json(list(items))
+    local fast, slow, okf, ef, oks, es = both(path)
+    assert.is_true(okf, ef)
+    assert.is_true(oks, es)
+    assert.are.equal(#fast_cases, fast:stats().fast_path_nodes)
+    assert.are.equal(0, slow:stats().fast_path_nodes)
+    assert.are.same(details(slow), details(fast))
+    assert.are.same({ "cpu=223500m", "memory=1984Gi", "pods=110" }, fast:node("plain").allocatable)
+    assert.are.same({ "gpu=true:NoSchedule", "maint=:NoExecute" }, fast:node("tainted").taints)
+    assert.is_true(fast:node("tainted").unschedulable)
+    assert.are.same({ "cpu=8", "nvidia.com/gpu=4" }, fast:node("capacity-only").allocatable)
+    assert.are.same({}, fast:node("empty-allocatable").allocatable)
+    -- allocate reads the same Nodes (dg_list_each) and schedules on them
+    local rc, _, err = H.run({ "allocate", "-f", path, "-o", "table" })
+    assert.are.equal(0, rc, err)
+    os.remove(path)
+    -- the same Node twice: identical copies are one (also when only one of
+    -- them could take the fast path: an escape sends the second to jansson,
+    -- and the two structural hashes must agree), different ones refused
+    path = write_json(list({ node("n1"), node("n1") }))
+    fast, slow, okf, ef, oks, es = both(path)
+    assert.is_true(okf and oks)
+    assert.are.equal(1, fast:stats().fast_path_nodes)
+    os.remove(path)
+    local twice = core.json_encode(list({ node("n1"), node("n1") }))
+    local at = twice:find('"u-n1"', 1, true)
+    at = twice:find('"u-n1"', at + 1, true)
+    twice = twice:sub(1, at - 1) .. '"u-\\u006e1"' .. twice:sub(at + 6)
+    path = H.write_temp(twice, ".json")
+    fast, slow, okf, ef, oks, es = both(path)
+    local rc3, _, err3 = H.run({ "allocate", "-f", path, "--validate", "strict" })
+    os.remove(path)
+    assert.is_true(okf, ef)
+    assert.is_true(oks, es)
+    assert.are.equal(1, fast:stats().fast_path_nodes)
+    assert.are.equal(0, rc3, err3)
+    path = write_json(list({ node("n1"), node("n1", { spec = { unschedulable = true } }) }))
+    fast, slow, okf, ef, oks, es = both(path)
+    local rc2, _, err2 = H.run({ "allocate", "-f", path, "--validate", "strict" })
+    os.remove(path)
+    assert.is_false(okf)
+    assert.are.equal(es, ef)
+    assert.truthy(ef:find('items[1]: Node "n1": AlreadyExists', 1, true), ef)
+    assert.are.equal(2, rc2)
+    assert.truthy(err2:find('Node "n1" is defined twice with different content', 1, true), err2)
+    -- invalid Nodes: the fast path leaves them to the full decoder, which words the error
+    for _, bad in ipairs({
+      node("Bad_Name"),
+      node("badlabel", { metadata = { name = "badlabel", labels = { ["-x"] = "y" } } }),
+      node("badqty", { status = { allocatable = { cpu = "lots" } } }),
+      node("dupkey"),
+    }) do
+      local text = core.json_encode(list({ node("ok"), bad }))
+      if bad.metadata.name == "dupkey" then text = text:gsub('"status":{', '"status":{"capacity":{},', 1) end
+      path = H.write_temp(text, ".json")
+      fast, slow, okf, ef, oks, es = both(path)
+      local rca, _, erra = H.run({ "allocate", "-f", path, "--validate", "strict" })
+      os.remove(path)
+      assert.is_false(okf, bad.metadata.name)
+      assert.are.equal(es, ef)
+      assert.truthy(ef:find(path .. ": document 1", 1, true), ef)
+      assert.are.equal(2, rca)
+      assert.truthy(erra:find(path, 1, true), erra)
+    end
+  end)
+
   it("refuses an invalid consumesCounters exactly as the full decoder does", function()
     for _, cc in ipairs({
       { { counterSet = "Bad_Name", counters = { x = { value = "1" } } } },

@@ -250,24 +250,23 @@ void al_input_init(al_input *in)
     de_map_init(&in->seen);
 }
 
-/* ResourceSlices of a JSON List snapshot decoded by the graph's fast path
- * (dg_list_each): valid by construction, so the validating checker has
- * nothing to say about them; a name seen before goes the ordinary way, which
- * compares the copies. */
-static uint64_t slice_key(lctx *c, uint32_t name)
+/* ResourceSlices and Nodes of a JSON List snapshot decoded by the graph's
+ * fast path (dg_list_each): valid by construction, so the validating
+ * checker has nothing to say about them; a name seen before goes the
+ * ordinary way, which compares the copies.  (Neither is namespaced.) */
+static uint64_t fast_key(lctx *c, dg_kind kind, uint32_t name)
 {
     const char *nm = de_intern_str(dg_intern(c->g), name);
     char key[1024];
-    int n = snprintf(key, sizeof key, "ResourceSlice\x1f\x1f%s", nm);
+    int n = snprintf(key, sizeof key, "%s\x1f\x1f%s", dg_kind_name(kind), nm);
     return de_hash_bytes(key, (size_t)(n > 0 ? n : 0));
 }
 
-static int fast_slice(void *vctx, uint32_t name, uint64_t hash, const de_origin *o)
+static int fast_item(void *vctx, dg_kind kind, uint32_t name, const de_origin *o)
 {
-    (void)hash;
     lctx *c = vctx;
     uint64_t v;
-    if (de_map_get(&c->in->seen, slice_key(c, name), &v))
+    if (de_map_get(&c->in->seen, fast_key(c, kind, name), &v))
         return -1;
     if (!c->in->dedup) {
         c->in->dedup = de_xcalloc(1, sizeof *c->in->dedup);
@@ -277,17 +276,16 @@ static int fast_slice(void *vctx, uint32_t name, uint64_t hash, const de_origin 
     return dd_file(c->in->dedup, o) == UINT32_MAX ? -1 : 1;
 }
 
-static void fast_committed(void *vctx, uint32_t name, uint64_t hash, const de_origin *o)
+static void fast_committed(void *vctx, dg_kind kind, uint32_t name, const de_origin *o)
 {
-    (void)hash;
     lctx *c = vctx;
     al_dedup *dd = c->in->dedup;
-    de_map_put(&c->in->seen, slice_key(c, name), dd_add(dd, 0, dd_file(dd, o), o) + 1);
+    de_map_put(&c->in->seen, fast_key(c, kind, name), dd_add(dd, 0, dd_file(dd, o), o) + 1);
 }
 
 static de_rc load_file(lctx *c, const char *file, bool streams, de_err *e)
 {
-    static const dg_list_fns fns = {fast_slice, fast_committed, on_object};
+    static const dg_list_fns fns = {fast_item, fast_committed, on_object};
     bool handled = false;
     de_rc rc = dg_list_each(c->g, file, &fns, c, &handled, e);
     if (handled)

@@ -245,11 +245,25 @@ dg_kind dec_classify(dec *d, json_t *obj, int *version);
 
 /* Fast path (dec_fast.c): decode a ResourceSlice straight from JSON text.
  * 1 = decoded and fully validated (*out in d->a, *used bytes consumed,
- * *hash = the structural hash of the object); 0 = not handled, decode the
- * item with jansson and the full decoder instead. */
-int dec_fast_slice(dec *d, const char *text, size_t len, dg_slice **out, size_t *used, uint64_t *hash);
+ * *hash = the structural hash of the object, not computed when hash is
+ * NULL); 0 = not handled, decode the item with jansson and the full decoder
+ * instead.  The memo carries what one slice teaches the next (names and
+ * values already checked and interned); one per walk over a snapshot. */
+typedef struct dec_fast_memo dec_fast_memo;
+dec_fast_memo *dec_fast_memo_new(void);
+void dec_fast_memo_free(dec_fast_memo *m);
+int dec_fast_slice(dec *d, dec_fast_memo *m, const char *text, size_t len, dg_slice **out, size_t *used,
+                   uint64_t *hash);
+/* The same for a Node (dec_fast_node.c); *out in d->a. */
+int dec_fast_node(dec *d, dec_fast_memo *m, const char *text, size_t len, dg_node **out, size_t *used,
+                  uint64_t *hash);
+/* Which fast decoder an item is for, from its first two members:
+ * DG_KIND_RESOURCE_SLICE, DG_KIND_NODE, DG_KIND_OTHER (another kind), or
+ * DG_KIND_NONE (they are not apiVersion and kind: try the decoders). */
+dg_kind dec_fast_kind(const char *text, size_t len);
 /* Deep copy into another arena (dec_copy.c); NULL when the arena is full. */
 dg_slice *dg_slice_copy(const dg_slice *s, de_arena *a);
+dg_node *dg_node_copy(const dg_node *n, de_arena *a);
 
 /* Device equality (for "did this device change" generation bumps). */
 bool dg_device_equal(const dg_device *a, const dg_device *b);

@@ -1,5 +1,6 @@
 /*
- * dec_copy.c - deep copy of a decoded ResourceSlice into another arena.
+ * dec_copy.c - deep copy of a decoded ResourceSlice or Node into another
+ * arena.
  *
  * Slices are decoded into a scratch arena that is reset for every object and
  * then copied into an arena whose single chunk is exactly the size used: the
@@ -159,4 +160,24 @@ dg_slice *dg_slice_copy(const dg_slice *src, de_arena *a)
     CP(a, ids, src->skip_node_ops, src->nskip_node_ops);
     s->skip_node_ops = ids;
     return s;
+}
+
+dg_node *dg_node_copy(const dg_node *src, de_arena *a)
+{
+    dg_node *n = de_arena_alloc(a, sizeof *n);
+    if (!n)
+        return NULL;
+    *n = *src;
+    if (!copy_meta(a, &n->meta))
+        return NULL;
+    dg_resource_amount *am;
+    CP(a, am, src->allocatable, src->nallocatable);
+    n->allocatable = am;
+    dg_node_taint *t;
+    CP(a, t, src->taints, src->ntaints);
+    n->taints = t;
+    uint32_t *ids;
+    CP(a, ids, src->declared_features, src->ndeclared_features);
+    n->declared_features = ids;
+    return n;
 }

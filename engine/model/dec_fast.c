@@ -18,228 +18,21 @@
  * produces every error message.  So the fast path can only ever be faster,
  * never different; a spec decodes the corpus both ways and compares.
  *
- * While parsing it computes the same structural hash as graph_load.c's
- * json_hash, so duplicate detection sees no difference between the paths.
+ * While parsing it computes the same structural hash as graph_files.c's
+ * json_hash, so duplicate detection sees no difference between the paths
+ * (only dg_load_path asks for it: allocate compares content only when names
+ * collide).  Names and values already checked and interned for the same
+ * position of an earlier device are not checked again (dec_fast_memo).
  */
-#include "dec.h"
+#include "dec_fast.h"
 #include "../base/semver.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-/* Names seen at each position of the previous device's attributes and
- * capacities: devices of one slice almost always repeat them, so the split
- * into (domain, ID) and its interning is done once per slice. */
-typedef struct keycache {
-    const char *k;
-    size_t kn;
-    uint32_t domain, name;
-    uint8_t bare;
-} keycache;
+dec_fast_memo *dec_fast_memo_new(void) { return de_xcalloc(1, sizeof(dec_fast_memo)); }
 
-typedef struct fx {
-    const char *p, *end;
-    dec *d;
-    bool bail;
-    keycache ak[40], ck[40];
-} fx;
-
-/* Give up: the caller decodes the item with the full decoder.  Also the
- * `false` of the bool helpers. */
-#define BAIL(f)            \
-    do {                   \
-        (f)->bail = true;  \
-        return 0;          \
-    } while (0)
-
-/* Items gathered in a stack array, copied into the decode arena at their
- * count (NULL: the arena is full, the caller bails). */
-static void *keep(fx *f, const void *tmp, size_t n, size_t size)
-{
-    void *p = dec_alloc(f->d, n * size);
-    if (p)
-        memcpy(p, tmp, n * size);
-    return p;
-}
-
-static void ws(fx *f)
-{
-    while (f->p < f->end && (*f->p == ' ' || *f->p == '\n' || *f->p == '\r' || *f->p == '\t'))
-        f->p++;
-}
-
-static bool eat(fx *f, char c)
-{
-    ws(f);
-    if (f->p < f->end && *f->p == c) {
-        f->p++;
-        return true;
-    }
-    return false;
-}
-
-/* A string without escapes or non-ASCII bytes (anything else: bail). */
-static bool str(fx *f, const char **s, size_t *n)
-{
-    ws(f);
-    if (f->p >= f->end || *f->p != '"')
-        BAIL(f);
-    const char *b = ++f->p;
-    while (f->p < f->end) {
-        unsigned char c = (unsigned char)*f->p;
-        if (c == '"') {
-            *s = b;
-            *n = (size_t)(f->p - b);
-            f->p++;
-            return true;
-        }
-        if (c == '\\' || c < 0x20 || c >= 0x80)
-            BAIL(f);
-        f->p++;
-    }
-    BAIL(f);
-}
-
-static uint64_t hstr(const char *s, size_t n) { return de_hash_bytes(s, n) ^ 3; }
-
-static bool integer(fx *f, int64_t *v, uint64_t *h)
-{
-    ws(f);
-    const char *b = f->p;
-    bool neg = false;
-    if (f->p < f->end && *f->p == '-') {
-        neg = true;
-        f->p++;
-    }
-    if (f->p >= f->end || *f->p < '0' || *f->p > '9' || (*f->p == '0' && f->p + 1 < f->end && f->p[1] >= '0' && f->p[1] <= '9'))
-        BAIL(f);
-    uint64_t x = 0;
-    while (f->p < f->end && *f->p >= '0' && *f->p <= '9') {
-        if (x > (UINT64_MAX - 9) / 10)
-            BAIL(f);
-        x = x * 10 + (uint64_t)(*f->p - '0');
-        f->p++;
-    }
-    if (f->p < f->end && (*f->p == '.' || *f->p == 'e' || *f->p == 'E'))
-        BAIL(f);
-    if ((!neg && x > INT64_MAX) || (neg && x > (uint64_t)INT64_MAX + 1) || f->p - b > 20)
-        BAIL(f);
-    *v = neg ? (int64_t)(0 - x) : (int64_t)x;
-    *h = de_hash_u64((uint64_t)*v ^ 4);
-    return true;
-}
-
-static bool boolean(fx *f, bool *v, uint64_t *h)
-{
-    ws(f);
-    if (f->end - f->p >= 4 && !memcmp(f->p, "true", 4)) {
-        f->p += 4;
-        *v = true;
-        *h = 6;
-        return true;
-    }
-    if (f->end - f->p >= 5 && !memcmp(f->p, "false", 5)) {
-        f->p += 5;
-        *v = false;
-        *h = 7;
-        return true;
-    }
-    BAIL(f);
-}
-
-/* Object iteration: begin with '{', then next_key until it returns false.
- * `keys` collects the member names to refuse duplicates. */
-typedef struct objit {
-    uint64_t h;
-    bool first;
-    const char *keys[40];
-    size_t klen[40];
-    int nkeys;
-} objit;
-
-static bool obj_begin(fx *f, objit *it)
-{
-    it->h = 0x9e3779b97f4a7c15ULL;
-    it->first = true;
-    it->nkeys = 0;
-    if (!eat(f, '{'))
-        BAIL(f);
-    return true;
-}
-
-static bool next_key(fx *f, objit *it, const char **k, size_t *kn)
-{
-    if (f->bail)
-        return false;
-    if (eat(f, '}'))
-        return false;
-    if (!it->first && !eat(f, ','))
-        BAIL(f);
-    it->first = false;
-    if (!str(f, k, kn) || !eat(f, ':'))
-        BAIL(f);
-    for (int i = 0; i < it->nkeys; i++)
-        if (it->klen[i] == *kn && !memcmp(it->keys[i], *k, *kn))
-            BAIL(f); /* duplicate key: leave it to jansson's rules */
-    if (it->nkeys == 40)
-        BAIL(f);
-    it->keys[it->nkeys] = *k;
-    it->klen[it->nkeys++] = *kn;
-    return true;
-}
-
-static void member(objit *it, const char *k, size_t kn, uint64_t vh)
-{
-    it->h += de_hash_u64(de_hash_bytes(k, kn) ^ vh);
-}
-
-static uint64_t obj_hash(const objit *it) { return de_hash_u64(it->h ^ 1); }
-
-/* Array iteration: arr_begin with '[', then arr_next before each element
- * until it returns false (past the ']'); elem folds in an element's hash. */
-typedef struct arrit {
-    uint64_t h;
-    bool first;
-} arrit;
-
-static bool arr_begin(fx *f, arrit *it)
-{
-    it->h = 0x51ed270b27f1a3c5ULL;
-    it->first = true;
-    if (!eat(f, '['))
-        BAIL(f);
-    return true;
-}
-
-static bool arr_next(fx *f, arrit *it)
-{
-    if (f->bail)
-        return false;
-    if (it->first) {
-        it->first = false;
-        return !eat(f, ']');
-    }
-    if (eat(f, ','))
-        return true;
-    if (!eat(f, ']'))
-        BAIL(f);
-    return false;
-}
-
-static void elem(arrit *it, uint64_t eh) { it->h = de_hash_u64(it->h ^ eh); }
-
-static uint64_t arr_hash(const arrit *it) { return de_hash_u64(it->h ^ 2); }
-
-#define KEY(lit) (kn == sizeof(lit) - 1 && !memcmp(k, lit, sizeof(lit) - 1))
-
-/* string member: interned id + hash */
-static bool str_id(fx *f, uint32_t *id, uint64_t *h, const char **s, size_t *n)
-{
-    if (!str(f, s, n))
-        return false;
-    *id = dec_intern(f->d, *s, *n);
-    *h = hstr(*s, *n);
-    return true;
-}
+void dec_fast_memo_free(dec_fast_memo *m) { free(m); }
 
 static bool driver_ok(const char *s, size_t n)
 {
@@ -294,7 +87,7 @@ static uint64_t kv_map(fx *f, dg_kv **out, uint32_t *n, bool labels)
         if (!dg_is_label_name(k, kn) || (labels && !dg_is_label_value(s, sn)) || !labels)
             BAIL(f); /* annotations (size rules) and odd labels: full decoder */
         tmp[it.nkeys - 1] = (dg_kv){dec_intern(f->d, k, kn), dec_intern(f->d, s, sn)};
-        member(&it, k, kn, hstr(s, sn));
+        member(&it, k, kn, hstr(f, s, sn));
     }
     if (f->bail)
         return 0;
@@ -352,7 +145,7 @@ static uint64_t owners(fx *f, dg_meta *m)
     return arr_hash(&ai);
 }
 
-static uint64_t meta(fx *f, dg_meta *m)
+uint64_t dec_fx_meta(fx *f, dg_meta *m)
 {
     objit it;
     if (!obj_begin(f, &it))
@@ -376,7 +169,7 @@ static uint64_t meta(fx *f, dg_meta *m)
         } else if (KEY("creationTimestamp")) {
             if (!str(f, &s, &sn) || !dg_parse_time(s, sn, &m->creation))
                 BAIL(f);
-            h = hstr(s, sn);
+            h = hstr(f, s, sn);
         } else if (KEY("labels")) {
             h = kv_map(f, &m->labels, &m->nlabels, true);
         } else if (KEY("generateName")) {
@@ -458,7 +251,7 @@ static uint64_t attr_list(fx *f, de_attrval *v, int kind)
             if (kind == DE_V_VERSIONS && de_semver_parse(s, sn, &(de_semver){0}, NULL) != DE_OK)
                 BAIL(f);
             strs[n] = dec_intern(f->d, s, sn);
-            eh = hstr(s, sn);
+            eh = hstr(f, s, sn);
         }
         elem(&ai, eh);
         n++;
@@ -477,7 +270,7 @@ static uint64_t attr_list(fx *f, de_attrval *v, int kind)
 }
 
 /* {"int": 1} and friends: exactly one member. */
-static uint64_t attr_value(fx *f, de_attrval *v)
+static uint64_t attr_value(fx *f, de_attrval *v, keycache *c)
 {
     objit it;
     if (!obj_begin(f, &it))
@@ -500,11 +293,21 @@ static uint64_t attr_value(fx *f, de_attrval *v)
             bool ver = KEY("version");
             if (!str(f, &s, &sn) || sn > 64)
                 BAIL(f);
-            if (ver && de_semver_parse(s, sn, &(de_semver){0}, NULL) != DE_OK)
-                BAIL(f);
             v->kind = ver ? DE_V_VERSION : DE_V_STRING;
-            v->u.s = dec_intern(f->d, s, sn);
-            h = hstr(s, sn);
+            if (c && c->vkind == v->kind && c->vn == sn && !memcmp(c->v, s, sn)) {
+                v->u.s = c->vid; /* valid already */
+            } else {
+                if (ver && de_semver_parse(s, sn, &(de_semver){0}, NULL) != DE_OK)
+                    BAIL(f);
+                v->u.s = dec_intern(f->d, s, sn);
+                if (c && sn < MEMO_TEXT) {
+                    memcpy(c->v, s, sn);
+                    c->vn = (uint8_t)sn;
+                    c->vkind = v->kind;
+                    c->vid = v->u.s;
+                }
+            }
+            h = hstr(f, s, sn);
         } else if (KEY("ints") || KEY("bools") || KEY("strings") || KEY("versions")) {
             h = attr_list(f, v, KEY("ints") ? DE_V_INTS : KEY("bools") ? DE_V_BOOLS
                                 : KEY("strings") ? DE_V_STRINGS : DE_V_VERSIONS);
@@ -529,19 +332,51 @@ static uint64_t attr_value(fx *f, de_attrval *v)
 static bool split_key(fx *f, keycache *c, const char *k, size_t kn, uint32_t driver, uint32_t *domain,
                       uint32_t *name, uint8_t *bare)
 {
-    if (!(c->k && c->kn == kn && !memcmp(c->k, k, kn))) {
-        if (!qname_ok(k, kn))
-            BAIL(f);
-        const char *slash = memchr(k, '/', kn);
-        if (slash)
-            *c = (keycache){k, kn, dec_intern(f->d, k, (size_t)(slash - k)),
-                            dec_intern(f->d, slash + 1, kn - (size_t)(slash - k) - 1), 0};
-        else
-            *c = (keycache){k, kn, driver, dec_intern(f->d, k, kn), 1};
+    if (c->kn && c->kn == kn && !memcmp(c->k, k, kn)) {
+        *domain = c->domain;
+        *name = c->name;
+        *bare = c->bare;
+        return true;
     }
-    *domain = c->domain;
-    *name = c->name;
-    *bare = c->bare;
+    if (!qname_ok(k, kn))
+        BAIL(f);
+    const char *slash = memchr(k, '/', kn);
+    if (slash) {
+        *domain = dec_intern(f->d, k, (size_t)(slash - k));
+        *name = dec_intern(f->d, slash + 1, kn - (size_t)(slash - k) - 1);
+        *bare = 0;
+    } else {
+        *domain = driver; /* bare names: the driver's, set in spec() */
+        *name = dec_intern(f->d, k, kn);
+        *bare = 1;
+    }
+    if (kn < MEMO_TEXT) {
+        memcpy(c->k, k, kn);
+        c->kn = (uint8_t)kn;
+        c->domain = *domain;
+        c->name = *name;
+        c->bare = *bare;
+        c->vkind = 0;
+        c->qn = 0;
+    } else {
+        c->kn = 0;
+    }
+    return true;
+}
+
+bool dec_fx_qty(fx *f, keycache *c, const char *s, size_t n, de_qty *out)
+{
+    if (c && c->qn && c->qn == n && !memcmp(c->q, s, n)) {
+        *out = c->qv;
+        return true;
+    }
+    if (de_qty_parse(s, n, out, NULL) != DE_OK)
+        BAIL(f);
+    if (c && n && n < sizeof c->q) {
+        memcpy(c->q, s, n);
+        c->qn = (uint8_t)n;
+        c->qv = *out;
+    }
     return true;
 }
 
@@ -556,9 +391,10 @@ static uint64_t attributes(fx *f, dg_device *dev, uint32_t driver)
     while (next_key(f, &it, &k, &kn)) {
         de_attr *a = &tmp[it.nkeys - 1];
         memset(a, 0, sizeof *a);
-        if (!split_key(f, &f->ak[it.nkeys - 1], k, kn, driver, &a->domain, &a->name, &a->bare))
+        keycache *c = &f->m->ak[it.nkeys - 1];
+        if (!split_key(f, c, k, kn, driver, &a->domain, &a->name, &a->bare))
             return 0;
-        uint64_t h = attr_value(f, &a->v);
+        uint64_t h = attr_value(f, &a->v, c->kn ? c : NULL);
         if (f->bail)
             return 0;
         member(&it, k, kn, h);
@@ -582,7 +418,8 @@ static uint64_t capacity(fx *f, dg_device *dev, uint32_t driver)
     while (next_key(f, &it, &k, &kn)) {
         de_cap *c = &tmp[it.nkeys - 1];
         memset(c, 0, sizeof *c);
-        if (!split_key(f, &f->ck[it.nkeys - 1], k, kn, driver, &c->domain, &c->name, &c->bare))
+        keycache *kc = &f->m->ck[it.nkeys - 1];
+        if (!split_key(f, kc, k, kn, driver, &c->domain, &c->name, &c->bare))
             return 0;
         objit vi;
         if (!obj_begin(f, &vi))
@@ -592,9 +429,9 @@ static uint64_t capacity(fx *f, dg_device *dev, uint32_t driver)
         while (next_key(f, &vi, &vk, &vkn)) {
             if (!(vkn == 5 && !memcmp(vk, "value", 5)) || !str(f, &s, &sn))
                 BAIL(f);
-            if (de_qty_parse(s, sn, &c->value, NULL) != DE_OK)
-                BAIL(f);
-            member(&vi, vk, vkn, hstr(s, sn));
+            if (!dec_fx_qty(f, kc->kn ? kc : NULL, s, sn, &c->value))
+                return 0;
+            member(&vi, vk, vkn, hstr(f, s, sn));
         }
         if (f->bail || vi.nkeys != 1)
             BAIL(f);
@@ -638,7 +475,7 @@ static uint64_t counters(fx *f, dg_counter **out, uint32_t *n)
                 BAIL(f);
             if (de_qty_parse(v, vn, &c->value, NULL) != DE_OK)
                 BAIL(f);
-            member(&vi, vk, vkn, hstr(v, vn));
+            member(&vi, vk, vkn, hstr(f, v, vn));
         }
         if (f->bail || vi.nkeys != 1)
             BAIL(f);
@@ -831,13 +668,16 @@ static uint64_t spec(fx *f, dg_slice *s)
     return obj_hash(&it);
 }
 
-int dec_fast_slice(dec *d, const char *text, size_t len, dg_slice **out, size_t *used, uint64_t *hash)
+int dec_fast_slice(dec *d, dec_fast_memo *m, const char *text, size_t len, dg_slice **out, size_t *used,
+                   uint64_t *hash)
 {
     fx f;
     memset(&f, 0, sizeof f);
     f.p = text;
     f.end = text + len;
     f.d = d;
+    f.m = m;
+    f.hash = hash != NULL;
     dg_slice *s = DEC_NEW(d, dg_slice, 1);
     if (!s)
         return 0;
@@ -859,14 +699,14 @@ int dec_fast_slice(dec *d, const char *text, size_t len, dg_slice **out, size_t 
             else
                 return 0;
             api = true;
-            h = hstr(v, vn);
+            h = hstr(&f, v, vn);
         } else if (KEY("kind")) {
             if (!str(&f, &v, &vn) || vn != 13 || memcmp(v, "ResourceSlice", 13))
                 return 0;
             kind = true;
-            h = hstr(v, vn);
+            h = hstr(&f, v, vn);
         } else if (KEY("metadata")) {
-            h = meta(&f, &s->meta);
+            h = dec_fx_meta(&f, &s->meta);
             md = true;
         } else if (KEY("spec")) {
             h = spec(&f, s);
@@ -882,6 +722,7 @@ int dec_fast_slice(dec *d, const char *text, size_t len, dg_slice **out, size_t 
         return 0;
     *out = s;
     *used = (size_t)(f.p - text);
-    *hash = obj_hash(&it);
+    if (hash)
+        *hash = obj_hash(&it);
     return 1;
 }

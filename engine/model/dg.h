@@ -107,16 +107,16 @@ de_rc dg_load_path(dg_graph *g, const char *path, de_err *e);
 de_rc dg_load_text(dg_graph *g, const char *name, const char *text, size_t len, de_err *e);
 
 /* A JSON List file (a cluster snapshot) walked as dg_load_path walks it, for
- * loaders with their own bookkeeping (al_input.c): each ResourceSlice of the
- * common shape is decoded straight from the text, validated whatever
- * dg_opts.skip_validation says, and offered to `slice` by name and
- * structural content hash - return 1 to put it into the graph (`committed`
- * hears of it), 0 to drop it (an identical copy), -1 to have it handed to
- * `item` as JSON like every other item.  *handled is false when the file is
- * not such a List: nothing was read, the caller reads it with de_doc_each. */
+ * loaders with their own bookkeeping (al_input.c): each ResourceSlice and
+ * Node of the common shape is decoded straight from the text, validated
+ * whatever dg_opts.skip_validation says, and offered to `fast` by kind and
+ * name - return 1 to put it into the graph (`committed` hears of it), 0 to
+ * drop it (an identical copy), -1 to have it handed to `item` as JSON like
+ * every other item.  *handled is false when the file is not such a List:
+ * nothing was read, the caller reads it with de_doc_each. */
 typedef struct dg_list_fns {
-    int (*slice)(void *ctx, uint32_t name, uint64_t hash, const de_origin *o);
-    void (*committed)(void *ctx, uint32_t name, uint64_t hash, const de_origin *o);
+    int (*fast)(void *ctx, dg_kind kind, uint32_t name, const de_origin *o);
+    void (*committed)(void *ctx, dg_kind kind, uint32_t name, const de_origin *o);
     de_doc_cb item;
 } dg_list_fns;
 de_rc dg_list_each(dg_graph *g, const char *path, const dg_list_fns *fn, void *ctx, bool *handled, de_err *e);
@@ -332,6 +332,7 @@ typedef struct dg_stats {
     uint32_t slices, devices, pools, classes, claims, templates, taint_rules, nodes, pods;
     size_t bytes; /* memory held by decoded objects and indexes */
     uint32_t fast_path_slices; /* slices loaded by the JSON snapshot fast path */
+    uint32_t fast_path_nodes;  /* Nodes loaded by it */
     uint32_t cel_programs; /* validation's compiled selectors held now (capped) */
     uint32_t strings;      /* interned strings held now (released names not counted) */
     uint32_t claim_ids, pod_ids; /* id limits: deleted claims' and pods' ids are reused */

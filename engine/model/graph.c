@@ -408,6 +408,7 @@ void dg_get_stats(const dg_graph *g, dg_stats *out)
     out->nodes = g->nodes.live;
     out->pods = g->live_pods;
     out->fast_path_slices = g->fast_path_slices;
+    out->fast_path_nodes = g->fast_path_nodes;
     out->cel_programs = g->cel ? cel_env_programs(g->cel) : 0;
     out->strings = de_intern_live(g->in);
     out->claim_ids = g->nclaims;

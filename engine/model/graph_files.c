@@ -8,9 +8,9 @@
  *    defined, unless both definitions are the same (structural hash);
  *  - a JSON file holding one List (a cluster snapshot) is read by a fast
  *    path: the file is mapped, the List's items are walked in place, and
- *    ResourceSlices of the common shape are decoded straight from the text
- *    (dec_fast.c); every other item is parsed with jansson and goes through
- *    dg_apply as usual.  Pages already consumed are dropped from memory.
+ *    ResourceSlices and Nodes of the common shape are decoded straight from
+ *    the text (dec_fast.c, dec_fast_node.c); every other item is parsed with
+ *    jansson and goes through dg_apply as usual.  Pages already consumed are dropped from memory.
  *    Anything unexpected (a syntax error, an item that is not an object)
  *    hands the whole file back to de_doc_each, which reports it exactly as
  *    for any other file; the items already loaded are recognised as
@@ -437,17 +437,17 @@ static int find_list(scan *s, listtop *lt)
  * other item; `again` reads the whole file the ordinary way when the walk has
  * to give up (items below skip_items were loaded already). */
 typedef struct walk_fns {
-    int (*decide)(void *ctx, uint32_t name, uint64_t hash, const de_origin *o);
-    de_rc (*committed)(void *ctx, uint32_t name, uint64_t hash, const de_origin *o, de_rc rc, de_err *local,
-                       de_err *e);
+    int (*decide)(void *ctx, dg_kind kind, uint32_t name, uint64_t hash, const de_origin *o);
+    de_rc (*committed)(void *ctx, dg_kind kind, uint32_t name, uint64_t hash, const de_origin *o, de_rc rc,
+                       de_err *local, de_err *e);
     de_doc_cb item;
     de_rc (*again)(void *ctx, const char *path, int skip_items, de_err *e);
 } walk_fns;
 
 /* Walk the items of a JSON List file; *handled = false when the file is not
  * such a List (the caller then uses de_doc_each). */
-static de_rc list_walk(dg_graph *g, const char *path, bool fast, const walk_fns *fn, void *ctx, bool *handled,
-                       de_err *e)
+static de_rc list_walk(dg_graph *g, const char *path, bool fast, bool want_hash, const walk_fns *fn, void *ctx,
+                       bool *handled, de_err *e)
 {
     *handled = false;
     struct stat st;
@@ -477,6 +477,7 @@ static de_rc list_walk(dg_graph *g, const char *path, bool fast, const walk_fns 
     int idx = 0, nitems = 0;
     de_rc rc = DE_OK;
     bool abandon = false;
+    dec_fast_memo *memo = fast ? dec_fast_memo_new() : NULL;
     if (s.p < len && t[s.p] == ']')
         goto done;
     for (;; idx++) {
@@ -486,23 +487,32 @@ static de_rc list_walk(dg_graph *g, const char *path, bool fast, const walk_fns 
         if (fast) {
             dec d;
             dec_init(&d, g->in, dg_scratch(g), &g->gates, true);
-            dg_slice *sl;
-            uint64_t hash;
-            if (dec_fast_slice(&d, t + s.p, len - s.p, &sl, &used, &hash) == 1) {
-                int what = fn->decide(ctx, sl->meta.name, hash, &o);
-                if (what >= 0) {
-                    done_item = true;
-                    if (what == 1) {
-                        de_err local;
-                        de_err_clear(&local);
-                        de_rc crc = dg_commit_slice(g, sl, NULL, &local);
-                        if (crc == DE_OK)
-                            g->fast_path_slices++;
-                        rc = fn->committed(ctx, sl->meta.name, hash, &o, crc, &local, e);
-                        if (rc != DE_OK) {
-                            dec_fini(&d);
-                            break;
-                        }
+            dg_slice *sl = NULL;
+            dg_node *nd = NULL;
+            uint64_t hash = 0, *hp = want_hash ? &hash : NULL;
+            dg_kind kind = dec_fast_kind(t + s.p, len - s.p);
+            if ((kind == DG_KIND_RESOURCE_SLICE || kind == DG_KIND_NONE) &&
+                dec_fast_slice(&d, memo, t + s.p, len - s.p, &sl, &used, hp) == 1)
+                kind = DG_KIND_RESOURCE_SLICE;
+            else if ((kind == DG_KIND_NODE || kind == DG_KIND_NONE) &&
+                     dec_fast_node(&d, memo, t + s.p, len - s.p, &nd, &used, hp) == 1)
+                kind = DG_KIND_NODE;
+            else
+                kind = DG_KIND_NONE;
+            uint32_t name = sl ? sl->meta.name : nd ? nd->meta.name : 0;
+            int what = kind != DG_KIND_NONE ? fn->decide(ctx, kind, name, hash, &o) : -1;
+            if (what >= 0) {
+                done_item = true;
+                if (what == 1) {
+                    de_err local;
+                    de_err_clear(&local);
+                    de_rc crc = sl ? dg_commit_slice(g, sl, NULL, &local) : dg_commit_node(g, nd, &local);
+                    if (crc == DE_OK)
+                        *(sl ? &g->fast_path_slices : &g->fast_path_nodes) += 1;
+                    rc = fn->committed(ctx, kind, name, hash, &o, crc, &local, e);
+                    if (rc != DE_OK) {
+                        dec_fini(&d);
+                        break;
                     }
                 }
             }
@@ -545,6 +555,7 @@ static de_rc list_walk(dg_graph *g, const char *path, bool fast, const walk_fns 
         break;
     }
 done:
+    dec_fast_memo_free(memo);
     if (top == TOP_ITEMS && !abandon && rc == DE_OK) {
         /* the members after the items: anything amiss there and the whole
          * file is read the ordinary way, which reports it (the items are
@@ -561,28 +572,29 @@ done:
     return rc;
 }
 
-/* dg_load_path's side of the walk: duplicates by structural hash */
-static int load_decide(void *ctx, uint32_t name, uint64_t hash, const de_origin *o)
+/* dg_load_path's side of the walk: duplicates by structural hash (slices
+ * and Nodes are not namespaced) */
+static int load_decide(void *ctx, dg_kind kind, uint32_t name, uint64_t hash, const de_origin *o)
 {
     (void)o;
     load_ctx *c = ctx;
-    uint64_t key = de_hash_u64(de_pack2(0, name) ^ ((uint64_t)DG_KIND_RESOURCE_SLICE << 58)), v;
+    uint64_t key = de_hash_u64(de_pack2(0, name) ^ ((uint64_t)kind << 58)), v;
     const seen_ent *prev = NULL;
-    if (de_map_get(&c->seen, key, &v) && c->ents[v].kind == DG_KIND_RESOURCE_SLICE && c->ents[v].name == name)
+    if (de_map_get(&c->seen, key, &v) && c->ents[v].kind == kind && c->ents[v].name == name)
         prev = &c->ents[v];
     if (!prev)
         return 1;
     return prev->content == hash ? 0 : -1;
 }
 
-static de_rc load_committed(void *ctx, uint32_t name, uint64_t hash, const de_origin *o, de_rc rc, de_err *local,
-                            de_err *e)
+static de_rc load_committed(void *ctx, dg_kind kind, uint32_t name, uint64_t hash, const de_origin *o, de_rc rc,
+                            de_err *local, de_err *e)
 {
     load_ctx *c = ctx;
     rc = load_report(c, rc, local, e);
     if (rc == DE_OK) {
-        dupkey k = {true, DG_KIND_RESOURCE_SLICE, 0, name, 0, hash};
-        k.key = de_hash_u64(de_pack2(0, k.name) ^ ((uint64_t)DG_KIND_RESOURCE_SLICE << 58));
+        dupkey k = {true, (uint8_t)kind, 0, name, 0, hash};
+        k.key = de_hash_u64(de_pack2(0, k.name) ^ ((uint64_t)kind << 58));
         remember(c, &k, o);
     }
     return rc;
@@ -603,7 +615,7 @@ static de_rc load_json_list(load_ctx *c, const char *path, bool *handled, de_err
     static const walk_fns fns = {load_decide, load_committed, load_cb, load_again};
     dg_graph *g = c->g;
     bool fast = !g->opts.keep_slice_json && !g->opts.skip_validation && !g->opts.no_fast_path;
-    return list_walk(g, path, fast, &fns, c, handled, e);
+    return list_walk(g, path, fast, true, &fns, c, handled, e);
 }
 
 /* ---- dg_list_each ----------------------------------------------------------------------- */
@@ -615,15 +627,17 @@ typedef struct each_ctx {
     int skip_items;
 } each_ctx;
 
-static int each_decide(void *ctx, uint32_t name, uint64_t hash, const de_origin *o)
+static int each_decide(void *ctx, dg_kind kind, uint32_t name, uint64_t hash, const de_origin *o)
 {
+    (void)hash;
     each_ctx *x = ctx;
-    return x->fn->slice(x->ctx, name, hash, o);
+    return x->fn->fast(x->ctx, kind, name, o);
 }
 
-static de_rc each_committed(void *ctx, uint32_t name, uint64_t hash, const de_origin *o, de_rc rc, de_err *local,
-                            de_err *e)
+static de_rc each_committed(void *ctx, dg_kind kind, uint32_t name, uint64_t hash, const de_origin *o, de_rc rc,
+                            de_err *local, de_err *e)
 {
+    (void)hash;
     each_ctx *x = ctx;
     if (rc != DE_OK) {
         if (e)
@@ -631,7 +645,7 @@ static de_rc each_committed(void *ctx, uint32_t name, uint64_t hash, const de_or
         return rc;
     }
     if (x->fn->committed)
-        x->fn->committed(x->ctx, name, hash, o);
+        x->fn->committed(x->ctx, kind, name, o);
     return DE_OK;
 }
 
@@ -659,7 +673,7 @@ de_rc dg_list_each(dg_graph *g, const char *path, const dg_list_fns *fn, void *c
     static const walk_fns fns = {each_decide, each_committed, each_item, each_again};
     each_ctx x = {fn, ctx, NULL, 0};
     bool fast = !g->opts.keep_slice_json && !g->opts.no_fast_path;
-    return list_walk(g, path, fast, &fns, &x, handled, e);
+    return list_walk(g, path, fast, false, &fns, &x, handled, e);
 }
 
 /* streams: the user named this path (it may be a pipe); a file a directory

@@ -188,7 +188,7 @@ struct dg_graph {
     uint32_t ndev_listeners;
 
     uint32_t id_admin_label, id_true, id_pod_claim_name_ann, id_metadata_name;
-    uint32_t fast_path_slices;
+    uint32_t fast_path_slices, fast_path_nodes;
     cel_env *cel; /* validation of expressions in manifests (dg_cel) */
     de_arena *scratch; /* slices are decoded here, then copied (dg_scratch) */
 };
@@ -197,6 +197,8 @@ struct dg_graph {
 de_arena *dg_scratch(dg_graph *g); /* reset and return the scratch arena */
 cel_env *dg_cel(dg_graph *g);      /* the NewExpressions CEL env, created on first use */
 de_rc dg_commit_slice(dg_graph *g, const dg_slice *tmp, json_t *json, de_err *e);
+/* The same for a Node decoded in scratch by the fast path. */
+de_rc dg_commit_node(dg_graph *g, const dg_node *tmp, de_err *e);
 void dg_object_label(json_t *obj, char *buf, size_t cap);
 bool dg_is_list(json_t *obj);
 

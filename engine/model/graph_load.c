@@ -129,6 +129,20 @@ de_rc dg_commit_slice(dg_graph *g, const dg_slice *tmp, json_t *json, de_err *e)
     return dg_slice_upsert(g, s, a, json, &id);
 }
 
+de_rc dg_commit_node(dg_graph *g, const dg_node *tmp, de_err *e)
+{
+    de_arena *a = de_arena_new_exact((size_t)256 << 20, de_arena_used(g->scratch));
+    dg_node *n = dg_node_copy(tmp, a);
+    if (!n) {
+        de_arena_free(a);
+        return de_errf(e, DE_EINTERNAL, "Node copy did not fit its arena");
+    }
+    bool replaced;
+    uint32_t id = obj_table_put(g, &g->nodes, 0, n->meta.name, n, a, NULL, &replaced);
+    dg_notify(g, DG_KIND_NODE, replaced ? DG_OP_UPDATE : DG_OP_ADD, id);
+    return DE_OK;
+}
+
 static de_rc apply_list(dg_graph *g, json_t *obj, const de_origin *o, dg_kind *kind_out, de_err *e, bool commit)
 {
     json_t *items = json_object_get(obj, "items");
