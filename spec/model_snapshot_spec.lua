@@ -117,8 +117,8 @@ describe("JSON snapshot fast path", function()
     os.remove(path)
     assert.is_true(okf, ef)
     assert.is_true(oks, es)
-    -- parts and two-sets: fast; sharedCounters and compatibilityGroups: jansson
-    assert.are.equal(2, fast:stats().fast_path_slices)
+    -- ctr, parts and two-sets: fast; compatibilityGroups: jansson
+    assert.are.equal(3, fast:stats().fast_path_slices)
     assert.are.same(snapshot(slow), snapshot(fast))
     local d = fast:device("gpu.example.com", "n1", "gpu-1", { full = true })
     assert.is_not_nil(d)
@@ -131,11 +131,14 @@ describe("JSON snapshot fast path", function()
     assert.is_true(okf, ef)
     assert.is_true(oks, es)
     assert.are.same(snapshot(slow), snapshot(fast))
-    local nslices = 0
+    local nslices, nnodes = 0, 0
     for _, x in ipairs(core.json_decode(text).items) do
-      if x.kind == "ResourceSlice" and not x.spec.sharedCounters then nslices = nslices + 1 end
+      if x.kind == "ResourceSlice" then nslices = nslices + 1 end
+      if x.kind == "Node" then nnodes = nnodes + 1 end
     end
     assert.are.equal(nslices, fast:stats().fast_path_slices)
+    assert.are.equal(nnodes, fast:stats().fast_path_nodes)
+    assert.is_true(nnodes >= 40)
   end)
 
   it("decodes Nodes itself and agrees with the full decoder, errors included", function()
@@ -241,6 +244,33 @@ describe("JSON snapshot fast path", function()
       assert.truthy(ef:find(path .. ": document 1", 1, true), ef)
       assert.are.equal(2, rca)
       assert.truthy(erra:find(path, 1, true), erra)
+    end
+  end)
+
+  it("refuses invalid sharedCounters exactly as the full decoder does", function()
+    local function ctr(sets, extra)
+      local spec = { driver = "gpu.example.com", nodeName = "n1", pool = { name = "n1", generation = 1, resourceSliceCount = 1 },
+                     sharedCounters = sets }
+      for k, v in pairs(extra or {}) do spec[k] = v end
+      return { apiVersion = "resource.k8s.io/v1", kind = "ResourceSlice", metadata = { name = "ctr" }, spec = spec }
+    end
+    local many = {}
+    for i = 1, 9 do many[i] = { name = "s" .. i, counters = { x = { value = "1" } } } end
+    for _, item in ipairs({
+      ctr({ { name = "Bad_Name", counters = { x = { value = "1" } } } }),
+      ctr({ { name = "a", counters = { x = { value = "1" } } }, { name = "a", counters = { y = { value = "1" } } } }),
+      ctr({ { name = "a", counters = {} } }),
+      ctr({ { name = "a", counters = { x = { value = "lots" } } } }),
+      ctr({ { counters = { x = { value = "1" } } } }),
+      ctr(many),
+      ctr({ { name = "a", counters = { x = { value = "1" } } } }, { devices = { gpu(0) } }),
+    }) do
+      local path = write_json(list({ item }))
+      local _, _, okf, ef, oks, es = both(path)
+      os.remove(path)
+      assert.is_false(okf)
+      assert.is_false(oks)
+      assert.are.equal(es, ef)
     end
   end)
 

@@ -6,11 +6,10 @@
  *
  * It handles the common shape only - resource.k8s.io/v1 or v1beta2, metadata
  * name/generateName/uid/resourceVersion/generation/creationTimestamp/labels/
- * ownerReferences, spec driver/pool/nodeName/allNodes/devices, devices with
- * attributes (scalars and lists), capacity values, consumesCounters
- * (without compatibilityGroups) and
- * allowMultipleAllocations; ASCII strings
- * without escapes - and it only accepts what it has fully validated with the
+ * ownerReferences, spec driver/pool/nodeName/allNodes/devices/
+ * sharedCounters, devices with attributes (scalars and lists), capacity
+ * values, consumesCounters (without compatibilityGroups) and
+ * allowMultipleAllocations; ASCII strings without escapes - and it only accepts what it has fully validated with the
  * same rules as dec_slice.c/dec_device.c.  Anything else (another field, a
  * list attribute, a request policy, a value that fails a check, a duplicate
  * key, a JSON number with a fraction...) returns "not handled" and the
@@ -357,14 +356,14 @@ static bool split_key(fx *f, keycache *c, const char *k, size_t kn, uint32_t dri
         c->name = *name;
         c->bare = *bare;
         c->vkind = 0;
-        c->qn = 0;
+        c->q.qn = 0;
     } else {
         c->kn = 0;
     }
     return true;
 }
 
-bool dec_fx_qty(fx *f, keycache *c, const char *s, size_t n, de_qty *out)
+bool dec_fx_qty(fx *f, qtycache *c, const char *s, size_t n, de_qty *out)
 {
     if (c && c->qn && c->qn == n && !memcmp(c->q, s, n)) {
         *out = c->qv;
@@ -391,7 +390,7 @@ static uint64_t attributes(fx *f, dg_device *dev, uint32_t driver)
     while (next_key(f, &it, &k, &kn)) {
         de_attr *a = &tmp[it.nkeys - 1];
         memset(a, 0, sizeof *a);
-        keycache *c = &f->m->ak[it.nkeys - 1];
+        keycache *c = &f->ks->ak[it.nkeys - 1];
         if (!split_key(f, c, k, kn, driver, &a->domain, &a->name, &a->bare))
             return 0;
         uint64_t h = attr_value(f, &a->v, c->kn ? c : NULL);
@@ -418,7 +417,7 @@ static uint64_t capacity(fx *f, dg_device *dev, uint32_t driver)
     while (next_key(f, &it, &k, &kn)) {
         de_cap *c = &tmp[it.nkeys - 1];
         memset(c, 0, sizeof *c);
-        keycache *kc = &f->m->ck[it.nkeys - 1];
+        keycache *kc = &f->ks->ck[it.nkeys - 1];
         if (!split_key(f, kc, k, kn, driver, &c->domain, &c->name, &c->bare))
             return 0;
         objit vi;
@@ -429,7 +428,7 @@ static uint64_t capacity(fx *f, dg_device *dev, uint32_t driver)
         while (next_key(f, &vi, &vk, &vkn)) {
             if (!(vkn == 5 && !memcmp(vk, "value", 5)) || !str(f, &s, &sn))
                 BAIL(f);
-            if (!dec_fx_qty(f, kc->kn ? kc : NULL, s, sn, &c->value))
+            if (!dec_fx_qty(f, kc->kn ? &kc->q : NULL, s, sn, &c->value))
                 return 0;
             member(&vi, vk, vkn, hstr(f, s, sn));
         }
@@ -451,8 +450,9 @@ static uint64_t capacity(fx *f, dg_device *dev, uint32_t driver)
 }
 
 /* "counters": {"<dns label>": {"value": "<quantity>"}, ...}, 1 to 32 of
- * them (dec_counters). */
-static uint64_t counters(fx *f, dg_counter **out, uint32_t *n)
+ * them (dec_counters); `cc` remembers each position's name and value (NULL:
+ * nothing remembered). */
+static uint64_t counters(fx *f, dg_counter **out, uint32_t *n, ctrcache *cc)
 {
     objit it;
     if (!obj_begin(f, &it))
@@ -461,10 +461,26 @@ static uint64_t counters(fx *f, dg_counter **out, uint32_t *n)
     const char *k;
     size_t kn;
     while (next_key(f, &it, &k, &kn)) {
-        if (it.nkeys > 32 || !dg_is_dns_label(k, kn))
+        if (it.nkeys > 32)
             BAIL(f);
         dg_counter *c = &tmp[it.nkeys - 1];
-        c->name = dec_intern(f->d, k, kn);
+        ctrcache *m = cc ? &cc[it.nkeys - 1] : NULL;
+        if (m && m->kn && m->kn == kn && !memcmp(m->k, k, kn)) {
+            c->name = m->name;
+        } else {
+            if (!dg_is_dns_label(k, kn))
+                BAIL(f);
+            c->name = dec_intern(f->d, k, kn);
+            if (m && kn < MEMO_TEXT) {
+                memcpy(m->k, k, kn);
+                m->kn = (uint8_t)kn;
+                m->name = c->name;
+                m->q.qn = 0;
+            } else if (m) {
+                m->kn = 0;
+            }
+        }
+        qtycache *qc = m && m->kn ? &m->q : NULL;
         objit vi;
         if (!obj_begin(f, &vi))
             return 0;
@@ -473,8 +489,8 @@ static uint64_t counters(fx *f, dg_counter **out, uint32_t *n)
         while (next_key(f, &vi, &vk, &vkn)) {
             if (!(vkn == 5 && !memcmp(vk, "value", 5)) || !str(f, &v, &vn))
                 BAIL(f);
-            if (de_qty_parse(v, vn, &c->value, NULL) != DE_OK)
-                BAIL(f);
+            if (!dec_fx_qty(f, qc, v, vn, &c->value))
+                return 0;
             member(&vi, vk, vkn, hstr(f, v, vn));
         }
         if (f->bail || vi.nkeys != 1)
@@ -515,7 +531,7 @@ static uint64_t consumes(fx *f, dg_device *dev)
                     BAIL(f);
                 set = true;
             } else if (KEY("counters")) {
-                h = counters(f, &c->counters, &c->ncounters);
+                h = counters(f, &c->counters, &c->ncounters, f->ks->cc[n]);
                 ctrs = true;
             } else {
                 BAIL(f);
@@ -585,13 +601,84 @@ static uint64_t device(fx *f, dg_device *dev, uint32_t driver, bool *lists)
     return obj_hash(&it);
 }
 
+/* "sharedCounters": 1 to 8 counter sets, {"name": "<dns label>",
+ * "counters": {...}}, distinct names (dec_slice). */
+static uint64_t shared(fx *f, dg_slice *s)
+{
+    arrit ai;
+    if (!arr_begin(f, &ai))
+        return 0;
+    dg_counterset tmp[8];
+    uint32_t n = 0;
+    while (arr_next(f, &ai)) {
+        if (n == 8)
+            BAIL(f);
+        dg_counterset *cs = &tmp[n];
+        memset(cs, 0, sizeof *cs);
+        objit it;
+        if (!obj_begin(f, &it))
+            return 0;
+        const char *k, *v;
+        size_t kn, vn;
+        uint64_t h;
+        bool named = false, ctrs = false;
+        while (next_key(f, &it, &k, &kn)) {
+            if (KEY("name")) {
+                if (!str_id(f, &cs->name, &h, &v, &vn) || !dg_is_dns_label(v, vn))
+                    BAIL(f);
+                named = true;
+            } else if (KEY("counters")) {
+                h = counters(f, &cs->counters, &cs->ncounters, NULL);
+                ctrs = true;
+            } else {
+                BAIL(f);
+            }
+            if (f->bail)
+                return 0;
+            member(&it, k, kn, h);
+        }
+        if (f->bail || !named || !ctrs)
+            BAIL(f);
+        for (uint32_t j = 0; j < n; j++)
+            if (tmp[j].name == cs->name)
+                BAIL(f);
+        elem(&ai, obj_hash(&it));
+        n++;
+    }
+    if (f->bail || !n || !(s->countersets = keep(f, tmp, n, sizeof *tmp)))
+        BAIL(f);
+    s->ncountersets = n;
+    return arr_hash(&ai);
+}
+
 /* "devices" and "driver" may come in any order (kubectl -o json sorts keys
  * in YAML but not in JSON): bare names get their domain in spec(). */
+/* The memo's positions for this driver's devices. */
+static keyset *keyset_for(dec_fast_memo *m, uint32_t driver)
+{
+    keyset *old = &m->set[0];
+    m->clock++;
+    for (int i = 0; i < MEMO_SETS; i++) {
+        keyset *k = &m->set[i];
+        if (k->used && k->driver == driver) {
+            k->used = m->clock;
+            return k;
+        }
+        if (k->used < old->used)
+            old = k;
+    }
+    memset(old, 0, sizeof *old);
+    old->driver = driver;
+    old->used = m->clock;
+    return old;
+}
+
 static uint64_t devices(fx *f, dg_slice *s, uint32_t driver)
 {
     arrit ai;
     if (!arr_begin(f, &ai))
         return 0;
+    f->ks = keyset_for(f->m, driver);
     dg_device tmp[128];
     uint32_t n = 0;
     bool lists = false;
@@ -626,7 +713,7 @@ static uint64_t spec(fx *f, dg_slice *s)
     size_t kn, vn;
     uint64_t h;
     int nsel = 0;
-    bool have_driver = false;
+    bool have_driver = false, have_devices = false, have_shared = false;
     while (next_key(f, &it, &k, &kn)) {
         if (KEY("driver")) {
             if (!str_id(f, &s->driver, &h, &v, &vn) || !driver_ok(v, vn))
@@ -647,6 +734,10 @@ static uint64_t spec(fx *f, dg_slice *s)
             nsel++;
         } else if (KEY("devices")) {
             h = devices(f, s, s->driver); /* bare names fixed up below if driver comes later */
+            have_devices = true;
+        } else if (KEY("sharedCounters")) {
+            h = shared(f, s);
+            have_shared = true;
         } else {
             BAIL(f);
         }
@@ -654,7 +745,7 @@ static uint64_t spec(fx *f, dg_slice *s)
             return 0;
         member(&it, k, kn, h);
     }
-    if (f->bail || nsel != 1 || !have_driver || !s->pool)
+    if (f->bail || nsel != 1 || !have_driver || !s->pool || (have_devices && have_shared))
         BAIL(f);
     /* attribute and capacity names without a domain belong to the driver */
     for (uint32_t i = 0; i < s->ndevices; i++) {

@@ -16,15 +16,21 @@
 
 #include <string.h>
 
-/* What one position (the n-th attribute or capacity of a device) held in
- * the device before: devices of a snapshot almost always repeat their names
- * and many of their values (model, driver version, memory size), so the
- * split of a name into (domain, ID), the interning of names and values and
- * the parsing of quantities and versions are done again only when the text
- * differs.  Copies of the text, not pointers: it outlives the slice, and
- * the snapshot's pages are dropped as they are consumed.  Longer texts are
- * simply not remembered. */
+/* What one position (the n-th attribute, capacity or consumed counter of a
+ * device) held in the device before, per driver: devices of a snapshot
+ * almost always repeat their names and many of their values (model, driver
+ * version, memory size), so the split of a name into (domain, ID), the
+ * checks, the interning of names and values and the parsing of quantities
+ * and versions are done again only when the text differs.  Copies of the
+ * text, not pointers: it outlives the slice, and the snapshot's pages are
+ * dropped as they are consumed.  Longer texts are simply not remembered. */
 #define MEMO_TEXT 64
+typedef struct qtycache {
+    char q[32];
+    uint8_t qn; /* 0: none */
+    de_qty qv;
+} qtycache;
+
 typedef struct keycache {
     char k[MEMO_TEXT];
     uint8_t kn; /* 0: nothing remembered (a valid name is never empty) */
@@ -34,14 +40,30 @@ typedef struct keycache {
     char v[MEMO_TEXT];
     uint8_t vn, vkind; /* vkind 0: none */
     uint32_t vid;
-    /* the last quantity */
-    char q[32];
-    uint8_t qn; /* 0: none */
-    de_qty qv;
+    qtycache q;
 } keycache;
 
-struct dec_fast_memo {
+/* a counter of consumesCounters: its name (a DNS label, interned) */
+typedef struct ctrcache {
+    char k[MEMO_TEXT];
+    uint8_t kn;
+    uint32_t name;
+    qtycache q;
+} ctrcache;
+
+/* Slices of one node come from several drivers, one after the other: a
+ * set of positions per driver (the least recently chosen one is reused). */
+#define MEMO_SETS 8
+typedef struct keyset {
+    uint32_t driver;
+    uint64_t used; /* when last chosen; 0: never */
     keycache ak[40], ck[40];
+    ctrcache cc[2][32];
+} keyset;
+
+struct dec_fast_memo {
+    keyset set[MEMO_SETS];
+    uint64_t clock;
 };
 
 typedef struct fx {
@@ -50,6 +72,7 @@ typedef struct fx {
     bool bail;
     bool hash; /* compute the structural hash (dg_load_path's duplicates) */
     dec_fast_memo *m;
+    keyset *ks; /* the current driver's (devices()) */
 } fx;
 
 /* Give up: the caller decodes the item with the full decoder.  Also the
@@ -295,6 +318,6 @@ static inline bool str_id(fx *f, uint32_t *id, uint64_t *h, const char **s, size
 uint64_t dec_fx_meta(fx *f, dg_meta *m);
 /* a quantity, parsed again only when its text differs from the one the
  * position `c` (may be NULL) held before */
-bool dec_fx_qty(fx *f, keycache *c, const char *s, size_t n, de_qty *out);
+bool dec_fx_qty(fx *f, qtycache *c, const char *s, size_t n, de_qty *out);
 
 #endif
