@@ -247,6 +247,59 @@ describe("JSON snapshot fast path", function()
     end
   end)
 
+  it("agrees with the full decoder however attribute, capacity and counter values are spelled", function()
+    -- devices repeat the keys of the one before (the fast path matches them as
+    -- text), then differ: spacing, extra members, a key twice, other kinds
+    local function dev(i, attrs, cap, ctr)
+      return '{"name":"d' .. i .. '","attributes":' .. attrs .. ',"capacity":' .. cap ..
+             (ctr and (',"consumesCounters":[{"counterSet":"s","counters":' .. ctr .. '}]') or '') .. '}'
+    end
+    local good_a = '{"model":{"string":"H100"},"index":{"int":0},"mig":{"bool":false},"driverVersion":{"version":"1.2.3"}}'
+    local good_c = '{"memory":{"value":"80Gi"}}'
+    local good_k = '{"mem":{"value":"10Gi"},"sm":{"value":"1"}}'
+    local variants = {
+      { good_a, good_c, good_k },
+      { '{"model":{ "string" : "H100" },"index":{"int": 7 },"mig":{"bool":true },"driverVersion":{"version":"1.2.4"}}', good_c, good_k },
+      { '{"model":{"string":"H100","int":1},"index":{"int":0}}', good_c },
+      { '{"model":{"string":"H100"},"model":{"string":"A100"}}', good_c },
+      { '{"model":{"string":"H100"},"index":{"int":0},"model":{"int":1}}', good_c },
+      { '{"model":{"int":1.5}}', good_c },
+      { '{"model":{"version":"x.y"}}', good_c },
+      { '{"model":{"string":"H100"},"index":{"ints":[1,2]}}', good_c },
+      { good_a, '{"memory":{"value":"80Gi","x":1}}' },
+      { good_a, '{"memory":{ "value" : "80Gi" }}' },
+      { good_a, '{"memory":{"value":"lots"}}' },
+      { good_a, '{"memory":{"value":"80Gi"},"memory":{"value":"80Gi"}}' },
+      { good_a, good_c, '{"mem":{"value":"10Gi"},"sm":{"value":"1"},"mem":{"value":"1"}}' },
+      { good_a, good_c, '{"mem":{"value":"10Gi" },"sm":{"value":"2","value":"2"}}' },
+      { good_a, good_c, '{"sm":{"value":"1"},"mem":{"value":"10Gi"}}' },
+      { good_a, good_c, '{"mem":{"value":"11Gi"},"sm":{"value":"x"}}' },
+    }
+    local function slice(name, devs)
+      return '{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"' .. name .. '"},' ..
+             '"spec":{"driver":"gpu.example.com","nodeName":"n-' .. name .. '","pool":{"name":"n-' .. name ..
+             '","generation":1,"resourceSliceCount":1},"devices":[' .. table.concat(devs, ",") .. ']}}'
+    end
+    for i, v in ipairs(variants) do
+      -- a good device first (its keys are what the next one is matched against)
+      local text = '{"apiVersion":"v1","kind":"List","items":[' ..
+                   slice("a" .. i, { dev(0, good_a, good_c, good_k), dev(1, v[1], v[2], v[3]) }) .. ']}'
+      local path = H.write_temp(text, ".json")
+      local fast, slow, okf, ef, oks, es = both(path)
+      local rc, _, err = H.run({ "allocate", "-f", path, "--validate", "strict" })
+      os.remove(path)
+      assert.are.equal(oks, okf, "variant " .. i .. ": " .. tostring(ef) .. " | " .. tostring(es))
+      if oks then
+        assert.are.same(snapshot(slow), snapshot(fast), "variant " .. i)
+        assert.are.equal(0, rc, err)
+      else
+        assert.are.equal(es, ef, "variant " .. i)
+        assert.are.equal(2, rc, "variant " .. i)
+      end
+      if i <= 2 then assert.are.equal(1, fast:stats().fast_path_slices, "variant " .. i) end
+    end
+  end)
+
   it("refuses invalid sharedCounters exactly as the full decoder does", function()
     local function ctr(sets, extra)
       local spec = { driver = "gpu.example.com", nodeName = "n1", pool = { name = "n1", generation = 1, resourceSliceCount = 1 },

@@ -268,15 +268,74 @@ static uint64_t attr_list(fx *f, de_attrval *v, int kind)
     return arr_hash(&ai);
 }
 
-/* {"int": 1} and friends: exactly one member. */
+/* A string or version value, remembered per position (c may be NULL). */
+static bool attr_str(fx *f, de_attrval *v, keycache *c, const char **s, size_t *sn)
+{
+    if (!str(f, s, sn) || *sn > 64)
+        BAIL(f);
+    if (c && c->vkind == v->kind && c->vn == *sn && !memcmp(c->v, *s, *sn)) {
+        v->u.s = c->vid; /* valid already */
+        return true;
+    }
+    if (v->kind == DE_V_VERSION && de_semver_parse(*s, *sn, &(de_semver){0}, NULL) != DE_OK)
+        BAIL(f);
+    v->u.s = dec_intern(f->d, *s, *sn);
+    if (c && *sn < MEMO_TEXT) {
+        memcpy(c->v, *s, *sn);
+        c->vn = (uint8_t)*sn;
+        c->vkind = v->kind;
+        c->vid = v->u.s;
+    }
+    return true;
+}
+
+/* {"int": 1} and friends: exactly one member.  The usual spelling (no
+ * whitespace, a scalar) is matched as text first. */
 static uint64_t attr_value(fx *f, de_attrval *v, keycache *c)
 {
-    objit it;
-    if (!obj_begin(f, &it))
-        return 0;
+    static const struct {
+        const char *text; /* `{"kind":` */
+        uint8_t len, klen, kind;
+    } forms[] = {
+        {"{\"string\":", 10, 6, DE_V_STRING},
+        {"{\"version\":", 11, 7, DE_V_VERSION},
+        {"{\"int\":", 7, 3, DE_V_INT},
+        {"{\"bool\":", 8, 4, DE_V_BOOL},
+    };
     const char *k, *s;
     size_t kn, sn;
     uint64_t h = 0;
+    objit it;
+    if (f->end - f->p > 12 && f->p[0] == '{' && f->p[1] == '"') {
+        for (size_t i = 0; i < DE_ARRAY_LEN(forms); i++) {
+            if (memcmp(f->p, forms[i].text, forms[i].len))
+                continue;
+            it.h = 0x9e3779b97f4a7c15ULL; /* as obj_begin */
+            it.hash = f->hash;
+            k = f->p + 2;
+            kn = forms[i].klen;
+            f->p += forms[i].len;
+            v->kind = forms[i].kind;
+            v->n = 1;
+            if (v->kind == DE_V_INT) {
+                if (!integer(f, &v->u.i, &h))
+                    return 0;
+            } else if (v->kind == DE_V_BOOL) {
+                if (!boolean(f, &v->u.b, &h))
+                    return 0;
+            } else {
+                if (!attr_str(f, v, c, &s, &sn))
+                    return 0;
+                h = hstr(f, s, sn);
+            }
+            if (!eat(f, '}'))
+                BAIL(f); /* another member: the full decoder's error */
+            member(&it, k, kn, h);
+            return obj_hash(&it);
+        }
+    }
+    if (!obj_begin(f, &it))
+        return 0;
     while (next_key(f, &it, &k, &kn)) {
         if (it.nkeys > 1)
             BAIL(f);
@@ -289,23 +348,9 @@ static uint64_t attr_value(fx *f, de_attrval *v, keycache *c)
             if (!boolean(f, &v->u.b, &h))
                 return 0;
         } else if (KEY("string") || KEY("version")) {
-            bool ver = KEY("version");
-            if (!str(f, &s, &sn) || sn > 64)
-                BAIL(f);
-            v->kind = ver ? DE_V_VERSION : DE_V_STRING;
-            if (c && c->vkind == v->kind && c->vn == sn && !memcmp(c->v, s, sn)) {
-                v->u.s = c->vid; /* valid already */
-            } else {
-                if (ver && de_semver_parse(s, sn, &(de_semver){0}, NULL) != DE_OK)
-                    BAIL(f);
-                v->u.s = dec_intern(f->d, s, sn);
-                if (c && sn < MEMO_TEXT) {
-                    memcpy(c->v, s, sn);
-                    c->vn = (uint8_t)sn;
-                    c->vkind = v->kind;
-                    c->vid = v->u.s;
-                }
-            }
+            v->kind = KEY("version") ? DE_V_VERSION : DE_V_STRING;
+            if (!attr_str(f, v, c, &s, &sn))
+                return 0;
             h = hstr(f, s, sn);
         } else if (KEY("ints") || KEY("bools") || KEY("strings") || KEY("versions")) {
             h = attr_list(f, v, KEY("ints") ? DE_V_INTS : KEY("bools") ? DE_V_BOOLS
@@ -387,12 +432,19 @@ static uint64_t attributes(fx *f, dg_device *dev, uint32_t driver)
     de_attr tmp[40];
     const char *k;
     size_t kn;
-    while (next_key(f, &it, &k, &kn)) {
+    bool hit;
+    while (next_key_at(f, &it, f->ks->ak[it.nkeys % 40].k, it.nkeys < 40 ? f->ks->ak[it.nkeys].kn : 0, &k, &kn,
+                       &hit)) {
         de_attr *a = &tmp[it.nkeys - 1];
         memset(a, 0, sizeof *a);
         keycache *c = &f->ks->ak[it.nkeys - 1];
-        if (!split_key(f, c, k, kn, driver, &a->domain, &a->name, &a->bare))
+        if (hit) {
+            a->domain = c->domain;
+            a->name = c->name;
+            a->bare = c->bare;
+        } else if (!split_key(f, c, k, kn, driver, &a->domain, &a->name, &a->bare)) {
             return 0;
+        }
         uint64_t h = attr_value(f, &a->v, c->kn ? c : NULL);
         if (f->bail)
             return 0;
@@ -414,27 +466,23 @@ static uint64_t capacity(fx *f, dg_device *dev, uint32_t driver)
     de_cap tmp[40];
     const char *k;
     size_t kn;
-    while (next_key(f, &it, &k, &kn)) {
+    bool hit;
+    while (next_key_at(f, &it, f->ks->ck[it.nkeys % 40].k, it.nkeys < 40 ? f->ks->ck[it.nkeys].kn : 0, &k, &kn,
+                       &hit)) {
         de_cap *c = &tmp[it.nkeys - 1];
         memset(c, 0, sizeof *c);
         keycache *kc = &f->ks->ck[it.nkeys - 1];
-        if (!split_key(f, kc, k, kn, driver, &c->domain, &c->name, &c->bare))
+        if (hit) {
+            c->domain = kc->domain;
+            c->name = kc->name;
+            c->bare = kc->bare;
+        } else if (!split_key(f, kc, k, kn, driver, &c->domain, &c->name, &c->bare)) {
             return 0;
-        objit vi;
-        if (!obj_begin(f, &vi))
-            return 0;
-        const char *vk, *s;
-        size_t vkn, sn;
-        while (next_key(f, &vi, &vk, &vkn)) {
-            if (!(vkn == 5 && !memcmp(vk, "value", 5)) || !str(f, &s, &sn))
-                BAIL(f);
-            if (!dec_fx_qty(f, kc->kn ? &kc->q : NULL, s, sn, &c->value))
-                return 0;
-            member(&vi, vk, vkn, hstr(f, s, sn));
         }
-        if (f->bail || vi.nkeys != 1)
-            BAIL(f);
-        member(&it, k, kn, obj_hash(&vi));
+        uint64_t vh;
+        if (!qty_value(f, kc->kn ? &kc->q : NULL, &c->value, &vh))
+            return 0;
+        member(&it, k, kn, vh);
     }
     if (f->bail)
         return 0;
@@ -460,12 +508,14 @@ static uint64_t counters(fx *f, dg_counter **out, uint32_t *n, ctrcache *cc)
     dg_counter tmp[32];
     const char *k;
     size_t kn;
-    while (next_key(f, &it, &k, &kn)) {
+    bool hit;
+    while (next_key_at(f, &it, cc ? cc[it.nkeys % 32].k : NULL, cc && it.nkeys < 32 ? cc[it.nkeys].kn : 0, &k, &kn,
+                       &hit)) {
         if (it.nkeys > 32)
             BAIL(f);
         dg_counter *c = &tmp[it.nkeys - 1];
         ctrcache *m = cc ? &cc[it.nkeys - 1] : NULL;
-        if (m && m->kn && m->kn == kn && !memcmp(m->k, k, kn)) {
+        if (hit || (m && m->kn && m->kn == kn && !memcmp(m->k, k, kn))) {
             c->name = m->name;
         } else {
             if (!dg_is_dns_label(k, kn))
@@ -480,22 +530,10 @@ static uint64_t counters(fx *f, dg_counter **out, uint32_t *n, ctrcache *cc)
                 m->kn = 0;
             }
         }
-        qtycache *qc = m && m->kn ? &m->q : NULL;
-        objit vi;
-        if (!obj_begin(f, &vi))
+        uint64_t vh;
+        if (!qty_value(f, m && m->kn ? &m->q : NULL, &c->value, &vh))
             return 0;
-        const char *vk, *v;
-        size_t vkn, vn;
-        while (next_key(f, &vi, &vk, &vkn)) {
-            if (!(vkn == 5 && !memcmp(vk, "value", 5)) || !str(f, &v, &vn))
-                BAIL(f);
-            if (!dec_fx_qty(f, qc, v, vn, &c->value))
-                return 0;
-            member(&vi, vk, vkn, hstr(f, v, vn));
-        }
-        if (f->bail || vi.nkeys != 1)
-            BAIL(f);
-        member(&it, k, kn, obj_hash(&vi));
+        member(&it, k, kn, vh);
     }
     if (f->bail || !it.nkeys || !(*out = keep(f, tmp, (size_t)it.nkeys, sizeof *tmp)))
         BAIL(f);

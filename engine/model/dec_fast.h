@@ -104,6 +104,10 @@ static inline void ws(fx *f)
 
 static inline bool eat(fx *f, char c)
 {
+    if (f->p < f->end && *f->p == c) {
+        f->p++;
+        return true;
+    }
     ws(f);
     if (f->p < f->end && *f->p == c) {
         f->p++;
@@ -128,7 +132,8 @@ static inline uint64_t stops(uint64_t w)
  * scanned eight bytes at a time where the byte order allows. */
 static inline bool str(fx *f, const char **s, size_t *n)
 {
-    ws(f);
+    if (f->p < f->end && *f->p != '"')
+        ws(f);
     if (f->p >= f->end || *f->p != '"')
         BAIL(f);
     const char *b = ++f->p, *p = b;
@@ -207,10 +212,13 @@ static inline bool boolean(fx *f, bool *v, uint64_t *h)
 }
 
 /* Object iteration: begin with '{', then next_key until it returns false.
- * `keys` collects the member names to refuse duplicates. */
+ * `keys` collects the member names to refuse duplicates: a key is compared
+ * with the earlier ones only when its fingerprint's bit is set in `seen`
+ * already (one test for most keys instead of one per earlier key). */
 typedef struct objit {
     uint64_t h;
     bool first, hash;
+    uint64_t seen;
     const char *keys[40];
     uint32_t kfp[40]; /* fingerprints: length and three bytes */
     int nkeys;
@@ -222,8 +230,30 @@ static inline bool obj_begin(fx *f, objit *it)
     it->first = true;
     it->hash = f->hash;
     it->nkeys = 0;
+    it->seen = 0;
     if (!eat(f, '{'))
         BAIL(f);
+    return true;
+}
+
+/* Remember key k of the object, refusing (bail) one seen before. */
+static inline bool key_seen(fx *f, objit *it, const char *k, size_t kn)
+{
+    const unsigned char *u = (const unsigned char *)k;
+    uint32_t fp = kn ? ((uint32_t)kn & 0xff) | (uint32_t)u[0] << 8 | (uint32_t)u[kn - 1] << 16 |
+                           (uint32_t)u[kn / 2] << 24
+                     : 0;
+    uint64_t bit = (uint64_t)1 << ((fp * 0x9e3779b1u) >> 26);
+    if (it->seen & bit) {
+        for (int i = 0; i < it->nkeys; i++)
+            if (it->kfp[i] == fp && !memcmp(it->keys[i], k, kn) && it->keys[i][kn] == '"')
+                BAIL(f); /* duplicate key: leave it to jansson's rules */
+    }
+    it->seen |= bit;
+    if (it->nkeys == 40)
+        BAIL(f);
+    it->keys[it->nkeys] = k;
+    it->kfp[it->nkeys++] = fp;
     return true;
 }
 
@@ -231,25 +261,52 @@ static inline bool next_key(fx *f, objit *it, const char **k, size_t *kn)
 {
     if (f->bail)
         return false;
-    if (eat(f, '}'))
-        return false;
-    if (!it->first && !eat(f, ','))
+    if (f->p < f->end && *f->p <= ' ')
+        ws(f);
+    if (f->p >= f->end)
         BAIL(f);
+    if (*f->p == '}') {
+        f->p++;
+        return false;
+    }
+    if (!it->first) {
+        if (*f->p != ',')
+            BAIL(f);
+        f->p++;
+    }
     it->first = false;
     if (!str(f, k, kn) || !eat(f, ':'))
         BAIL(f);
-    const unsigned char *u = (const unsigned char *)*k;
-    uint32_t fp = *kn ? ((uint32_t)*kn & 0xff) | (uint32_t)u[0] << 8 | (uint32_t)u[*kn - 1] << 16 |
-                            (uint32_t)u[*kn / 2] << 24
-                      : 0;
-    for (int i = 0; i < it->nkeys; i++)
-        if (it->kfp[i] == fp && !memcmp(it->keys[i], *k, *kn) && it->keys[i][*kn] == '"')
-            BAIL(f); /* duplicate key: leave it to jansson's rules */
-    if (it->nkeys == 40)
-        BAIL(f);
-    it->keys[it->nkeys] = *k;
-    it->kfp[it->nkeys++] = fp;
-    return true;
+    return key_seen(f, it, *k, *kn);
+}
+
+/* next_key for an attribute, capacity or counter: when the text goes on
+ * with the key `ek` (ekn bytes, 0: none) that this position held in the
+ * driver's previous device (`"key":`, no whitespace), it is taken without
+ * scanning and *hit says so. */
+static inline bool next_key_at(fx *f, objit *it, const char *ek, size_t ekn, const char **k, size_t *kn,
+                               bool *hit)
+{
+    *hit = false;
+    if (ekn && !f->bail) {
+        const char *p = f->p;
+        size_t n = ekn;
+        if (!it->first) {
+            if (p >= f->end || *p != ',')
+                return next_key(f, it, k, kn);
+            p++;
+        }
+        if ((size_t)(f->end - p) >= n + 3 && p[0] == '"' && p[n + 1] == '"' && p[n + 2] == ':' &&
+            !memcmp(p + 1, ek, n)) {
+            *k = p + 1;
+            *kn = n;
+            f->p = p + n + 3;
+            it->first = false;
+            *hit = true;
+            return key_seen(f, it, *k, *kn);
+        }
+    }
+    return next_key(f, it, k, kn);
 }
 
 static inline void member(objit *it, const char *k, size_t kn, uint64_t vh)
@@ -319,5 +376,40 @@ uint64_t dec_fx_meta(fx *f, dg_meta *m);
 /* a quantity, parsed again only when its text differs from the one the
  * position `c` (may be NULL) held before */
 bool dec_fx_qty(fx *f, qtycache *c, const char *s, size_t n, de_qty *out);
+
+/* {"value": "<quantity>"}, the value of a capacity or counter (qc: the
+ * position's memo, may be NULL); its structural hash in *h.  The usual
+ * spelling is matched as text first. */
+static inline bool qty_value(fx *f, qtycache *qc, de_qty *out, uint64_t *h)
+{
+    objit vi;
+    const char *vk, *v;
+    size_t vkn, vn;
+    if (f->end - f->p > 10 && !memcmp(f->p, "{\"value\":", 9)) {
+        vi.h = 0x9e3779b97f4a7c15ULL;
+        vi.hash = f->hash;
+        vk = f->p + 2;
+        vkn = 5;
+        f->p += 9;
+        if (!str(f, &v, &vn) || !dec_fx_qty(f, qc, v, vn, out) || !eat(f, '}'))
+            BAIL(f);
+        member(&vi, vk, vkn, hstr(f, v, vn));
+        *h = obj_hash(&vi);
+        return true;
+    }
+    if (!obj_begin(f, &vi))
+        return false;
+    while (next_key(f, &vi, &vk, &vkn)) {
+        if (!(vkn == 5 && !memcmp(vk, "value", 5)) || !str(f, &v, &vn))
+            BAIL(f);
+        if (!dec_fx_qty(f, qc, v, vn, out))
+            return false;
+        member(&vi, vk, vkn, hstr(f, v, vn));
+    }
+    if (f->bail || vi.nkeys != 1)
+        BAIL(f);
+    *h = obj_hash(&vi);
+    return true;
+}
 
 #endif
