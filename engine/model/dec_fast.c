@@ -408,19 +408,38 @@ static bool split_key(fx *f, keycache *c, const char *k, size_t kn, uint32_t dri
     return true;
 }
 
+static bool qty_hit(const qtycache *c, const char *s, size_t n) { return c->qn && c->qn == n && !memcmp(c->q, s, n); }
+
+static void qty_keep(qtycache *c, const char *s, size_t n, de_qty v)
+{
+    if (n && n < sizeof c->q) {
+        memcpy(c->q, s, n);
+        c->qn = (uint8_t)n;
+        c->qv = v;
+    }
+}
+
 bool dec_fx_qty(fx *f, qtycache *c, const char *s, size_t n, de_qty *out)
 {
-    if (c && c->qn && c->qn == n && !memcmp(c->q, s, n)) {
+    if (c && qty_hit(c, s, n)) {
         *out = c->qv;
         return true;
     }
-    if (de_qty_parse(s, n, out, NULL) != DE_OK)
-        BAIL(f);
-    if (c && n && n < sizeof c->q) {
-        memcpy(c->q, s, n);
-        c->qn = (uint8_t)n;
-        c->qv = *out;
+    /* the slot: length and the first and last two bytes */
+    uint32_t h = (uint32_t)n;
+    if (n)
+        h = h * 31u + ((uint32_t)(unsigned char)s[0] << 8 | (unsigned char)s[n - 1]) * 0x9e3779b1u +
+            (n > 1 ? (uint32_t)(unsigned char)s[1] * 131u + (unsigned char)s[n - 2] : 0u);
+    qtycache *g = &f->m->qty[(h ^ (h >> 15)) % MEMO_QTYS];
+    if (qty_hit(g, s, n)) {
+        *out = g->qv;
+    } else {
+        if (de_qty_parse(s, n, out, NULL) != DE_OK)
+            BAIL(f);
+        qty_keep(g, s, n, *out);
     }
+    if (c)
+        qty_keep(c, s, n, *out);
     return true;
 }
 

@@ -61,9 +61,15 @@ typedef struct keyset {
     ctrcache cc[2][32];
 } keyset;
 
+/* Quantities by text, whatever their position (a counter's value moves
+ * with the partition profile): a direct-mapped table behind the
+ * positions' own entries. */
+#define MEMO_QTYS 256
+
 struct dec_fast_memo {
     keyset set[MEMO_SETS];
     uint64_t clock;
+    qtycache qty[MEMO_QTYS];
 };
 
 typedef struct fx {
