@@ -107,8 +107,16 @@ static de_rc validate_rq(al_call *c, al_claimc *cc, al_rq *rq, de_err *e)
     rq->all = true;
     al_ntab *t = c->t;
     rq->all_devs = AL_NEW(c->ar, uint32_t, t->ndev ? t->ndev : 1);
-    for (uint32_t p = 0; p < t->npools; p++) {
-        const al_pool *pl = &t->pools[p];
+    /* the table's pools merged with the foreign counter pools' problems
+     * (al_fpools.c): the first problem in upstream's pool order fails */
+    uint32_t fcur = 0;
+    al_pool fp;
+    for (uint32_t p = 0; p <= t->npools; p++) {
+        const al_pool *pl = p < t->npools ? &t->pools[p] : NULL;
+        if (al_fprob_next(a, t, &fcur, pl, &fp))
+            pl = &fp;
+        else if (!pl)
+            break;
         if (pl->state == AL_POOL_INCOMPLETE)
             return de_errf(e, DE_EINVAL,
                            "claim %s, request %s: asks for all devices, but resource pool %s/%s is currently being updated",

@@ -185,6 +185,7 @@ void al_free(al_allocator *a)
         free(a->crec[i].keys);
     free(a->crec);
     al_pchecks_free(a);
+    al_fpools_free(a);
     free(a->slice_pool);
     free(a->node_name_of);
     free(a->class_name_of);
@@ -526,14 +527,34 @@ static void on_slice(al_allocator *a, uint32_t sid)
         for (uint32_t i = 0; i < a->nntabs; i++)
             if (a->ntabs[i]->failed)
                 al_node_changed(a, a->ntabs[i]->node_name);
-    if (sid < a->nslice_pool && a->slice_pool[sid])
-        invalidate_pool(a, a->slice_pool[sid] - 1);
+    uint32_t old = sid < a->nslice_pool && a->slice_pool[sid] ? a->slice_pool[sid] - 1 : DG_NONE;
+    if (old != DG_NONE)
+        invalidate_pool(a, old);
     const dg_slice *s = dg_slice_get(a->g, sid);
+    uint32_t p = s ? dg_slice_pool(a->g, sid) : DG_NONE;
+    /* the foreign views of counter pools (al_fpools.c): a pool that has or
+     * had counter slices is seen again from every node that does not own
+     * it - their outcomes may change, their tables stay */
+    bool foreign = false;
+    if (old != DG_NONE && al_fpools_has(a, old)) {
+        al_fpools_dirty(a, old);
+        foreign = true;
+    }
+    if (p != DG_NONE && ((s && s->ncountersets) || al_fpools_has(a, p))) {
+        al_fpools_dirty(a, p);
+        foreign = true;
+    }
+    if (foreign)
+        for (uint32_t i = 0; i < a->nntabs; i++)
+            al_node_changed(a, a->ntabs[i]->node_name);
     if (s) {
-        uint32_t p = dg_slice_pool(a->g, sid);
         if (p != DG_NONE)
             invalidate_pool(a, p);
-        if (s->ns_mode == DG_NS_NODE_NAME && !s->ncountersets) {
+        if (s->ncountersets) {
+            /* relevant everywhere, but a counter slice makes no pool a
+             * node's own: the tables of its pool's owners were invalidated
+             * above, the others see it through the foreign view */
+        } else if (s->ns_mode == DG_NS_NODE_NAME) {
             al_ntab *t = ntab_find(a, s->node_name);
             if (t)
                 ntab_invalidate(a, t);
@@ -718,6 +739,7 @@ al_ntab *al_ntab_get(al_allocator *a, uint32_t node_name, de_err *e)
         a->ntabs[a->nntabs++] = t;
         de_map_put(&a->ntab_by_name, node_name, a->nntabs);
     }
+    al_fpools_sync(a);
     if (!t->valid || t->epoch != a->epoch) {
         tabs_register(a, t, false);
         al_ntab_clear(a, t);

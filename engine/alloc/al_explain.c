@@ -596,6 +596,17 @@ static bool blame_constraints(al_call *c, uint64_t ****usable, de_buf *sum, de_b
     return any;
 }
 
+/* an incomplete or invalid pool, for the details */
+static void pool_problem(al_allocator *a, de_buf *det, const al_pool *pl)
+{
+    if (pl->state == AL_POOL_INCOMPLETE)
+        de_buf_printf(det, "pool %s/%s is incomplete (being updated): not used\n", al_str(a, pl->driver),
+                      al_str(a, pl->name));
+    else if (pl->state == AL_POOL_INVALID)
+        de_buf_printf(det, "pool %s/%s is invalid (%s): not used\n", al_str(a, pl->driver), al_str(a, pl->name),
+                      pl->invalid_reason ? pl->invalid_reason : "?");
+}
+
 void al_explain(al_call *c, al_why *why)
 {
     al_allocator *a = c->a;
@@ -604,18 +615,20 @@ void al_explain(al_call *c, al_why *why)
     de_buf_init(&sum, 8192);
     de_buf_init(&det, 65536);
     bool blamed = false;
-    if (t->ndev == 0 && !t->npools) {
+    if (t->ndev == 0 && al_ntab_no_pools(a, t)) {
         de_buf_printf(&sum, "no ResourceSlice offers devices to node %s", al_str(a, c->node_name));
         blamed = true;
     }
-    for (uint32_t p = 0; p < t->npools; p++) {
-        const al_pool *pl = &t->pools[p];
-        if (pl->state == AL_POOL_INCOMPLETE)
-            de_buf_printf(&det, "pool %s/%s is incomplete (being updated): not used\n", al_str(a, pl->driver),
-                          al_str(a, pl->name));
-        else if (pl->state == AL_POOL_INVALID)
-            de_buf_printf(&det, "pool %s/%s is invalid (%s): not used\n", al_str(a, pl->driver),
-                          al_str(a, pl->name), pl->invalid_reason ? pl->invalid_reason : "?");
+    /* the table's pools merged with the foreign counter pools' problems
+     * (al_fpools.c), in the order of upstream's pool list */
+    uint32_t fcur = 0;
+    al_pool fp;
+    for (uint32_t p = 0; p <= t->npools; p++) {
+        const al_pool *own = p < t->npools ? &t->pools[p] : NULL;
+        while (al_fprob_next(a, t, &fcur, own, &fp))
+            pool_problem(a, &det, &fp);
+        if (own)
+            pool_problem(a, &det, own);
     }
     /* usable[claim][request][alternative]: what each could take alone */
     uint32_t nw = DE_BITS_WORDS(t->ndev ? t->ndev : 1);

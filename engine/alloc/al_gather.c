@@ -126,6 +126,7 @@ bool al_slice_relevant(al_allocator *a, const dg_slice *s, uint32_t node_name)
 
 typedef struct pb {
     uint32_t driver, pool;
+    uint32_t gpid;           /* graph pool id (DG_NONE: none) */
     int64_t gen;
     uint32_t *sl;
     uint32_t n, cap;
@@ -466,6 +467,82 @@ static bool pool_has_binding(al_allocator *a, const al_pool *p)
     return false;
 }
 
+/* A relevant slice into its pool: only the highest generation is kept. */
+static void pb_take(al_allocator *a, pb *p, uint32_t sid, const dg_slice *s)
+{
+    if (p->n && s->generation < p->gen)
+        return;
+    if (p->n && s->generation > p->gen)
+        p->n = 0;
+    p->gen = s->generation;
+    pb_add(a, p, sid);
+}
+
+/* The pool as the node sees it from its relevant slices b: complete,
+ * incomplete or invalid in *p; false when obsolete (a newer generation
+ * elsewhere in the pool). */
+static bool pool_view(gctx *g, pb *b, al_pool *p)
+{
+    al_allocator *a = g->a;
+    const dg_slice *first = dg_slice_get(a->g, b->sl[0]);
+    uint32_t gpid = b->gpid;
+    memset(p, 0, sizeof *p);
+    p->driver = b->driver;
+    p->name = b->pool;
+    dg_pool gp;
+    bool have_gp = gpid != DG_NONE && dg_pool_get(a->g, gpid, &gp);
+    uint64_t pgen = have_gp ? gp.gen : 0;
+    if ((int64_t)b->n == first->slice_count) {
+        build_pool(g, p, b, NULL, 0, gpid, pgen);
+        return true;
+    }
+    /* checkSlicesInPool over the pool's slices, in input (id) order */
+    uint32_t nall = 0, *all = NULL;
+    if (have_gp) {
+        all = AL_NEW(a->bar, uint32_t, gp.nslices ? gp.nslices : 1);
+        memcpy(all, gp.slices, gp.nslices * sizeof *all);
+        sort_u32(all, gp.nslices);
+        for (uint32_t k = 0; k < gp.nslices; k++) {
+            const dg_slice *s = dg_slice_get(a->g, all[k]);
+            if (s->generation == first->generation)
+                all[nall++] = all[k];
+            else if (s->generation > first->generation)
+                return false;
+        }
+    }
+    if ((int64_t)nall != first->slice_count)
+        p->state = AL_POOL_INCOMPLETE;
+    else
+        build_pool(g, p, b, all, nall, gpid, pgen);
+    return true;
+}
+
+int al_foreign_view(al_allocator *a, al_ntab *holder, uint32_t gpid, al_pool *out)
+{
+    dg_pool gp;
+    if (!a->f_part || !dg_pool_get(a->g, gpid, &gp))
+        return -1;
+    de_arena_reset(a->bar);
+    uint32_t *c = AL_NEW(a->bar, uint32_t, gp.nslices ? gp.nslices : 1), n = 0;
+    for (uint32_t k = 0; k < gp.nslices; k++)
+        if (dg_slice_get(a->g, gp.slices[k])->ncountersets)
+            c[n++] = gp.slices[k];
+    if (!n)
+        return -1;
+    sort_u32(c, n); /* candidate order: dg_slices_with_counters is by id */
+    pb b = {0};
+    b.gpid = gpid;
+    for (uint32_t k = 0; k < n; k++) {
+        const dg_slice *s = dg_slice_get(a->g, c[k]);
+        b.driver = s->driver;
+        b.pool = s->pool;
+        pb_take(a, &b, c[k], s);
+    }
+    gctx g;
+    gctx_init(&g, a, holder, 0, NULL);
+    return pool_view(&g, &b, out) ? 1 : 0;
+}
+
 /* ---- devices --------------------------------------------------------------------- */
 
 static void fill_flags(gctx *g, al_dev *dv);
@@ -654,27 +731,18 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
     t->node_id = dg_node_find(a->g, t->node_name);
     /* candidate order (upstream's slicesOnNode ++ slicesShared): node-local
      * slices without counters, then the slices that are not node-local or
-     * carry counters, each in input order */
-    const uint32_t *on, *sh, *cn;
-    uint32_t non, nsh, ncn;
+     * carry counters, each in input (id) order.  Counter-set slices are
+     * relevant to every node, but a counter pool none of whose device
+     * slices the node sees looks the same from every node: that view is
+     * the allocator's, built once per pool generation (al_fpools.c), and a
+     * table lists only the pools its node sees devices of - with their
+     * counter slices merged back in candidate order. */
+    const uint32_t *on, *sh;
+    uint32_t non, nsh;
     dg_slices_on_node(a->g, t->node_name, &on, &non);
     dg_slices_shared(a->g, &sh, &nsh);
-    dg_slices_with_counters(a->g, &cn, &ncn);
-    uint32_t *cand = AL_NEW(a->bar, uint32_t, non + nsh + ncn + 1);
-    uint32_t ncand = 0;
-    for (uint32_t i = 0; i < non; i++)
-        if (!dg_slice_get(a->g, on[i])->ncountersets)
-            cand[ncand++] = on[i];
-    for (uint32_t i = 0, j = 0; i < nsh || j < ncn;) {
-        if (j == ncn || (i < nsh && sh[i] < cn[j]))
-            cand[ncand++] = sh[i++];
-        else if (i == nsh || cn[j] < sh[i])
-            cand[ncand++] = cn[j++];
-        else {
-            cand[ncand++] = sh[i++];
-            j++;
-        }
-    }
+    uint32_t *r1 = AL_NEW(a->bar, uint32_t, non + 1), *r2 = AL_NEW(a->bar, uint32_t, nsh + 1);
+    uint32_t nr1 = 0, nr2 = 0;
     /* pools seen: a->pbmark[graph pool id] = build number << 32 | index */
     if (++a->pbseq == 0) {
         memset(a->pbmark, 0, a->npbmark * sizeof *a->pbmark);
@@ -683,81 +751,81 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
     pb *pbs = NULL;
     uint32_t npb = 0, cappb = 0;
     de_rc rc = DE_OK;
-    for (uint32_t i = 0; i < ncand; i++) {
-        const dg_slice *s = dg_slice_get(a->g, cand[i]);
-        int rel;
-        rc = slice_relevant(&g, s, &rel, e);
-        if (rc != DE_OK)
-            goto out;
-        if (rel <= 0)
-            continue;
-        pb *p = pb_find(a, pbs, npb, cand[i], s);
-        if (!p) {
-            if (npb == cappb) {
-                uint32_t cap = cappb ? cappb * 2 : 16;
-                pb *v = AL_NEW(a->bar, pb, cap);
-                if (npb)
-                    memcpy(v, pbs, npb * sizeof *v);
-                pbs = v;
-                cappb = cap;
+    for (int part = 0; part < 2; part++) {
+        const uint32_t *l = part ? sh : on;
+        uint32_t n = part ? nsh : non;
+        for (uint32_t i = 0; i < n; i++) {
+            const dg_slice *s = dg_slice_get(a->g, l[i]);
+            if (s->ncountersets)
+                continue; /* with its pool, below */
+            int rel;
+            rc = slice_relevant(&g, s, &rel, e);
+            if (rc != DE_OK)
+                goto out;
+            if (rel <= 0)
+                continue;
+            if (part)
+                r2[nr2++] = l[i];
+            else
+                r1[nr1++] = l[i];
+            if (!pb_find(a, pbs, npb, l[i], s)) {
+                if (npb == cappb) {
+                    uint32_t cap = cappb ? cappb * 2 : 16;
+                    pb *v = AL_NEW(a->bar, pb, cap);
+                    if (npb)
+                        memcpy(v, pbs, npb * sizeof *v);
+                    pbs = v;
+                    cappb = cap;
+                }
+                pbs[npb].driver = s->driver;
+                pbs[npb].pool = s->pool;
+                pbs[npb].gpid = dg_slice_pool(a->g, l[i]);
+                pb_mark(a, l[i], npb++);
             }
-            p = &pbs[npb];
-            p->driver = s->driver;
-            p->pool = s->pool;
-            p->gen = s->generation;
-            pb_mark(a, cand[i], npb++);
         }
-        if (p->n && s->generation < p->gen)
+    }
+    /* the counter slices of those pools, in id order (every one is relevant) */
+    uint32_t *r3 = NULL, nr3 = 0, capr3 = 0;
+    for (uint32_t i = 0; a->f_part && i < npb; i++) {
+        dg_pool gp;
+        if (pbs[i].gpid == DG_NONE || !dg_pool_get(a->g, pbs[i].gpid, &gp))
             continue;
-        if (p->n && s->generation > p->gen)
-            p->n = 0;
-        p->gen = s->generation;
-        pb_add(a, p, cand[i]);
+        for (uint32_t k = 0; k < gp.nslices; k++) {
+            if (!dg_slice_get(a->g, gp.slices[k])->ncountersets)
+                continue;
+            if (nr3 == capr3) {
+                uint32_t cap = capr3 ? capr3 * 2 : 16;
+                uint32_t *v = AL_NEW(a->bar, uint32_t, cap);
+                if (nr3)
+                    memcpy(v, r3, nr3 * sizeof *v);
+                r3 = v;
+                capr3 = cap;
+            }
+            r3[nr3++] = gp.slices[k];
+        }
+    }
+    if (nr3 > 1)
+        sort_u32(r3, nr3);
+    for (uint32_t i = 0, j = 0, k = 0; i < nr1 || j < nr2 || k < nr3;) {
+        uint32_t sid;
+        if (i < nr1)
+            sid = r1[i++];
+        else if (k == nr3 || (j < nr2 && r2[j] < r3[k]))
+            sid = r2[j++];
+        else
+            sid = r3[k++];
+        const dg_slice *s = dg_slice_get(a->g, sid);
+        pb_take(a, pb_find(a, pbs, npb, sid, s), sid, s);
     }
     /* per pool: complete, incomplete, obsolete, invalid */
     t->pools = AL_NEW(a->bar, al_pool, npb ? npb : 1);
     gpools = AL_NEW(a->bar, uint32_t, npb ? npb : 1);
-    uint32_t *all = NULL, capall = 0;
     for (uint32_t i = 0; i < npb; i++) {
         pb *b = &pbs[i];
-        const dg_slice *first = dg_slice_get(a->g, b->sl[0]);
-        uint32_t gpid = dg_slice_pool(a->g, b->sl[0]);
-        gpools[ngpools++] = gpid;
+        gpools[ngpools++] = b->gpid;
         al_pool *p = &t->pools[t->npools];
-        memset(p, 0, sizeof *p);
-        p->driver = b->driver;
-        p->name = b->pool;
-        dg_pool gp;
-        bool have_gp = dg_pool_get(a->g, gpid, &gp);
-        uint64_t pgen = have_gp ? gp.gen : 0;
-        if ((int64_t)b->n == first->slice_count) {
-            build_pool(&g, p, b, NULL, 0, gpid, pgen);
-        } else {
-            /* checkSlicesInPool over the pool's slices, in input (id) order */
-            uint32_t nall = 0;
-            bool obsolete = false;
-            if (have_gp) {
-                if (gp.nslices > capall) {
-                    capall = gp.nslices;
-                    all = de_xrealloc(all, capall * sizeof *all);
-                }
-                memcpy(all, gp.slices, gp.nslices * sizeof *all);
-                qsort(all, gp.nslices, sizeof *all, cmp_u32);
-                for (uint32_t k = 0; k < gp.nslices && !obsolete; k++) {
-                    const dg_slice *s = dg_slice_get(a->g, all[k]);
-                    if (s->generation == first->generation)
-                        all[nall++] = all[k];
-                    else if (s->generation > first->generation)
-                        obsolete = true;
-                }
-            }
-            if (obsolete)
-                continue;
-            if ((int64_t)nall != first->slice_count)
-                p->state = AL_POOL_INCOMPLETE;
-            else
-                build_pool(&g, p, b, all, nall, gpid, pgen);
-        }
+        if (!pool_view(&g, b, p))
+            continue; /* obsolete */
         p->binding = pool_has_binding(a, p);
         if (p->state == AL_POOL_INVALID)
             t->any_invalid = true;
@@ -765,7 +833,6 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
             t->any_incomplete = true;
         t->npools++;
     }
-    free(all);
     /* order: (driver, pool) with binding-condition pools last */
     qsort_r(t->pools, t->npools, sizeof *t->pools, cmp_pools, a);
     {
@@ -800,6 +867,7 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
     }
     t->nwords = DE_BITS_WORDS(t->ndev ? t->ndev : 1);
     freeze(a, t, gpools, ngpools);
+    al_ntab_foreign(a, t);
 out:
     return rc;
 }

@@ -125,7 +125,10 @@ typedef struct al_ntab {
     al_pool *pools;
     uint32_t ndev, nwords;
     al_dev *devs;
-    bool any_invalid, any_incomplete, any_shared_dev, any_counters;
+    bool any_invalid, any_incomplete, any_shared_dev, any_counters; /* own pools */
+    /* of the allocator's foreign counter pool views (al_fpools.c), the
+     * entries of this table's own pools: present, invalid */
+    uint32_t fown_present, fown_invalid;
     /* usage (al_core.c), kept current by the graph listener */
     uint64_t *inuse;         /* exclusively allocated (AllocatedDevices) */
     uint64_t *allocated;     /* IsDeviceAllocated: exclusive or shared */
@@ -232,6 +235,17 @@ struct al_allocator {
                               * bit 31 = visible from every node (not node-local) */
     uint32_t nslice_est;
     uint64_t est_local, est_shared; /* devices in node-local / other slices */
+    /* counter pools as seen from nodes that see none of their devices
+     * (al_fpools.c), per graph pool id */
+    struct al_fpool *fpools;
+    uint32_t nfpools;
+    uint32_t *fdirty;        /* pools to recompute */
+    uint32_t nfdirty, capfdirty;
+    uint32_t *fprob;         /* present incomplete/invalid ones, by (driver, pool) */
+    uint32_t nfprob, capfprob;
+    uint32_t fpresent, finvalid;
+    bool fready;             /* every counter pool has been computed once */
+    al_ntab *fholder;        /* holds the reasons while a view is computed */
     uint32_t *slice_pool;    /* per slice id: graph pool id + 1 as last seen (0 = none) */
     uint32_t nslice_pool;
     al_crec *crec;           /* per claim id */
@@ -435,8 +449,25 @@ static inline uint32_t al_ntab_find(const al_ntab *t, uint32_t gpool, uint32_t n
     }
 }
 
+/* al_fpools.c: foreign counter pools */
+void al_fpools_free(al_allocator *a);
+void al_fpools_dirty(al_allocator *a, uint32_t gpid);  /* a slice of the pool changed */
+bool al_fpools_has(const al_allocator *a, uint32_t gpid); /* had counter slices */
+void al_fpools_sync(al_allocator *a);                  /* recompute the dirty ones */
+void al_ntab_foreign(al_allocator *a, al_ntab *t);     /* fown_* after a build */
+bool al_ntab_any_invalid(const al_allocator *a, const al_ntab *t);
+bool al_ntab_no_pools(const al_allocator *a, const al_ntab *t);
+/* The next incomplete/invalid foreign pool (not one of t's own) that sorts
+ * before `before` (NULL: any), in (driver, pool) order from *cursor. */
+bool al_fprob_next(al_allocator *a, const al_ntab *t, uint32_t *cursor, const al_pool *before,
+                   al_pool *out);
+
 /* al_gather.c */
 de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e);
+/* The view of counter pool gpid from a node that sees none of its device
+ * slices (reasons in holder's arena): 1 in *out, 0 obsolete, -1 the pool
+ * has no counter slices (or the gate is off). */
+int al_foreign_view(al_allocator *a, al_ntab *holder, uint32_t gpid, al_pool *out);
 void al_pchecks_free(al_allocator *a);
 void al_pbmark_reserve(al_allocator *a, uint32_t npools);
 void al_pchecks_reserve(al_allocator *a, uint32_t npools);

@@ -569,7 +569,7 @@ static de_rc run(al_call *c, const uint32_t *claims, uint32_t nclaims, al_outcom
     if (r != AL_S_OK) {
         if (!a->no_explain)
             al_explain(c, &out->why);
-        if (c->t->any_invalid) {
+        if (al_ntab_any_invalid(a, c->t)) {
             const char *s = out->why.summary;
             out->invalid_pools = true;
             return de_errf(e, DE_EINVAL, "invalid resource pools were encountered%s%s",
