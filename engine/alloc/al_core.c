@@ -128,6 +128,7 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
     de_map_init(&a->selset_by_key);
     de_map_init(&a->node_rank);
     de_map_init(&a->rank_by_name);
+    de_map_init(&a->order_seen);
     al_tmem_init(a);
     a->scratch = de_arena_new(64u << 20);
     a->s_metadata_name = al_intern(a, "metadata.name");
@@ -181,15 +182,14 @@ void al_free(al_allocator *a)
         if (a->tabsets[i].cap > 1)
             free(a->tabsets[i].u.v);
     free(a->tabsets);
-    for (uint32_t i = 0; i < a->ncrec; i++)
-        free(a->crec[i].keys);
-    free(a->crec);
+    free(a->crec); /* their keys are in the table slab */
     al_pchecks_free(a);
     al_fpools_free(a);
     free(a->slice_pool);
     free(a->node_name_of);
     free(a->class_name_of);
     de_map_destroy(&a->rank_by_name);
+    de_map_destroy(&a->order_seen);
     for (uint32_t i = 0; i < a->nntabs; i++)
         de_arena_free(a->ntabs[i]->ar); /* the rest is in the slab */
     al_tmem_free(a);
@@ -488,9 +488,10 @@ static void on_claim(al_allocator *a, uint32_t clid)
         return;
     r->ugen = ugen;
     uint32_t n = 0;
-    uint64_t *keys = NULL;
+    uint64_t kbuf[16], *keys = kbuf;
     if (c && c->allocated && c->allocation.nresults) {
-        keys = de_xmalloc(c->allocation.nresults * sizeof *keys);
+        if (c->allocation.nresults > 16)
+            keys = de_xmalloc(c->allocation.nresults * sizeof *keys);
         for (uint32_t i = 0; i < c->allocation.nresults; i++) {
             const dg_result *x = &c->allocation.results[i];
             if (x->admin_access == 1)
@@ -507,16 +508,34 @@ static void on_claim(al_allocator *a, uint32_t clid)
         memcpy(all, r->keys, r->n * sizeof *all);
     if (n)
         memcpy(all + r->n, keys, n * sizeof *all);
-    qsort(all, r->n + n, sizeof *all, cmp_u64);
-    for (uint32_t i = 0; i < r->n + n; i++)
+    uint32_t m = r->n + n;
+    if (m > 16) {
+        qsort(all, m, sizeof *all, cmp_u64);
+    } else {
+        for (uint32_t i = 1; i < m; i++) {
+            uint64_t x = all[i];
+            uint32_t j = i;
+            for (; j && all[j - 1] > x; j--)
+                all[j] = all[j - 1];
+            all[j] = x;
+        }
+    }
+    for (uint32_t i = 0; i < m; i++)
         if (!i || all[i] != all[i - 1])
             usage_changed(a, all[i]);
     if (all != small)
         free(all);
-    free(r->keys);
-    r->keys = n ? keys : NULL;
+    /* the keys kept: an exact-size record of the table slab, whose room is
+     * reserved for every claim's (al_tmem_reserve) */
+    if (r->n)
+        al_tmem_release(a, r->keys, r->n * sizeof *r->keys);
+    r->keys = NULL;
+    if (n) {
+        r->keys = al_tmem_alloc(a, n * sizeof *r->keys);
+        memcpy(r->keys, keys, n * sizeof *keys);
+    }
     r->n = n;
-    if (!n)
+    if (keys != kbuf)
         free(keys);
 }
 
@@ -667,6 +686,8 @@ static void on_change(void *ctx, dg_kind kind, dg_op op, uint32_t id)
         break;
     case DG_KIND_RESOURCE_CLAIM:
         on_claim(a, id);
+        if (op == DG_OP_ADD)
+            al_tmem_reserve(a);
         break;
     case DG_KIND_DEVICE_CLASS:
         on_class(a, id);
@@ -675,6 +696,8 @@ static void on_change(void *ctx, dg_kind kind, dg_op op, uint32_t id)
         on_node(a, op, id);
         break;
     case DG_KIND_POD:
+        if (op == DG_OP_ADD)
+            al_usage_reserve(a, dg_pod_id_limit(a->g), 0);
         al_usage_pod_event(a, op, id); /* what pods take from their nodes (al_fit.c) */
         break;
     default:

@@ -212,12 +212,38 @@ static void pod_seen(al_allocator *a, uint32_t pid)
         rec_clear(a, r);
 }
 
-static void usage_ready(al_allocator *a)
+static struct al_usage *usage_get(al_allocator *a)
 {
     if (!a->usage) {
         a->usage = de_xcalloc(1, sizeof *a->usage);
         de_map_init(&a->usage->node_idx);
     }
+    return a->usage;
+}
+
+/* Records for every pod id and node the graph holds, made when they arrive
+ * (al_tmem_reserve), so that a decision's first pod or first pod on a node
+ * does not grow them (a fresh page faults). */
+void al_usage_reserve(al_allocator *a, uint32_t npods, uint32_t nnodes)
+{
+    struct al_usage *u = usage_get(a);
+    if (npods > u->npods) {
+        if (u->npods && npods < u->npods + u->npods / 2)
+            npods = u->npods + u->npods / 2; /* pods arriving one by one */
+        u->pods = de_xrealloc(u->pods, npods * sizeof *u->pods);
+        memset(u->pods + u->npods, 0, (npods - u->npods) * sizeof *u->pods);
+        u->npods = npods;
+    }
+    if (nnodes > u->capnodes) {
+        u->capnodes = nnodes;
+        u->nodes = de_xrealloc(u->nodes, u->capnodes * sizeof *u->nodes);
+        de_map_reserve(&u->node_idx, nnodes);
+    }
+}
+
+static void usage_ready(al_allocator *a)
+{
+    usage_get(a);
     if (a->usage->ready)
         return;
     a->usage->ready = true;

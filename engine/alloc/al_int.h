@@ -272,6 +272,8 @@ struct al_allocator {
                               * node names the slices mention stand in for nodes */
     dg_node *node_stub;      /* label-less stand-ins for those */
     uint32_t nnodes;
+    uint32_t capnames;       /* node_names / node_order capacity */
+    de_map order_seen;       /* node_order's scratch, kept sized */
     de_map node_rank;        /* node id -> rank */
     bool no_explain;         /* al_place.c: skip al_explain (reasons computed later) */
     bool explain_marks;      /* al_explain writes claim names as marks (al_choose.c) */
@@ -375,6 +377,7 @@ void al_nar_demand(const al_nar_status *st, uint32_t n, al_amount **acc, uint32_
  * it); a stand-in node (NULL) declares nothing. */
 bool al_node_declares(const al_allocator *a, const dg_node *n, uint32_t feature);
 void al_usage_free(al_allocator *a);
+void al_usage_reserve(al_allocator *a, uint32_t npods, uint32_t nnodes);
 
 /* al_counts.c */
 void al_counts_slice(al_allocator *a, uint32_t sid); /* a slice changed or was removed */
@@ -383,6 +386,7 @@ void al_counts_free(al_allocator *a);
 
 /* al_place.c: pieces of the node filter shared with al_choose.c */
 const dg_node *al_node_at(al_allocator *a, uint32_t rank);
+void al_order_reserve(al_allocator *a, uint32_t nodes); /* before nodes arrive at the order */
 /* The filters before DynamicResources and the allocated claims' nodes:
  * NULL when the node passes; else the reason for people (in buf or
  * static), with upstream's reasons in *f. */

@@ -53,14 +53,17 @@ static void node_order(al_allocator *a)
     if (!a->order_dirty && a->order_epoch == a->epoch && a->node_order)
         return;
     uint32_t lim = dg_node_id_limit(a->g);
-    de_map seen;
-    de_map_init(&seen);
-    uint32_t cap = lim ? lim : 1, n = 0;
-    uint32_t *names = de_xmalloc(cap * sizeof *names);
+    /* the maps and arrays were sized when the nodes came (al_order_reserve):
+     * the first pod does not grow them */
+    al_order_reserve(a, lim);
+    de_map *seen = &a->order_seen;
+    de_map_clear(seen);
+    uint32_t cap = a->capnames, n = 0;
+    uint32_t *names = a->node_names;
     for (uint32_t i = 0; i < lim; i++) {
         const dg_node *nd = dg_node_get(a->g, i);
-        if (nd && !de_map_get(&seen, nd->meta.name, NULL)) {
-            de_map_put(&seen, nd->meta.name, i);
+        if (nd && !de_map_get(seen, nd->meta.name, NULL)) {
+            de_map_put(seen, nd->meta.name, i);
             names[n++] = nd->meta.name;
         }
     }
@@ -73,9 +76,9 @@ static void node_order(al_allocator *a)
             for (uint32_t d = 0; d <= s->ndevices; d++) {
                 uint32_t nn = d == 0 ? (s->ns_mode == DG_NS_NODE_NAME ? s->node_name : 0)
                                      : (s->devices[d - 1].ns_mode == DG_NS_NODE_NAME ? s->devices[d - 1].node_name : 0);
-                if (!nn || de_map_get(&seen, nn, NULL))
+                if (!nn || de_map_get(seen, nn, NULL))
                     continue;
-                de_map_put(&seen, nn, DG_NONE);
+                de_map_put(seen, nn, DG_NONE);
                 if (n == cap) {
                     cap *= 2;
                     names = de_xrealloc(names, cap * sizeof *names);
@@ -85,18 +88,19 @@ static void node_order(al_allocator *a)
         }
     }
     qsort_r(names, n, sizeof *names, cmp_names, a);
-    free(a->node_order);
-    free(a->node_names);
     free(a->node_stub);
     a->node_names = names;
-    a->node_order = de_xmalloc((n ? n : 1) * sizeof *a->node_order);
+    if (cap > a->capnames) {
+        a->node_order = de_xrealloc(a->node_order, cap * sizeof *a->node_order);
+        a->capnames = cap;
+    }
     a->node_stub = stubs ? de_xcalloc(n ? n : 1, sizeof *a->node_stub) : NULL;
     a->nnodes = n;
     de_map_clear(&a->node_rank);
     de_map_clear(&a->rank_by_name);
     for (uint32_t i = 0; i < n; i++) {
         uint64_t id = DG_NONE;
-        de_map_get(&seen, names[i], &id);
+        de_map_get(seen, names[i], &id);
         a->node_order[i] = stubs ? DG_NONE : (uint32_t)id;
         if (stubs)
             a->node_stub[i].meta.name = names[i];
@@ -104,11 +108,29 @@ static void node_order(al_allocator *a)
             de_map_put(&a->node_rank, a->node_order[i], i);
         de_map_put(&a->rank_by_name, names[i], i + 1);
     }
-    de_map_destroy(&seen);
     a->order_epoch = a->epoch;
     a->order_dirty = false;
     a->order_gen++;
     al_choice_order(a);
+}
+
+void al_order_reserve(al_allocator *a, uint32_t nodes)
+{
+    if (nodes <= a->capnames && a->node_names)
+        return;
+    uint32_t cap = nodes > a->capnames ? nodes : a->capnames;
+    if (!cap)
+        cap = 1;
+    uint32_t old = a->node_names ? a->capnames : 0;
+    a->node_names = de_xrealloc(a->node_names, cap * sizeof *a->node_names);
+    a->node_order = de_xrealloc(a->node_order, cap * sizeof *a->node_order);
+    /* touched now; what a current order holds stays */
+    memset(a->node_names + old, 0, (cap - old) * sizeof *a->node_names);
+    memset(a->node_order + old, 0, (cap - old) * sizeof *a->node_order);
+    a->capnames = cap;
+    de_map_reserve(&a->order_seen, cap);
+    de_map_reserve(&a->node_rank, cap);
+    de_map_reserve(&a->rank_by_name, cap);
 }
 
 const dg_node *al_node_at(al_allocator *a, uint32_t rank)

@@ -32,6 +32,8 @@
 #define EST_DEV (sizeof(al_dev) + 2 * sizeof(uint32_t) + 8)
 #define EST_TABLE (sizeof(al_ntab) + 2 * sizeof(al_pool) + 2 * sizeof(al_cset) + 4 * 64 + 128)
 #define EST_SHARED_BIT 0x80000000u
+/* ... and per claim: the usage keys of its allocation (al_core.c: on_claim), two devices */
+#define EST_CLAIM (2 * sizeof(uint64_t))
 
 void al_tmem_init(al_allocator *a)
 {
@@ -157,12 +159,15 @@ void al_tmem_reserve(al_allocator *a)
         a->ntabs = de_xrealloc(a->ntabs, a->capntabs * sizeof *a->ntabs);
         de_map_reserve(&a->ntab_by_name, nodes);
     }
+    al_usage_reserve(a, dg_pod_id_limit(a->g), (uint32_t)nodes);
+    al_order_reserve(a, (uint32_t)nodes);
     /* indexes by graph pool id that a first build would otherwise grow */
     uint32_t npools = dg_pool_id_limit(a->g);
     al_tabs_reserve(a, npools);
     al_pchecks_reserve(a, npools);
     al_pbmark_reserve(a, npools);
-    uint64_t est = nodes * (EST_TABLE + a->est_shared * EST_DEV) + a->est_local * EST_DEV;
+    uint64_t est = nodes * (EST_TABLE + a->est_shared * EST_DEV) + a->est_local * EST_DEV +
+                   (uint64_t)dg_claim_id_limit(a->g) * EST_CLAIM;
     de_slab_stats st;
     de_slab_get_stats(a->tslab, &st);
     if (est > st.in_use)
