@@ -170,13 +170,24 @@ void al_node_changed(al_allocator *a, uint32_t node_name)
     a->nlogged[rank] = ++a->clog_end;
 }
 
+/* Per-rank arrays sized (and touched) when nodes arrive (al_tmem_reserve). */
+void al_choice_reserve(al_allocator *a, uint32_t n)
+{
+    if (n <= a->capngen)
+        return;
+    a->ngen = de_xrealloc(a->ngen, n * sizeof *a->ngen);
+    a->nlogged = de_xrealloc(a->nlogged, n * sizeof *a->nlogged);
+    memset(a->ngen + a->capngen, 0, (n - a->capngen) * sizeof *a->ngen);
+    memset(a->nlogged + a->capngen, 0, (n - a->capngen) * sizeof *a->nlogged);
+    a->capngen = n;
+}
+
 void al_choice_order(al_allocator *a)
 {
-    free(a->ngen);
-    free(a->nlogged);
     uint32_t n = a->nnodes ? a->nnodes : 1;
-    a->ngen = de_xcalloc(n, sizeof *a->ngen);
-    a->nlogged = de_xcalloc(n, sizeof *a->nlogged);
+    al_choice_reserve(a, n);
+    memset(a->ngen, 0, n * sizeof *a->ngen);
+    memset(a->nlogged, 0, n * sizeof *a->nlogged);
     a->clog_base = a->clog_mark = a->clog_end;
 }
 
@@ -239,6 +250,7 @@ void al_choose_free(al_allocator *a)
     free(a->nlogged);
     free(a->clog);
     a->ngen = a->nlogged = NULL;
+    a->capngen = 0;
     a->clog = NULL;
 }
 

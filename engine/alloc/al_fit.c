@@ -235,8 +235,9 @@ void al_usage_reserve(al_allocator *a, uint32_t npods, uint32_t nnodes)
         u->npods = npods;
     }
     if (nnodes > u->capnodes) {
+        u->nodes = de_xrealloc(u->nodes, nnodes * sizeof *u->nodes);
+        memset(u->nodes + u->capnodes, 0, (nnodes - u->capnodes) * sizeof *u->nodes); /* touched */
         u->capnodes = nnodes;
-        u->nodes = de_xrealloc(u->nodes, u->capnodes * sizeof *u->nodes);
         de_map_reserve(&u->node_idx, nnodes);
     }
 }

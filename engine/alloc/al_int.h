@@ -287,6 +287,7 @@ struct al_allocator {
     struct al_chooser *chooser;
     uint64_t *ngen;          /* per rank */
     uint64_t *nlogged;       /* per rank: absolute log position of its last entry + 1 */
+    uint32_t capngen;        /* ngen / nlogged capacity */
     uint32_t *clog;          /* ranks, from absolute position clog_base */
     uint64_t clog_base, clog_end;
     uint32_t clog_cap;
@@ -320,6 +321,7 @@ uint32_t al_internf(al_allocator *a, const char *fmt, ...) __attribute__((format
 /* al_choose.c */
 void al_node_changed(al_allocator *a, uint32_t node_name);
 void al_choice_order(al_allocator *a);  /* the node order was recomputed */
+void al_choice_reserve(al_allocator *a, uint32_t nodes);
 void al_choose_free(al_allocator *a);
 
 /* One pod being placed (al_place.c builds it). */

@@ -160,7 +160,12 @@ void al_tmem_reserve(al_allocator *a)
         de_map_reserve(&a->ntab_by_name, nodes);
     }
     al_usage_reserve(a, dg_pod_id_limit(a->g), (uint32_t)nodes);
+    /* the selector memo's per-program tables: the first pods compile a
+     * class or two */
+    cel_memo_reserve(a->memo, dg_device_id_limit(a->g), 2);
+    cel_env_reserve_devices(a->cel, dg_device_id_limit(a->g));
     al_order_reserve(a, (uint32_t)nodes);
+    al_choice_reserve(a, (uint32_t)nodes);
     /* indexes by graph pool id that a first build would otherwise grow */
     uint32_t npools = dg_pool_id_limit(a->g);
     al_tabs_reserve(a, npools);

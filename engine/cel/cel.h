@@ -211,6 +211,14 @@ void cel_memo_forget_before(cel_memo *m, uint32_t id);
 int cel_memo_get(cel_memo *m, uint32_t prog, uint32_t dev, uint32_t gen);
 void cel_memo_put(cel_memo *m, uint32_t prog, uint32_t dev, uint32_t gen, bool val);
 void cel_memo_stats(const cel_memo *m, uint64_t *hits, uint64_t *misses);
+/* Room for device ids below ndev, touched now: the tables of the programs
+ * evaluated so far grow to it, and `spare` tables (at most 4) wait for
+ * programs evaluated later.  Called off the hot path (the allocator does
+ * it when slices arrive), so that a decision's first evaluations do not
+ * fault fresh pages. */
+void cel_memo_reserve(cel_memo *m, uint32_t ndev, uint32_t spare);
+/* The same for the env's per-device table of checked attribute values. */
+void cel_env_reserve_devices(cel_env *env, uint32_t ndev);
 
 /* Convenience: memoised selector evaluation (errors are not memoised). */
 de_rc cel_eval_selector_memo(cel_env *env, cel_memo *m, const cel_prog *p, const de_devview *dev,

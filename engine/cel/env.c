@@ -381,6 +381,20 @@ static void remember_checked(cel_env *env, const de_devview *dev)
     env->checked[dev->id] = dev->gen + 1u;
 }
 
+void cel_env_reserve_devices(cel_env *env, uint32_t ndev)
+{
+    if (ndev > CHECKED_MAX)
+        ndev = CHECKED_MAX;
+    if (ndev <= env->ncheck)
+        return;
+    uint32_t nc = env->ncheck + env->ncheck / 2; /* devices arriving a slice at a time */
+    if (nc < ndev)
+        nc = ndev;
+    env->checked = de_xrealloc(env->checked, nc * sizeof *env->checked);
+    memset(env->checked + env->ncheck, 0, (nc - env->ncheck) * sizeof *env->checked);
+    env->ncheck = nc;
+}
+
 /* Run p; on success *out holds the raw result (may be an error value). */
 static de_rc run(cel_env *env, const cel_prog *p, const de_devview *dev, de_arena *scratch,
                  cel_v *out, uint64_t *cost, de_err *e)

@@ -23,9 +23,13 @@ typedef struct memo_tab {
     uint32_t cap;
 } memo_tab;
 
+#define MEMO_SPARES 4
+
 struct cel_memo {
     memo_tab *tabs; /* by program id - base */
     uint32_t ntabs;
+    memo_tab spare[MEMO_SPARES]; /* touched, zeroed tables for new programs (cel_memo_reserve) */
+    uint32_t nspare;
     uint32_t base;  /* programs below it were collected (cel_memo_forget_before) */
     de_map sparse;  /* (prog, dev) -> slot value, for huge ids */
     uint64_t hits, misses;
@@ -44,6 +48,8 @@ void cel_memo_free(cel_memo *m)
         return;
     for (uint32_t i = 0; i < m->ntabs; i++)
         free(m->tabs[i].slot);
+    for (uint32_t i = 0; i < m->nspare; i++)
+        free(m->spare[i].slot);
     free(m->tabs);
     de_map_destroy(&m->sparse);
     free(m);
@@ -112,6 +118,8 @@ void cel_memo_put(cel_memo *m, uint32_t prog, uint32_t dev, uint32_t gen, bool v
         m->ntabs = n;
     }
     memo_tab *t = &m->tabs[prog];
+    if (!t->cap && m->nspare && dev < m->spare[m->nspare - 1].cap)
+        *t = m->spare[--m->nspare]; /* a new program: a table touched ahead */
     if (dev >= t->cap) {
         uint32_t nc = t->cap ? t->cap : 1024;
         while (nc <= dev)
@@ -121,6 +129,35 @@ void cel_memo_put(cel_memo *m, uint32_t prog, uint32_t dev, uint32_t gen, bool v
         t->cap = nc;
     }
     t->slot[dev] = enc(gen, val);
+}
+
+static void tab_grow(memo_tab *t, uint32_t cap)
+{
+    t->slot = de_xrealloc(t->slot, cap * sizeof *t->slot);
+    memset(t->slot + t->cap, 0, (cap - t->cap) * sizeof *t->slot); /* touches the pages */
+    t->cap = cap;
+}
+
+void cel_memo_reserve(cel_memo *m, uint32_t ndev, uint32_t spare)
+{
+    if (ndev > MEMO_DENSE_MAX)
+        ndev = MEMO_DENSE_MAX;
+    if (spare > MEMO_SPARES)
+        spare = MEMO_SPARES;
+    /* devices arriving a slice at a time: grow by half at least */
+    for (uint32_t i = 0; i < m->ntabs; i++)
+        if (m->tabs[i].cap && m->tabs[i].cap < ndev)
+            tab_grow(&m->tabs[i], ndev > m->tabs[i].cap + m->tabs[i].cap / 2 ? ndev
+                                                                                : m->tabs[i].cap + m->tabs[i].cap / 2);
+    for (uint32_t i = 0; i < m->nspare; i++)
+        if (m->spare[i].cap < ndev)
+            tab_grow(&m->spare[i], ndev > m->spare[i].cap + m->spare[i].cap / 2 ? ndev
+                                                                                 : m->spare[i].cap + m->spare[i].cap / 2);
+    while (m->nspare < spare && ndev) {
+        memo_tab *t = &m->spare[m->nspare++];
+        memset(t, 0, sizeof *t);
+        tab_grow(t, ndev);
+    }
 }
 
 void cel_memo_stats(const cel_memo *m, uint64_t *hits, uint64_t *misses)
