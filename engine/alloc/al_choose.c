@@ -175,6 +175,7 @@ void al_choice_reserve(al_allocator *a, uint32_t n)
 {
     if (n <= a->capngen)
         return;
+    n = al_grow_cap(a->capngen, n);
     a->ngen = de_xrealloc(a->ngen, n * sizeof *a->ngen);
     a->nlogged = de_xrealloc(a->nlogged, n * sizeof *a->nlogged);
     memset(a->ngen + a->capngen, 0, (n - a->capngen) * sizeof *a->ngen);

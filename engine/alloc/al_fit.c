@@ -228,13 +228,13 @@ void al_usage_reserve(al_allocator *a, uint32_t npods, uint32_t nnodes)
 {
     struct al_usage *u = usage_get(a);
     if (npods > u->npods) {
-        if (u->npods && npods < u->npods + u->npods / 2)
-            npods = u->npods + u->npods / 2; /* pods arriving one by one */
+        npods = al_grow_cap(u->npods, npods); /* pods arriving one by one */
         u->pods = de_xrealloc(u->pods, npods * sizeof *u->pods);
         memset(u->pods + u->npods, 0, (npods - u->npods) * sizeof *u->pods);
         u->npods = npods;
     }
     if (nnodes > u->capnodes) {
+        nnodes = al_grow_cap(u->capnodes, nnodes);
         u->nodes = de_xrealloc(u->nodes, nnodes * sizeof *u->nodes);
         memset(u->nodes + u->capnodes, 0, (nnodes - u->capnodes) * sizeof *u->nodes); /* touched */
         u->capnodes = nnodes;

@@ -727,4 +727,12 @@ static inline void *al_zalloc(de_arena *ar, size_t n)
 
 #define AL_NEW(ar, T, n) ((T *)al_zalloc((ar), sizeof(T) * (size_t)(n)))
 
+/* A capacity of at least `need`, half again the current one when it grows:
+ * arrays sized from graph events that come one object at a time. */
+static inline uint32_t al_grow_cap(uint32_t cur, uint32_t need)
+{
+    uint32_t c = cur + cur / 2;
+    return need > c ? need : c;
+}
+
 #endif

@@ -118,7 +118,7 @@ void al_order_reserve(al_allocator *a, uint32_t nodes)
 {
     if (nodes <= a->capnames && a->node_names)
         return;
-    uint32_t cap = nodes > a->capnames ? nodes : a->capnames;
+    uint32_t cap = nodes > a->capnames ? al_grow_cap(a->capnames, nodes) : a->capnames;
     if (!cap)
         cap = 1;
     uint32_t old = a->node_names ? a->capnames : 0;

@@ -34,6 +34,7 @@
 #define EST_SHARED_BIT 0x80000000u
 /* ... and per claim: the usage keys of its allocation (al_core.c: on_claim), two devices */
 #define EST_CLAIM (2 * sizeof(uint64_t))
+#define RESERVE_AHEAD_MAX ((uint64_t)64 << 20) /* never more room than this ahead */
 
 void al_tmem_init(al_allocator *a)
 {
@@ -155,9 +156,9 @@ void al_tmem_reserve(al_allocator *a)
         nodes = nnames;
     /* the tables' index, so that a first use does not grow it */
     if (a->capntabs < nodes) {
-        a->capntabs = (uint32_t)nodes;
+        a->capntabs = al_grow_cap(a->capntabs, (uint32_t)nodes);
         a->ntabs = de_xrealloc(a->ntabs, a->capntabs * sizeof *a->ntabs);
-        de_map_reserve(&a->ntab_by_name, nodes);
+        de_map_reserve(&a->ntab_by_name, a->capntabs);
     }
     al_usage_reserve(a, dg_pod_id_limit(a->g), (uint32_t)nodes);
     /* the selector memo's per-program tables: the first pods compile a
@@ -171,10 +172,16 @@ void al_tmem_reserve(al_allocator *a)
     al_tabs_reserve(a, npools);
     al_pchecks_reserve(a, npools);
     al_pbmark_reserve(a, npools);
-    uint64_t est = nodes * (EST_TABLE + a->est_shared * EST_DEV) + a->est_local * EST_DEV +
-                   (uint64_t)dg_claim_id_limit(a->g) * EST_CLAIM;
+    /* a table whose block is larger than a slab record comes from malloc
+     * (many devices visible from every node): not reserved for */
+    uint64_t per_table = EST_TABLE + (a->est_shared + (nodes ? a->est_local / nodes : 0)) * EST_DEV;
+    uint64_t est = (uint64_t)dg_claim_id_limit(a->g) * EST_CLAIM + nodes * EST_TABLE;
+    if (per_table - EST_TABLE <= DE_SLAB_MAX)
+        est += nodes * a->est_shared * EST_DEV + a->est_local * EST_DEV;
     de_slab_stats st;
     de_slab_get_stats(a->tslab, &st);
-    if (est > st.in_use)
-        de_slab_reserve(a->tslab, est - st.in_use);
+    if (est > st.in_use) {
+        uint64_t need = est - st.in_use;
+        de_slab_reserve(a->tslab, need < RESERVE_AHEAD_MAX ? need : RESERVE_AHEAD_MAX);
+    }
 }
