@@ -182,7 +182,12 @@ void al_free(al_allocator *a)
         if (a->tabsets[i].cap > 1)
             free(a->tabsets[i].u.v);
     free(a->tabsets);
-    free(a->crec); /* their keys are in the table slab */
+    /* records past DE_SLAB_MAX are malloc'd by the slab: given back one by
+     * one before the slab goes */
+    for (uint32_t i = 0; i < a->ncrec; i++)
+        if (a->crec[i].n)
+            al_tmem_release(a, a->crec[i].keys, a->crec[i].n * sizeof *a->crec[i].keys);
+    free(a->crec);
     al_pchecks_free(a);
     al_fpools_free(a);
     free(a->slice_pool);
@@ -191,7 +196,7 @@ void al_free(al_allocator *a)
     de_map_destroy(&a->rank_by_name);
     de_map_destroy(&a->order_seen);
     for (uint32_t i = 0; i < a->nntabs; i++)
-        de_arena_free(a->ntabs[i]->ar); /* the rest is in the slab */
+        al_ntab_clear(a, a->ntabs[i]); /* the structs go with the slab */
     al_tmem_free(a);
     free(a->ntabs);
     al_selsets_free(a);
