@@ -217,8 +217,12 @@ static void estimate(const dg_claim *c, uint32_t *bytes, uint32_t *results)
     if (!n)
         n = 1;
     *results = (uint32_t)n;
+    /* a one-term node selector takes its term, both requirement arrays (the
+     * empty one still takes one element, as copy_nodesel does) and one value;
+     * each config entry names about one request */
     *bytes = (uint32_t)(al16(n * sizeof(dg_result)) + al16(sizeof(dg_alloc_config) * (c->spec.nconfig + 1)) +
-                        al16(sizeof(dg_term)) + al16(sizeof(dg_requirement)) + 16 + 4 * sizeof(dg_consumer));
+                        16 * (size_t)(c->spec.nconfig + 1) + al16(sizeof(dg_term)) + 2 * al16(sizeof(dg_requirement)) +
+                        16 + 4 * sizeof(dg_consumer));
 }
 
 void dg_rec_pending(dg_graph *g, claim_ent *ce, int sign)
