@@ -109,20 +109,7 @@ int bench_upstream_500x10(FILE *out, int argc, char **argv)
     dg_graph *g = bench_graph();
     de_err e;
     de_err_clear(&e);
-    de_rc rc = bench_put(g, bench_class("test-class", "device.driver == \"test-driver.cdi.k8s.io\""), &e);
-    for (uint32_t n = 0; n < nodes && rc == DE_OK; n++) {
-        char node[64], slice[96];
-        snprintf(node, sizeof node, "node-%04u", n);
-        snprintf(slice, sizeof slice, "%s-slice", node);
-        rc = bench_put(g, bench_node(node, NULL, NULL), &e);
-        json_t *devs = json_array();
-        for (uint32_t d = 0; d < per; d++) {
-            char dn[32];
-            snprintf(dn, sizeof dn, "device-%u", d);
-            json_array_append_new(devs, json_pack("{s:s}", "name", dn));
-        }
-        rc = bench_put_after(rc, g, bench_slice(slice, "test-driver.cdi.k8s.io", node, node, devs), &e);
-    }
+    de_rc rc = bench_upstream_cluster(g, nodes, per, &e);
     for (uint32_t i = 0; i < npods + 1 && rc == DE_OK; i++)
         rc = bench_claim_pod(g, i, json_pack("[o]", bench_exact("dev", "test-class")), NULL, &e);
     if (rc != DE_OK) {

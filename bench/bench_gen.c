@@ -166,3 +166,22 @@ de_rc bench_pair_pods(dg_graph *g, uint32_t npods, const char *gpu_class, const 
     }
     return rc;
 }
+
+de_rc bench_upstream_cluster(dg_graph *g, uint32_t nodes, uint32_t per, de_err *e)
+{
+    de_rc rc = bench_put(g, bench_class("test-class", "device.driver == \"test-driver.cdi.k8s.io\""), e);
+    for (uint32_t n = 0; n < nodes && rc == DE_OK; n++) {
+        char node[64], slice[96];
+        snprintf(node, sizeof node, "node-%04u", n);
+        snprintf(slice, sizeof slice, "%s-slice", node);
+        rc = bench_put(g, bench_node(node, NULL, NULL), e);
+        json_t *devs = json_array();
+        for (uint32_t d = 0; d < per; d++) {
+            char dn[32];
+            snprintf(dn, sizeof dn, "device-%u", d);
+            json_array_append_new(devs, json_pack("{s:s}", "name", dn));
+        }
+        rc = bench_put_after(rc, g, bench_slice(slice, "test-driver.cdi.k8s.io", node, node, devs), e);
+    }
+    return rc;
+}

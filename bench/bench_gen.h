@@ -23,6 +23,11 @@ de_rc bench_put(dg_graph *g, json_t *obj, de_err *e);
  * puts through rc and checks it once. */
 de_rc bench_put_after(de_rc rc, dg_graph *g, json_t *obj, de_err *e);
 
+/* upstream scheduler_perf's DRA cluster: DeviceClass test-class and `nodes`
+ * nodes node-NNNN, each with one slice of `per` devices device-N of
+ * test-driver.cdi.k8s.io. */
+de_rc bench_upstream_cluster(dg_graph *g, uint32_t nodes, uint32_t per, de_err *e);
+
 json_t *bench_node(const char *name, const char *label_key, const char *label_value); /* label optional */
 json_t *bench_class(const char *name, const char *expr);
 json_t *bench_slice(const char *name, const char *driver, const char *pool, const char *node, json_t *devices);
