@@ -560,6 +560,39 @@ static uint64_t counters(fx *f, dg_counter **out, uint32_t *n, ctrcache *cc)
     return obj_hash(&it);
 }
 
+/* One {"<namekey>": "<dns label>", "counters": {...}} entry of
+ * consumesCounters (namekey "counterSet") or sharedCounters ("name"); any
+ * other member goes the full decoder's way.  Returns the entry's hash. */
+static uint64_t counter_entry(fx *f, const char *namekey, uint32_t *name, dg_counter **ctrs, uint32_t *nctrs,
+                              ctrcache *cc)
+{
+    objit it;
+    if (!obj_begin(f, &it))
+        return 0;
+    const char *k, *v;
+    size_t kn, vn, nk = strlen(namekey);
+    uint64_t h;
+    bool named = false, counted = false;
+    while (next_key(f, &it, &k, &kn)) {
+        if (kn == nk && !memcmp(k, namekey, nk)) {
+            if (!str_id(f, name, &h, &v, &vn) || !dg_is_dns_label(v, vn))
+                BAIL(f);
+            named = true;
+        } else if (KEY("counters")) {
+            h = counters(f, ctrs, nctrs, cc);
+            counted = true;
+        } else {
+            BAIL(f);
+        }
+        if (f->bail)
+            return 0;
+        member(&it, k, kn, h);
+    }
+    if (f->bail || !named || !counted)
+        BAIL(f);
+    return obj_hash(&it);
+}
+
 /* "consumesCounters": 1 or 2 of {"counterSet": "<dns label>", "counters":
  * {...}}, distinct sets; compatibilityGroups and anything else go the
  * full decoder's way. */
@@ -575,34 +608,13 @@ static uint64_t consumes(fx *f, dg_device *dev)
             BAIL(f);
         dg_consumption *c = &tmp[n];
         memset(c, 0, sizeof *c);
-        objit it;
-        if (!obj_begin(f, &it))
+        uint64_t h = counter_entry(f, "counterSet", &c->counterset, &c->counters, &c->ncounters, f->ks->cc[n]);
+        if (f->bail)
             return 0;
-        const char *k, *v;
-        size_t kn, vn;
-        uint64_t h;
-        bool set = false, ctrs = false;
-        while (next_key(f, &it, &k, &kn)) {
-            if (KEY("counterSet")) {
-                if (!str_id(f, &c->counterset, &h, &v, &vn) || !dg_is_dns_label(v, vn))
-                    BAIL(f);
-                set = true;
-            } else if (KEY("counters")) {
-                h = counters(f, &c->counters, &c->ncounters, f->ks->cc[n]);
-                ctrs = true;
-            } else {
-                BAIL(f);
-            }
-            if (f->bail)
-                return 0;
-            member(&it, k, kn, h);
-        }
-        if (f->bail || !set || !ctrs)
-            BAIL(f);
         for (uint32_t j = 0; j < n; j++)
             if (tmp[j].counterset == c->counterset)
                 BAIL(f);
-        elem(&ai, obj_hash(&it));
+        elem(&ai, h);
         n++;
     }
     if (f->bail || !n || !(dev->consumes = keep(f, tmp, n, sizeof *tmp)))
@@ -672,34 +684,13 @@ static uint64_t shared(fx *f, dg_slice *s)
             BAIL(f);
         dg_counterset *cs = &tmp[n];
         memset(cs, 0, sizeof *cs);
-        objit it;
-        if (!obj_begin(f, &it))
+        uint64_t h = counter_entry(f, "name", &cs->name, &cs->counters, &cs->ncounters, NULL);
+        if (f->bail)
             return 0;
-        const char *k, *v;
-        size_t kn, vn;
-        uint64_t h;
-        bool named = false, ctrs = false;
-        while (next_key(f, &it, &k, &kn)) {
-            if (KEY("name")) {
-                if (!str_id(f, &cs->name, &h, &v, &vn) || !dg_is_dns_label(v, vn))
-                    BAIL(f);
-                named = true;
-            } else if (KEY("counters")) {
-                h = counters(f, &cs->counters, &cs->ncounters, NULL);
-                ctrs = true;
-            } else {
-                BAIL(f);
-            }
-            if (f->bail)
-                return 0;
-            member(&it, k, kn, h);
-        }
-        if (f->bail || !named || !ctrs)
-            BAIL(f);
         for (uint32_t j = 0; j < n; j++)
             if (tmp[j].name == cs->name)
                 BAIL(f);
-        elem(&ai, obj_hash(&it));
+        elem(&ai, h);
         n++;
     }
     if (f->bail || !n || !(s->countersets = keep(f, tmp, n, sizeof *tmp)))
@@ -820,12 +811,7 @@ int dec_fast_slice(dec *d, dec_fast_memo *m, const char *text, size_t len, dg_sl
                    uint64_t *hash)
 {
     fx f;
-    memset(&f, 0, sizeof f);
-    f.p = text;
-    f.end = text + len;
-    f.d = d;
-    f.m = m;
-    f.hash = hash != NULL;
+    fx_init(&f, text, len, d, m, hash != NULL);
     dg_slice *s = DEC_NEW(d, dg_slice, 1);
     if (!s)
         return 0;

@@ -81,6 +81,17 @@ typedef struct fx {
     keyset *ks; /* the current driver's (devices()) */
 } fx;
 
+/* A reader over text[0, len); d and m may be NULL where only tokens are read. */
+static inline void fx_init(fx *f, const char *text, size_t len, dec *d, dec_fast_memo *m, bool hash)
+{
+    memset(f, 0, sizeof *f);
+    f->p = text;
+    f->end = text + len;
+    f->d = d;
+    f->m = m;
+    f->hash = hash;
+}
+
 /* Give up: the caller decodes the item with the full decoder.  Also the
  * `false` of the bool helpers. */
 #define BAIL(f)            \

@@ -230,12 +230,7 @@ int dec_fast_node(dec *d, dec_fast_memo *m, const char *text, size_t len, dg_nod
                   uint64_t *hash)
 {
     fx f;
-    memset(&f, 0, sizeof f);
-    f.p = text;
-    f.end = text + len;
-    f.d = d;
-    f.m = m;
-    f.hash = hash != NULL;
+    fx_init(&f, text, len, d, m, hash != NULL);
     dg_node *n = DEC_NEW(d, dg_node, 1);
     if (!n)
         return 0;
@@ -286,9 +281,7 @@ dg_kind dec_fast_kind(const char *text, size_t len)
     /* apiVersion and kind, when they open the object (they almost always
      * do): enough to pick the decoder without trying both */
     fx f;
-    memset(&f, 0, sizeof f);
-    f.p = text;
-    f.end = text + len;
+    fx_init(&f, text, len, NULL, NULL, false);
     objit it;
     const char *k, *av = NULL, *kd = NULL;
     size_t kn, avn = 0, kdn = 0;
