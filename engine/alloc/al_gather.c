@@ -769,14 +769,7 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
             else
                 r1[nr1++] = l[i];
             if (!pb_find(a, pbs, npb, l[i], s)) {
-                if (npb == cappb) {
-                    uint32_t cap = cappb ? cappb * 2 : 16;
-                    pb *v = AL_NEW(a->bar, pb, cap);
-                    if (npb)
-                        memcpy(v, pbs, npb * sizeof *v);
-                    pbs = v;
-                    cappb = cap;
-                }
+                pbs = al_grow(a->bar, pbs, npb, &cappb, sizeof *pbs);
                 pbs[npb].driver = s->driver;
                 pbs[npb].pool = s->pool;
                 pbs[npb].gpid = dg_slice_pool(a->g, l[i]);
@@ -793,14 +786,7 @@ de_rc al_ntab_build(al_allocator *a, al_ntab *t, de_err *e)
         for (uint32_t k = 0; k < gp.nslices; k++) {
             if (!dg_slice_get(a->g, gp.slices[k])->ncountersets)
                 continue;
-            if (nr3 == capr3) {
-                uint32_t cap = capr3 ? capr3 * 2 : 16;
-                uint32_t *v = AL_NEW(a->bar, uint32_t, cap);
-                if (nr3)
-                    memcpy(v, r3, nr3 * sizeof *v);
-                r3 = v;
-                capr3 = cap;
-            }
+            r3 = al_grow(a->bar, r3, nr3, &capr3, sizeof *r3);
             r3[nr3++] = gp.slices[k];
         }
     }

@@ -726,6 +726,20 @@ static inline void *al_zalloc(de_arena *ar, size_t n)
 }
 
 #define AL_NEW(ar, T, n) ((T *)al_zalloc((ar), sizeof(T) * (size_t)(n)))
+/* v, an arena array of n used elements out of *cap, with room for one more:
+ * doubled (16 at first) when full; the old block stays until the arena's
+ * reset. */
+static inline void *al_grow(de_arena *ar, void *v, uint32_t n, uint32_t *cap, size_t elem)
+{
+    if (n < *cap)
+        return v;
+    uint32_t c = *cap ? *cap * 2 : 16;
+    void *nv = al_zalloc(ar, elem * c);
+    if (n)
+        memcpy(nv, v, (size_t)n * elem);
+    *cap = c;
+    return nv;
+}
 
 /* A capacity of at least `need`, half again the current one when it grows:
  * arrays sized from graph events that come one object at a time. */
