@@ -284,6 +284,16 @@ static int l_stats(lua_State *L)
     return 1;
 }
 
+/* a:prepare([budget_ms]) -> tables built (al_prepare) */
+static int l_prepare(lua_State *L)
+{
+    lalloc *u = check_alloc(L);
+    lua_Number ms = luaL_optnumber(L, 2, 0);
+    luaL_argcheck(L, ms >= 0 && ms <= 3.6e6, 2, "budget_ms must be between 0 and 3600000");
+    lua_pushinteger(L, (lua_Integer)al_prepare(u->a, (uint64_t)(ms * 1e6)));
+    return 1;
+}
+
 static int l_node_devices(lua_State *L)
 {
     lalloc *u = check_alloc(L);
@@ -318,6 +328,7 @@ void lb_allocator_register(lua_State *L)
         {"allocate", l_allocate},
         {"schedule", l_schedule},
         {"stats", l_stats},
+        {"prepare", l_prepare},
         {"node_devices", l_node_devices},
         {"set_policies", l_set_policies},
         {"extended_claim", l_extended_claim},

@@ -193,6 +193,12 @@ typedef struct al_outcome {
 de_rc al_allocate(al_allocator *a, uint32_t node_name, const uint32_t *claims, uint32_t nclaims,
                   de_arena *arena, al_outcome *out, de_err *e);
 
+/* Off the decision path: build the node tables that are missing or stale,
+ * and on each the candidate sets of every DeviceClass's own selectors, in
+ * canonical node order, until done or budget_ns (0: no limit) has passed.
+ * Decisions then find them ready (al_prepare.c).  Returns the tables built. */
+uint32_t al_prepare(al_allocator *a, uint64_t budget_ns);
+
 /* ---- scheduling pods ---------------------------------------------------------- */
 
 typedef struct al_node_why {

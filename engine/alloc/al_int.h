@@ -295,6 +295,7 @@ struct al_allocator {
     uint64_t ngen_next;
     uint64_t choice_gen;     /* bumped by changes that affect every node (classes) */
     uint32_t nfailed_tabs;   /* tables whose last build failed */
+    uint64_t prep_key;       /* what the last complete al_prepare saw (al_prepare.c) */
     /* devices per node (al_counts.c) */
     struct al_counts *counts;
     /* what pods take from their nodes (al_fit.c) */
@@ -387,6 +388,7 @@ void al_counts_usage(al_allocator *a, uint64_t key); /* usage of pack(pool, devi
 void al_counts_free(al_allocator *a);
 
 /* al_place.c: pieces of the node filter shared with al_choose.c */
+void al_node_order(al_allocator *a); /* the canonical order, current */
 const dg_node *al_node_at(al_allocator *a, uint32_t rank);
 void al_order_reserve(al_allocator *a, uint32_t nodes); /* before nodes arrive at the order */
 /* The filters before DynamicResources and the allocated claims' nodes:
@@ -395,6 +397,8 @@ void al_order_reserve(al_allocator *a, uint32_t nodes); /* before nodes arrive a
 const char *al_pod_filter(al_allocator *a, const al_podctx *p, const dg_node *node, al_fit *f, char *buf,
                           size_t cap);
 const char *al_quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t nss, uint32_t rank);
+/* The same check without the words (the caller explains later, if at all). */
+bool al_quick_fails(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t nss, uint32_t rank);
 
 /* KEP-5517 on one node after Allocate (al_nar_fit for the pod's claims,
  * `ext` a KEP-5004 claim or DG_NONE, the n pending ones allocated as in o) */

@@ -48,7 +48,7 @@ static int cmp_names(const void *x, const void *y, void *ctx)
  * objects; then the node names the slices mention (spec.nodeName and
  * per-device nodeName) stand in for label-less nodes, so pods can still be
  * placed. */
-static void node_order(al_allocator *a)
+void al_node_order(al_allocator *a)
 {
     if (!a->order_dirty && a->order_epoch == a->epoch && a->node_order)
         return;
@@ -303,6 +303,8 @@ const char *al_k8s_message(const al_reasons *k, de_arena *ar, uint32_t nnodes, u
 
 void al_reasons_free(al_reasons *r)
 {
+    if (!r->cap && !r->idx.cap)
+        return;
     for (uint32_t i = 0; i < r->n; i++)
         free(r->text[i]);
     free(r->text);
@@ -317,10 +319,10 @@ static de_rc resolve_claims(al_allocator *a, const dg_pod *pod, uint32_t podid, 
 {
     /* one more slot: the claim for extended resources, if any */
     out->nclaims = pod->nclaims;
-    out->claims = AL_NEW(ar, uint32_t, pod->nclaims + 1);
-    out->allocated_now = AL_NEW(ar, bool, pod->nclaims + 1);
     out->allocs = AL_NEW(ar, al_claim_alloc, pod->nclaims + 1);
-    out->group = AL_NEW(ar, bool, pod->nclaims + 1);
+    out->claims = AL_NEW(ar, uint32_t, pod->nclaims + 1);
+    out->allocated_now = AL_NEW(ar, bool, 2 * (pod->nclaims + 1));
+    out->group = out->allocated_now + pod->nclaims + 1;
     /* KEP-5729: the PodGroup whose claims the pod may share (al_podgroup.c) */
     json_t *pg = NULL;
     if (a->opts.gates.on[DE_GATE_WORKLOAD_RESOURCE_CLAIMS] && pod->nclaims) {
@@ -546,8 +548,7 @@ static const char *no_candidate(al_allocator *a, const al_ntab *t, const al_cset
 /* Quick DRA pre-check on a node table: every non-firstAvailable request of
  * the pending claims has at least one free candidate.  Clears the node's bit
  * in the selector set index when it has none. */
-const char *al_quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t nss,
-                               uint32_t rank)
+static al_cset *quick_failed(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t nss, uint32_t rank)
 {
     for (uint32_t i = 0; i < nss; i++) {
         al_cset *cs = al_cset_get(a, t, ss[i]);
@@ -560,10 +561,21 @@ const char *al_quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t
             uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
             while (ss[i]->mf_low < nw && !mf[ss[i]->mf_low])
                 ss[i]->mf_low++;
-            return no_candidate(a, t, cs);
+            return cs;
         }
     }
     return NULL;
+}
+
+const char *al_quick_check(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t nss, uint32_t rank)
+{
+    al_cset *cs = quick_failed(a, t, ss, nss, rank);
+    return cs ? no_candidate(a, t, cs) : NULL;
+}
+
+bool al_quick_fails(al_allocator *a, al_ntab *t, al_selset **ss, uint32_t nss, uint32_t rank)
+{
+    return quick_failed(a, t, ss, nss, rank) != NULL;
 }
 
 static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podid, de_arena *ar,
@@ -601,15 +613,20 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
 {
     de_rc rc;
     /* extended resources backed by DRA: a per-node claim, allocated last */
-    al_ext_res *ext = AL_NEW(ar, al_ext_res, AL_EXT_MAX);
+    al_ext_res ext[AL_EXT_MAX];
     uint32_t next = al_ext_resources(a->g, &a->opts.gates, pod, ext, AL_EXT_MAX);
     uint64_t vmask[8];
     uint32_t vclaim[8], nvar = 0;
     /* pending claims and the selector sets of their plain requests */
-    uint32_t *pending = AL_NEW(ar, uint32_t, out->nclaims + 1), npending = 0;
-    uint32_t *pidx = AL_NEW(ar, uint32_t, out->nclaims + 1);
-    al_selset **ss = NULL;
-    uint32_t nss = 0, capss = 0;
+    uint32_t *pending = AL_NEW(ar, uint32_t, 2 * (out->nclaims + 1)), npending = 0;
+    uint32_t *pidx = pending + out->nclaims + 1;
+    uint32_t nrq = 0;
+    for (uint32_t i = 0; i < out->nclaims; i++) {
+        const dg_claim *cl = out->claims[i] == DG_NONE ? NULL : dg_claim_get(a->g, out->claims[i]);
+        nrq += cl && !cl->allocated ? cl->spec.nrequests : 0;
+    }
+    al_selset **ss = AL_NEW(ar, al_selset *, nrq);
+    uint32_t nss = 0;
     int64_t max_score = 0;
     for (uint32_t i = 0; i < out->nclaims; i++) {
         const dg_claim *cl = out->claims[i] == DG_NONE ? NULL : dg_claim_get(a->g, out->claims[i]);
@@ -631,14 +648,10 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
                 bad |= !rq->exactly.selectors[k].has_cel;
             if (bad || dg_class_find(a->g, rq->exactly.class_name) == DG_NONE)
                 continue;
-            if (nss == capss) {
-                capss = capss ? capss * 2 : 8;
-                ss = de_xrealloc(ss, capss * sizeof *ss);
-            }
             ss[nss++] = al_selset_get(a, rq->exactly.class_name, rq->exactly.selectors, rq->exactly.nselectors);
         }
     }
-    node_order(a);
+    al_node_order(a);
     al_amount *req = NULL;
     uint32_t nreq = al_pod_requests(pod, &req);
     al_amount *reqa = AL_NEW(ar, al_amount, nreq ? nreq : 1);
@@ -654,7 +667,6 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
     if (scoring && !a->choice_off && !next && npending && all_admitted(a, pending, npending)) {
         al_choice ch;
         rc = al_choose(a, &pc, ar, &ch, e);
-        free(ss);
         out->nodes_feasible = ch.feasible;
         out->nodes_checked = ch.checked;
         if (rc == DE_EUNSAT) {
@@ -697,11 +709,8 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
          r = de_bits_next(cand, a->nnodes, r + 1)) {
         const dg_node *node = al_node_at(a, (uint32_t)r);
         al_fit fit;
-        const char *f = al_pod_filter(a, &pc, node, &fit, fbuf, sizeof fbuf);
-        if (f) {
-            al_reason_addn(&rs, f, 1);
-            al_kreason_add(&ks, fit.reasons, 1);
-            resolvable += !fit.unresolvable;
+        if (al_pod_filter(a, &pc, node, &fit, fbuf, sizeof fbuf)) {
+            de_bit_clr(cand, r); /* explained below if no node fits */
             continue;
         }
         out->nodes_checked++;
@@ -758,15 +767,8 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         de_err ne;
         de_err_clear(&ne);
         al_ntab *t = al_ntab_get(a, node->meta.name, &ne);
-        if (!t) {
-            al_reason_addn(&rs, ne.msg, 1);
-            al_kreason_add(&ks, AL_K8S_CANNOT_ALLOCATE, 1);
-            continue;
-        }
-        const char *q = al_quick_check(a, t, ss, nss, (uint32_t)r);
-        if (q) {
-            al_reason_addn(&rs, q, 1);
-            al_kreason_add(&ks, AL_K8S_CANNOT_ALLOCATE, 1);
+        if (!t || al_quick_fails(a, t, ss, nss, (uint32_t)r)) {
+            de_bit_clr(cand, r); /* explained below if no node fits */
             continue;
         }
         de_arena_mark m = de_arena_save(ar);
@@ -783,7 +785,6 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
                     failed = de_xrealloc(failed, capfailed * sizeof *failed);
                 }
                 failed[nfailed++] = (failure){(uint32_t)r, nuse > npending ? pending[npending] : DG_NONE, nuse};
-                al_kreason_add(&ks, o.invalid_pools ? AL_K8S_INVALID_POOLS : AL_K8S_CANNOT_ALLOCATE, 1);
                 continue;
             }
             /* a hard error aborts the attempt for the pod, as upstream */
@@ -839,6 +840,7 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
             al_outcome o;
             al_allocate(a, node->meta.name, pending, failed[i].nuse, ar, &o, &ne);
             al_reason_addn(&rs, o.why.summary ? o.why.summary : ne.msg, 1);
+            al_kreason_add(&ks, o.invalid_pools ? AL_K8S_INVALID_POOLS : AL_K8S_CANNOT_ALLOCATE, 1);
             de_arena_rewind(ar, m);
         }
     free(failed);
@@ -854,16 +856,18 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         }
     }
     if (result != DE_OK) {
-        free(ss);
         al_reasons_free(&rs);
         al_reasons_free(&ks);
         return result;
     }
     if (best_rank == UINT32_MAX) {
-        /* nodes the index skipped: the reason the loop would have found
-         * (the index only says some request has no free candidate there, so
-         * the quick check fails; which request fails first must not depend
-         * on what the index remembers) */
+        /* nodes the index skipped, and those the loop turned down before
+         * Allocate: their reasons, found again only now (the state has not
+         * changed since, and the counts do not depend on the order; a pod
+         * that fits never pays for the words).  For a skipped node the index
+         * only says some request has no free candidate there, so the quick
+         * check fails; which request fails first must not depend on what
+         * the index remembers. */
         for (uint32_t r = 0; r < a->nnodes; r++)
             if (!de_bit_get(cand, r)) {
                 const dg_node *node = al_node_at(a, (uint32_t)r);
@@ -885,12 +889,10 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         out->k8s_why = al_k8s_message(&ks, ar, a->nnodes, resolvable, pod->preempt_never);
         al_reasons_free(&rs);
         al_reasons_free(&ks);
-        free(ss);
         return DE_EUNSAT;
     }
     al_reasons_free(&rs);
     al_reasons_free(&ks);
-    free(ss);
     if (best_nuse > npending) {
         /* the extended resource claim joins the pod's claims, last */
         pending[npending] = best_ext;

@@ -930,17 +930,28 @@ unsigned sch_run(sch_sched *s, uint64_t budget_ns)
     sch_wait_due(s);
     al_set_now(s->al, (int64_t)time(NULL)); /* binding timeouts of allocated claims (Filter) */
     sch_promote_due(s);
-    uint32_t idx;
+    bool idle = false;
     /* with binding workers, at most 2 x --parallel-binds pods assumed and
      * not yet written: decisions stay close to the server's state, and a
      * stop has little to finish */
-    while (!sch_async_full(s) && (idx = sch_pop_active(s)) != UINT32_MAX) {
+    while (!sch_async_full(s)) {
+        uint32_t idx = sch_pop_active(s);
+        if (idx == UINT32_MAX) {
+            idle = true;
+            break;
+        }
         schedule_one(s, idx);
         n++;
         uint64_t now = de_now_ns();
         if (now - start >= budget_ns || now >= s->write_until)
             break;
     }
+    /* nothing to decide: the time left builds the node tables and class
+     * candidate sets that new slices need, so the next decisions find them
+     * ready (al_prepare; a no-op when nothing changed) */
+    uint64_t used = de_now_ns() - start;
+    if (idle && used < budget_ns)
+        al_prepare(s->al, budget_ns - used);
     return n;
 }
 

@@ -78,4 +78,14 @@ void sch_metrics(const sch_sched *s, de_buf *b)
     sch_prom_sample(b, "draengine_interned_strings", "", (double)de_intern_live(s->in));
     sch_prom_head(b, "draengine_interned_bytes", "gauge", "Bytes the interner holds (strings and tables).");
     sch_prom_sample(b, "draengine_interned_bytes", "", (double)de_intern_bytes(s->in));
+    /* built while the queue is empty (al_prepare), so a decision rarely
+     * builds one: the count moves with slices and classes, not with pods */
+    al_stats as;
+    al_get_stats(s->al, &as);
+    sch_prom_head(b, "draengine_node_tables_built_total", "counter",
+                  "Node tables (devices, pools, counters of one node) built by the allocator.");
+    sch_prom_sample(b, "draengine_node_tables_built_total", "", (double)as.node_tables_built);
+    sch_prom_head(b, "draengine_candidate_sets_built_total", "counter",
+                  "Candidate sets (one selector set evaluated on one node table) built by the allocator.");
+    sch_prom_sample(b, "draengine_candidate_sets_built_total", "", (double)as.candidate_sets_built);
 }
