@@ -105,6 +105,7 @@ int cli_cmd_bench(int argc, char **argv)
                    "  --policies DIR       reload-100k, policy-overhead: the policies (default: shipped)\n"
                    "  --rounds N           policy-overhead: rotated rounds, the fastest counts (5)\n"
                    "  --only off|on|facts  policy-overhead: one configuration, for profilers\n"
+                   "  --only prepared|cold upstream-500x10: one of its two runs, for profilers\n"
                    "  --phases             policy-overhead: split the pods by where they land\n"
                    "  --live N             churn: pods alive at once (2000)\n"
                    "  --cycles N           churn: measured cycles after the warm-up (1000000)\n"

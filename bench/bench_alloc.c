@@ -156,10 +156,20 @@ static int upstream_once(FILE *out, bool prepare)
 
 int bench_upstream_500x10(FILE *out, int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    int ret = upstream_once(out, true);
-    return ret ? ret : upstream_once(out, false);
+    const char *only = NULL;
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--only"))
+            only = argv[i + 1];
+    if (only && strcmp(only, "prepared") && strcmp(only, "cold")) {
+        fprintf(stderr, "bench upstream-500x10: --only: expected prepared or cold, got \"%s\"\n", only);
+        return 2;
+    }
+    int ret = 0;
+    if (!only || !strcmp(only, "prepared"))
+        ret = upstream_once(out, true);
+    if (!ret && (!only || !strcmp(only, "cold")))
+        ret = upstream_once(out, false);
+    return ret;
 }
 
 /* ---- gpu-nic-5000 --------------------------------------------------------------------------- */

@@ -176,7 +176,10 @@ de_rc al_place_nar(al_allocator *a, const al_podctx *p, uint32_t ext, const uint
 {
     if (!a->opts.gates.on[DE_GATE_NODE_ALLOCATABLE_RESOURCES]) {
         memset(out, 0, sizeof *out);
-        memset(f, 0, sizeof *f);
+        /* "fits": the reasons buffer (512 bytes) is read only after a failure */
+        f->bit = 0;
+        f->unresolvable = false;
+        f->reasons[0] = 0;
         return DE_OK;
     }
     uint32_t *claims = AL_NEW(ar, uint32_t, p->nclaims + 1), nc = p->nclaims;
