@@ -13,18 +13,38 @@
 typedef struct chunk {
     struct chunk *next; /* older chunk */
     size_t size;        /* usable bytes in data */
-    size_t used;
+    size_t used;        /* bytes taken when it was last made current */
     _Alignas(16) unsigned char data[];
 } chunk;
 
 struct de_arena {
+    de_arena_head h; /* first: arena.h's inline bump reads it through a cast */
     chunk *cur;
     size_t cap;
-    size_t total;    /* bytes handed out since reset */
+    /* bytes handed out since reset = tbase + (h.ptr - cur->data): the fast
+     * path moves only h.ptr, so the count is kept relative to it */
+    size_t tbase;
     size_t reserved; /* bytes obtained from malloc */
     size_t first;    /* size of the first chunk */
     chunk *inline_chunk; /* de_arena_new_exact: the first chunk, in this block */
 };
+
+static size_t total_of(const de_arena *a)
+{
+    return a->cur ? a->tbase + (size_t)(a->h.ptr - a->cur->data) : a->tbase;
+}
+
+/* Make c current with `used` bytes taken in it and `total` handed out in
+ * all; [ptr, lim) then allows what both the chunk and the cap allow. */
+static void set_cur(de_arena *a, chunk *c, size_t used, size_t total)
+{
+    a->cur = c;
+    a->tbase = total - used;
+    c->used = used;
+    a->h.ptr = c->data + used;
+    size_t room = c->size - used, left = a->cap - total;
+    a->h.lim = a->h.ptr + (room < left ? room : left);
+}
 
 de_arena *de_arena_new_sized(size_t cap, size_t first_chunk)
 {
@@ -47,8 +67,8 @@ de_arena *de_arena_new_exact(size_t cap, size_t size)
     chunk *c = (chunk *)((unsigned char *)a + head);
     c->next = NULL;
     c->size = size;
-    c->used = 0;
-    a->cur = a->inline_chunk = c;
+    a->inline_chunk = c;
+    set_cur(a, c, 0, 0);
     a->reserved = size + sizeof(chunk);
     return a;
 }
@@ -89,20 +109,20 @@ void de_arena_reset(de_arena *a)
         free(c);
         c = n;
     }
-    oldest->used = 0;
-    a->cur = oldest;
-    a->total = 0;
+    set_cur(a, oldest, 0, 0);
 }
 
-void *de_arena_alloc(de_arena *a, size_t n)
+void *de_arena_alloc_slow(de_arena *a, size_t n)
 {
     size_t need = (n + (ALIGN - 1)) & ~(size_t)(ALIGN - 1);
     if (need == 0)
         need = ALIGN;
-    if (need > a->cap || a->total > a->cap - need)
+    size_t total = total_of(a);
+    if (need > a->cap || total > a->cap - need)
         return NULL;
     chunk *c = a->cur;
-    if (!c || c->size - c->used < need) {
+    size_t used = c ? (size_t)(a->h.ptr - c->data) : 0;
+    if (!c || c->size - used < need) {
         size_t sz = a->first;
         if (c && c->size < (size_t)16 << 20)
             sz = c->size * 2;
@@ -113,25 +133,16 @@ void *de_arena_alloc(de_arena *a, size_t n)
         chunk *nc = malloc(sizeof(chunk) + sz);
         if (!nc)
             return NULL;
+        if (c)
+            c->used = used;
         nc->next = c;
         nc->size = sz;
-        nc->used = 0;
-        a->cur = nc;
         a->reserved += sz + sizeof(chunk);
         c = nc;
+        used = 0;
     }
-    void *p = c->data + c->used;
-    c->used += need;
-    a->total += need;
-    return p;
-}
-
-void *de_arena_zalloc(de_arena *a, size_t n)
-{
-    void *p = de_arena_alloc(a, n);
-    if (p)
-        memset(p, 0, n);
-    return p;
+    set_cur(a, c, used + need, total + need);
+    return c->data + used;
 }
 
 char *de_arena_strndup(de_arena *a, const char *s, size_t n)
@@ -169,7 +180,7 @@ char *de_arena_printf(de_arena *a, const char *fmt, ...)
 
 de_arena_mark de_arena_save(const de_arena *a)
 {
-    de_arena_mark m = {a->cur, a->cur ? a->cur->used : 0, a->total};
+    de_arena_mark m = {a->cur, a->cur ? (size_t)(a->h.ptr - a->cur->data) : 0, total_of(a)};
     return m;
 }
 
@@ -182,14 +193,17 @@ void de_arena_rewind(de_arena *a, de_arena_mark m)
         free(a->cur);
         a->cur = n;
     }
-    if (a->cur)
-        a->cur->used = m.used;
-    a->total = m.total;
+    if (a->cur) {
+        set_cur(a, a->cur, m.used, m.total);
+    } else {
+        a->h.ptr = a->h.lim = NULL;
+        a->tbase = m.total;
+    }
 }
 
 size_t de_arena_used(const de_arena *a)
 {
-    return a->total;
+    return total_of(a);
 }
 
 size_t de_arena_reserved(const de_arena *a)

@@ -13,7 +13,21 @@
 
 #include "de.h"
 
+#include <string.h>
+
 typedef struct de_arena de_arena;
+
+/* The head of every arena, visible only for the inline fast path below:
+ * [ptr, lim) is what may still be handed out from the current chunk without
+ * passing the byte cap (lim = ptr + min(bytes left in the chunk, cap left)).
+ * A bump that fits moves ptr and nothing else; everything else (new chunk,
+ * cap reached, zero or huge sizes) goes to de_arena_alloc_slow.  The
+ * allocator sits on every pod's hot path (about 50 allocations per pod), and
+ * a call into arena.c plus its bookkeeping cost more than the bump. */
+typedef struct de_arena_head {
+    unsigned char *ptr;
+    unsigned char *lim;
+} de_arena_head;
 
 /* A position in an arena, for rewinding scratch allocations (backtracking). */
 typedef struct de_arena_mark {
@@ -37,8 +51,29 @@ void de_arena_free(de_arena *a);
 void de_arena_reset(de_arena *a);
 
 /* 16-byte aligned; NULL when the cap is reached. */
-void *de_arena_alloc(de_arena *a, size_t n);
-void *de_arena_zalloc(de_arena *a, size_t n);
+void *de_arena_alloc_slow(de_arena *a, size_t n);
+
+static inline void *de_arena_alloc(de_arena *a, size_t n)
+{
+    de_arena_head *h = (de_arena_head *)a;
+    /* n == 0 and sizes that wrap give need == 0: the slow path decides */
+    size_t need = (n + 15) & ~(size_t)15;
+    if (need - 1 < (size_t)(h->lim - h->ptr)) {
+        void *p = h->ptr;
+        h->ptr += need;
+        return p;
+    }
+    return de_arena_alloc_slow(a, n);
+}
+
+/* inline so that a constant n (sizeof) zeroes without a call to memset */
+static inline void *de_arena_zalloc(de_arena *a, size_t n)
+{
+    void *p = de_arena_alloc(a, n);
+    if (p)
+        memset(p, 0, n);
+    return p;
+}
 char *de_arena_strndup(de_arena *a, const char *s, size_t n);
 char *de_arena_strdup(de_arena *a, const char *s);
 char *de_arena_printf(de_arena *a, const char *fmt, ...)
