@@ -373,7 +373,8 @@ static void dev_usage(al_allocator *a, al_ntab *t, uint32_t i)
 {
     const al_dev *d = &t->devs[i];
     dg_usage u;
-    bool used = dg_usage_get(a->g, d->s->driver, d->s->pool, d->name, &u);
+    /* d->gpool is the pool of d->s (the table is valid): no lookup by names */
+    bool used = dg_usage_get_pid(a->g, d->gpool, d->name, &u);
     if ((d->flags & AL_DF_OWN) && used != de_bit_get(t->allocated, i)) {
         if (used)
             t->own_free--;

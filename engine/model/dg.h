@@ -272,6 +272,10 @@ typedef struct dg_usage {
 /* Usage by (driver, pool, device) names, also for devices not (or no longer)
  * published. Returns false when the device is not in use at all. */
 bool dg_usage_get(const dg_graph *g, uint32_t driver, uint32_t pool, uint32_t device, dg_usage *out);
+/* The same by graph pool id (dg_pool_find), for callers that keep it: the
+ * commit path re-reads a device's usage per claim change, and the pool
+ * lookup by names was half of that. */
+bool dg_usage_get_pid(const dg_graph *g, uint32_t pid, uint32_t device, dg_usage *out);
 /* Iterate all used devices deterministically (sorted by driver, pool, device). */
 typedef void (*dg_usage_cb)(void *ctx, uint32_t driver, uint32_t pool, uint32_t device,
                             const dg_usage *u);

@@ -108,8 +108,12 @@ static bool usage_apply(dg_graph *g, const dg_claim *c, int sign)
 
 bool dg_usage_get(const dg_graph *g, uint32_t driver, uint32_t pool, uint32_t device, dg_usage *out)
 {
+    return dg_usage_get_pid(g, dg_pool_find(g, driver, pool), device, out);
+}
+
+bool dg_usage_get_pid(const dg_graph *g, uint32_t pid, uint32_t device, dg_usage *out)
+{
     memset(out, 0, sizeof *out);
-    uint32_t pid = dg_pool_find(g, driver, pool);
     uint64_t v;
     if (pid == DG_NONE || !de_map_get(&g->usage_idx, de_pack2(pid, device), &v))
         return false;

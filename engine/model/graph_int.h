@@ -128,6 +128,8 @@ typedef struct dev_listener {
     void *ctx;
 } dev_listener;
 
+#define DG_POOL_HINTS 16 /* a power of two */
+
 struct dg_graph {
     de_interner *in;
     bool own_in;
@@ -146,6 +148,14 @@ struct dg_graph {
     pool_ent *pools;
     uint32_t npools, cappools, live_pools;
     de_map pool_names;   /* pack(driver, name) -> pool id */
+    /* the pools dg_pool_get_or_add last returned, by a cheap hash of the
+     * key: an allocation's results are looked up by pool name right after
+     * usage_apply added them (allocator listener, usage reads), and a pool
+     * id never changes meaning, so an entry is never stale */
+    struct {
+        uint64_t key;
+        uint32_t id1;    /* pool id + 1, 0 = empty */
+    } pool_hint[DG_POOL_HINTS];
     de_map pool_devices; /* pack(pool id, device name) -> device id (newest generation) */
 
     de_map node_idx;    /* node name -> index into node_lists */

@@ -23,11 +23,22 @@
 
 /* ---- pools ------------------------------------------------------------------------ */
 
+static inline uint32_t pool_hint_slot(uint32_t driver, uint32_t name)
+{
+    return (name ^ (driver * 31u)) & (DG_POOL_HINTS - 1);
+}
+
 uint32_t dg_pool_get_or_add(dg_graph *g, uint32_t driver, uint32_t name)
 {
-    uint64_t v;
-    if (de_map_get(&g->pool_names, de_pack2(driver, name), &v))
+    uint64_t v, key = de_pack2(driver, name);
+    uint32_t h = pool_hint_slot(driver, name);
+    if (g->pool_hint[h].id1 && g->pool_hint[h].key == key)
+        return g->pool_hint[h].id1 - 1;
+    if (de_map_get(&g->pool_names, key, &v)) {
+        g->pool_hint[h].key = key;
+        g->pool_hint[h].id1 = (uint32_t)v + 1;
         return (uint32_t)v;
+    }
     if (g->npools == g->cappools) {
         g->cappools = g->cappools ? g->cappools * 2 : 64;
         g->pools = de_xrealloc(g->pools, g->cappools * sizeof *g->pools);
@@ -702,8 +713,11 @@ bool dg_pool_get(const dg_graph *g, uint32_t pid, dg_pool *out)
 
 uint32_t dg_pool_find(const dg_graph *g, uint32_t driver, uint32_t name)
 {
-    uint64_t v;
-    if (de_map_get(&g->pool_names, de_pack2(driver, name), &v))
+    uint64_t v, key = de_pack2(driver, name);
+    uint32_t h = pool_hint_slot(driver, name);
+    if (g->pool_hint[h].id1 && g->pool_hint[h].key == key)
+        return g->pool_hint[h].id1 - 1;
+    if (de_map_get(&g->pool_names, key, &v))
         return (uint32_t)v;
     return DG_NONE;
 }
