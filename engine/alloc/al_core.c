@@ -64,6 +64,17 @@ uint32_t al_intern(al_allocator *a, const char *s)
     return de_intern_cstr(a->in, s);
 }
 
+/* Interned on first use, when al_intern(a, "pods") would have interned it,
+ * so ids are handed out in the same order; keeping the id is safe because
+ * de_intern pins the string (it never goes away or changes meaning).  Saves
+ * a strlen, a hash and a probe per scheduled pod. */
+uint32_t al_id_pods(al_allocator *a)
+{
+    if (!a->id_pods)
+        a->id_pods = al_intern(a, "pods");
+    return a->id_pods;
+}
+
 uint32_t al_internf(al_allocator *a, const char *fmt, ...)
 {
     char buf[1024];
@@ -185,8 +196,8 @@ void al_free(al_allocator *a)
     /* records past DE_SLAB_MAX are malloc'd by the slab: given back one by
      * one before the slab goes */
     for (uint32_t i = 0; i < a->ncrec; i++)
-        if (a->crec[i].n)
-            al_tmem_release(a, a->crec[i].keys, a->crec[i].n * sizeof *a->crec[i].keys);
+        if (a->crec[i].n > 1)
+            al_tmem_release(a, a->crec[i].keys.v, a->crec[i].n * sizeof *a->crec[i].keys.v);
     free(a->crec);
     al_pchecks_free(a);
     al_fpools_free(a);
@@ -511,7 +522,7 @@ static void on_claim(al_allocator *a, uint32_t clid)
     uint64_t small[16];
     uint64_t *all = r->n + n <= 16 ? small : de_xmalloc((r->n + n) * sizeof *all);
     if (r->n)
-        memcpy(all, r->keys, r->n * sizeof *all);
+        memcpy(all, al_crec_keys(r), r->n * sizeof *all);
     if (n)
         memcpy(all + r->n, keys, n * sizeof *all);
     uint32_t m = r->n + n;
@@ -531,14 +542,16 @@ static void on_claim(al_allocator *a, uint32_t clid)
             usage_changed(a, all[i]);
     if (all != small)
         free(all);
-    /* the keys kept: an exact-size record of the table slab, whose room is
-     * reserved for every claim's (al_tmem_reserve) */
-    if (r->n)
-        al_tmem_release(a, r->keys, r->n * sizeof *r->keys);
-    r->keys = NULL;
-    if (n) {
-        r->keys = al_tmem_alloc(a, n * sizeof *r->keys);
-        memcpy(r->keys, keys, n * sizeof *keys);
+    /* the keys kept: one inline, more an exact-size record of the table
+     * slab, whose room is reserved for every claim's (al_tmem_reserve) */
+    if (r->n > 1)
+        al_tmem_release(a, r->keys.v, r->n * sizeof *r->keys.v);
+    r->keys.v = NULL;
+    if (n == 1) {
+        r->keys.one = keys[0];
+    } else if (n) {
+        r->keys.v = al_tmem_alloc(a, n * sizeof *r->keys.v);
+        memcpy(r->keys.v, keys, n * sizeof *keys);
     }
     r->n = n;
     if (keys != kbuf)

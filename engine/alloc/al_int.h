@@ -176,12 +176,22 @@ typedef struct al_selset {
     uint64_t gen;            /* bumped on every (re)compilation */
 } al_selset;
 
-/* Usage keys a claim's allocation contributed, as last seen (al_core.c). */
+/* Usage keys a claim's allocation contributed, as last seen (al_core.c).
+ * Most claims have one result: its key is inline, which saves a slab
+ * record and its release per allocation and deallocation. */
 typedef struct al_crec {
-    uint64_t *keys;          /* pack(graph pool id, device name), malloc */
+    union {
+        uint64_t one;        /* n == 1 */
+        uint64_t *v;         /* n > 1: table slab record (al_tmem_alloc) */
+    } keys;                  /* pack(graph pool id, device name) */
     uint32_t n;
     uint64_t ugen;           /* dg_claim_usage_generation they were read at */
 } al_crec;
+
+static inline const uint64_t *al_crec_keys(const al_crec *r)
+{
+    return r->n == 1 ? &r->keys.one : r->keys.v;
+}
 
 /* Tables (al_ntab.self) that depend on one graph pool (al_core.c). */
 typedef struct al_tabs {
@@ -202,6 +212,7 @@ static inline const uint32_t *al_tabs_v(const al_tabs *l)
 struct al_allocator {
     dg_graph *g;
     de_interner *in;
+    uint32_t id_pods;        /* al_id_pods, 0 until first asked */
     al_opts opts;
     bool own_cel;
     cel_env *cel;
@@ -317,6 +328,8 @@ void al_ntab_usage(al_allocator *a, al_ntab *t);
 void al_mf_set_node(al_allocator *a, uint32_t node_name); /* a node may have free devices again */
 const char *al_str(const al_allocator *a, uint32_t id);
 uint32_t al_intern(al_allocator *a, const char *s);
+/* al_intern(a, "pods"), the resource of every pod reservation, kept. */
+uint32_t al_id_pods(al_allocator *a);
 uint32_t al_internf(al_allocator *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* al_choose.c */
