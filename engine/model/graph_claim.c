@@ -28,10 +28,13 @@ static usage_ent *usage_slot(dg_graph *g, uint32_t driver, uint32_t pool, uint32
     if (pid == DG_NONE)
         return NULL;
     uint64_t key = de_pack2(pid, device), v;
-    if (de_map_get(&g->usage_idx, key, &v))
-        return &g->usage[v];
     if (!create)
-        return NULL;
+        return de_map_get(&g->usage_idx, key, &v) ? &g->usage[v] : NULL;
+    /* one probe for the lookup and the insertion (the index is reserved
+     * ahead by dg_rec_pending, so the slot stays where it is) */
+    uint64_t *slot = de_map_slot(&g->usage_idx, key, UINT64_MAX);
+    if (*slot != UINT64_MAX)
+        return &g->usage[*slot];
     uint32_t idx;
     if (g->usage_free.n) {
         idx = g->usage_free.v[--g->usage_free.n];
@@ -47,7 +50,7 @@ static usage_ent *usage_slot(dg_graph *g, uint32_t driver, uint32_t pool, uint32
     u->driver = driver;
     u->pool = pool;
     u->device = device;
-    de_map_put(&g->usage_idx, key, idx);
+    *slot = idx;
     return u;
 }
 

@@ -78,6 +78,13 @@ static void *take_zero(bump *b, size_t elem, uint32_t n)
     return p;
 }
 
+/* An array whose every element the caller overwrites: zeroed only when
+ * empty (the one element take_zero still sets aside). */
+static void *take_arr(bump *b, size_t elem, uint32_t n)
+{
+    return n ? take(b, elem * n) : take_zero(b, elem, 0);
+}
+
 static uint32_t *copy_ids(bump *b, const uint32_t *v, uint32_t n)
 {
     if (!n)
@@ -97,7 +104,7 @@ static void copy_nodesel(bump *b, dg_nodesel *dst, const dg_nodesel *src)
         for (int k = 0; k < 2; k++) {
             const dg_requirement *sr = k ? s->fields : s->exprs;
             uint32_t n = k ? s->nfields : s->nexprs;
-            dg_requirement *r = take_zero(b, sizeof(dg_requirement), n);
+            dg_requirement *r = take_arr(b, sizeof(dg_requirement), n);
             for (uint32_t j = 0; j < n; j++) {
                 r[j] = sr[j];
                 r[j].values = copy_ids(b, sr[j].values, sr[j].nvalues);
@@ -116,7 +123,7 @@ static void copy_nodesel(bump *b, dg_nodesel *dst, const dg_nodesel *src)
 static void copy_allocation(bump *b, dg_allocation *dst, const dg_allocation *src)
 {
     *dst = *src;
-    dst->results = take_zero(b, sizeof(dg_result), src->nresults);
+    dst->results = take_arr(b, sizeof(dg_result), src->nresults);
     for (uint32_t i = 0; i < src->nresults; i++) {
         const dg_result *s = &src->results[i];
         dg_result *r = &dst->results[i];
@@ -135,7 +142,7 @@ static void copy_allocation(bump *b, dg_allocation *dst, const dg_allocation *sr
             memcpy(r->consumed, s->consumed, s->nconsumed * sizeof *s->consumed);
         }
     }
-    dst->config = take_zero(b, sizeof(dg_alloc_config), src->nconfig);
+    dst->config = take_arr(b, sizeof(dg_alloc_config), src->nconfig);
     for (uint32_t i = 0; i < src->nconfig; i++) {
         dst->config[i] = src->config[i];
         dst->config[i].requests = copy_ids(b, src->config[i].requests, src->config[i].nrequests);
