@@ -47,6 +47,9 @@ struct al_usage {
     de_map node_idx;   /* node name -> index + 1 */
     nuse *nodes;
     uint32_t nnodes, capnodes;
+    /* the node node_use found last: pods are placed and checked on one node
+     * many times in a row, and an entry keeps its index until al_usage_free */
+    uint32_t last_node, last_idx; /* last_idx: index + 1, 0 = none */
     prec *pods;        /* per pod id */
     uint32_t npods;
 };
@@ -130,8 +133,13 @@ static nuse *node_use(al_allocator *a, uint32_t node, bool create)
 {
     struct al_usage *u = a->usage;
     uint64_t v;
-    if (de_map_get(&u->node_idx, node, &v))
+    if (u->last_idx && u->last_node == node)
+        return &u->nodes[u->last_idx - 1];
+    if (de_map_get(&u->node_idx, node, &v)) {
+        u->last_node = node;
+        u->last_idx = (uint32_t)v;
         return &u->nodes[v - 1];
+    }
     if (!create)
         return NULL;
     if (u->nnodes == u->capnodes) {
@@ -140,6 +148,8 @@ static nuse *node_use(al_allocator *a, uint32_t node, bool create)
     }
     memset(&u->nodes[u->nnodes], 0, sizeof u->nodes[u->nnodes]);
     de_map_put(&u->node_idx, node, ++u->nnodes);
+    u->last_node = node;
+    u->last_idx = u->nnodes;
     return &u->nodes[u->nnodes - 1];
 }
 
