@@ -46,10 +46,17 @@ describe("draengine serve while idle", function()
       "node tables built while idle: " .. tostring(tables()))
     local _, sets = tables()
     assert.are.equal(5, sets) -- the one class on every node
-    -- a node that joins later gets its table before the pods come
+    -- a node that joins later gets its table before the pods come (built
+    -- twice when its Node and its slice arrive in different polls)
     srv:load({ K.node("node-006", { ["kubernetes.io/hostname"] = "node-006" }), K.slice("node-006", "gpu.example.com", 4) })
-    assert.is_truthy(K.wait_for(function() return tables() == 6 end, 20 * SLOW, 0.1),
-      "after a new node: " .. tostring(tables()))
+    local last, same = nil, 0
+    assert.is_truthy(K.wait_for(function()
+      local v = tables()
+      if v == last then same = same + 1 else same, last = 0, v end
+      return v >= 6 and same >= 3
+    end, 20 * SLOW, 0.2), "after a new node: " .. tostring(tables()))
+    local base, base_sets = tables()
+    assert.is_true(base <= 7, "tables built for one new node: " .. base - 5)
     local pods, claims = S.workload(18, "w")
     srv:load(claims)
     srv:load(pods)
@@ -57,8 +64,8 @@ describe("draengine serve while idle", function()
       "bound " .. pods_bound(srv) .. " of 18\n" .. p:stderr():sub(-3000))
     assert.are.same({}, S.check(srv))
     local built, sets2 = tables()
-    assert.are.equal(6, built)
-    assert.are.equal(6, sets2)
+    assert.are.equal(base, built)
+    assert.are.equal(base_sets, sets2)
     assert.are.equal(0, p:stop())
   end)
 end)

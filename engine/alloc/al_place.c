@@ -404,7 +404,7 @@ static de_rc commit(al_allocator *a, const dg_pod *pod, al_pod_outcome *out, con
 {
     for (uint32_t i = 0; i < npending; i++)
         DE_TRY(dg_claim_set_allocation(a->g, pending[i], &res->claims[i].alloc, e));
-    dg_consumer pod_cons = {.api_group = 0, .resource = al_intern(a, "pods"), .name = pod->meta.name,
+    dg_consumer pod_cons = {.api_group = 0, .resource = al_id_pods(a), .name = pod->meta.name,
                             .uid = pod->meta.uid};
     for (uint32_t i = 0; i < out->nclaims; i++) {
         if (out->claims[i] == DG_NONE)
