@@ -44,6 +44,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* Arena block whose bytes the caller writes before reading (al_zalloc's
+ * cap rule: fatal past the 1 GiB bookkeeping cap). */
+static inline void *raw_new(de_arena *ar, size_t n)
+{
+    void *p = de_arena_alloc(ar, n ? n : 1);
+    if (!p)
+        al_oom(n);
+    return p;
+}
+
 typedef struct placed {
     al_rq *rq;
     uint32_t dev;
@@ -130,7 +140,7 @@ static int allocate_device(al_call *c, al_rq *rq, uint32_t dev, bool must, place
         c->rej_groups++;
         return AL_S_FAIL;
     }
-    if (a->f_taints && al_taint_blocks(dv, rq)) {
+    if ((dv->flags & AL_DF_TAINTED) && a->f_taints && al_taint_blocks(dv, rq)) {
         al_undo_to(c, gmark);
         if (counted)
             al_counters_release(c, dev);
@@ -430,7 +440,7 @@ static void prepare(al_call *c)
         for (uint32_t ri = 0; ri < cc->nreq; ri++)
             for (uint32_t s = 0; s < cc->req[ri].nrq; s++) {
                 al_rq *rq = &cc->req[ri].rq[s];
-                rq->iter = AL_NEW(c->ar, uint64_t, c->nwords);
+                rq->iter = raw_new(c->ar, sizeof(uint64_t) * c->nwords); /* every word set below */
                 rq->stat = AL_NEW(c->ar, uint64_t, c->nwords);
                 for (uint32_t w = 0; w < c->nwords; w++)
                     rq->iter[w] = rq->cs->cand[w] | rq->cs->poison[w];
@@ -440,16 +450,20 @@ static void prepare(al_call *c)
                 for (size_t d = de_bits_next(rq->cs->cand, t->ndev, 0); d < t->ndev;
                      d = de_bits_next(rq->cs->cand, t->ndev, d + 1)) {
                     const al_dev *dv = &t->devs[d];
-                    bool tainted = a->f_taints && al_taint_blocks(dv, rq);
-                    if (dv->flags & AL_DF_COUNTERS) {
+                    uint16_t fl = dv->flags;
+                    if (fl & AL_DF_COUNTERS) {
                         if (!a->f_part)
                             continue;
                         if (!a->f_cgroups && al_cgroups_skip_disabled(c, (uint32_t)d))
                             continue;
                     }
-                    if (rq->all && (dv->flags & AL_DF_MULTI))
+                    if (rq->all && (fl & AL_DF_MULTI))
                         pure = false;
-                    if (tainted || (dv->flags & (AL_DF_BLOCKED | AL_DF_NODEOPS)))
+                    /* taints last and only on tainted devices: the check has
+                     * no side effect, and most devices have no taint */
+                    if (fl & (AL_DF_BLOCKED | AL_DF_NODEOPS))
+                        continue;
+                    if ((fl & AL_DF_TAINTED) && a->f_taints && al_taint_blocks(dv, rq))
                         continue;
                     de_bit_set(rq->stat, d);
                 }
@@ -517,11 +531,18 @@ static void call_init(al_call *c, al_allocator *a, al_ntab *t, de_arena *ar, uin
     c->deadline = a->opts.filter_timeout_ns ? de_now_ns() + a->opts.filter_timeout_ns : 0;
 }
 
+/* most calls never touch the group maps: no three free(NULL) each */
+static void map_done(de_map *m)
+{
+    if (m->cap)
+        de_map_destroy(m);
+}
+
 static void call_done(al_call *c)
 {
-    de_map_destroy(&c->cgrp_idx);
-    de_map_destroy(&c->cgskip);
-    de_map_destroy(&c->pgrp_idx);
+    map_done(&c->cgrp_idx);
+    map_done(&c->cgskip);
+    map_done(&c->pgrp_idx);
     for (uint32_t i = 0; i < c->ncg; i++)
         de_map_destroy(&c->cg[i].slot);
 }
@@ -552,8 +573,10 @@ static de_rc run(al_call *c, const uint32_t *claims, uint32_t nclaims, al_outcom
     DE_TRY(al_call_compile(c, claims, nclaims, e));
     c->res = AL_NEW(c->ar, al_resent *, nclaims ? nclaims : 1);
     c->nres = AL_NEW(c->ar, uint32_t, nclaims ? nclaims : 1);
+    /* not zeroed: allocate_device clears each entry as it fills it, and
+     * nothing reads past nres (33 entries a claim would be 1 KiB of memset) */
     for (uint32_t i = 0; i < nclaims; i++)
-        c->res[i] = AL_NEW(c->ar, al_resent, AL_MAX_RESULTS + 1);
+        c->res[i] = raw_new(c->ar, sizeof(al_resent) * (AL_MAX_RESULTS + 1));
     prepare(c);
     int r;
     if (c->pure && statically_impossible(c))
