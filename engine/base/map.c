@@ -87,17 +87,6 @@ static void rehash(de_map *m, size_t ncap, bool touch)
     free(ou);
 }
 
-bool de_map_get(const de_map *m, uint64_t key, uint64_t *val)
-{
-    if (!m->n)
-        return false;
-    bool found;
-    size_t i = find(m, key, &found);
-    if (found && val)
-        *val = m->vals[i];
-    return found;
-}
-
 uint64_t *de_map_slot(de_map *m, uint64_t key, uint64_t dflt)
 {
     if (!m->cap || (m->n + m->tomb + 1) * 10 > m->cap * 7)
