@@ -142,16 +142,28 @@ static de_rc validate_rq(al_call *c, al_claimc *cc, al_rq *rq, de_err *e)
 #undef cn
 }
 
+/* The halves of a constraint's attribute name, remembered per name: every
+ * pod from one template asks again, and interning both halves cost more than
+ * the rest of the constraint's compilation.  Names in claims are interned
+ * for good (dec_get_id), so an id never comes to mean another string. */
 static uint32_t split_domain(al_allocator *a, uint32_t fqn, uint32_t *id)
 {
+    uint64_t v;
+    if (de_map_get(&a->attr_split, fqn, &v)) {
+        *id = (uint32_t)v;
+        return (uint32_t)(v >> 32);
+    }
+    uint32_t dom = 0;
     const char *s = al_str(a, fqn);
     const char *slash = strchr(s, '/');
     if (!slash) {
         *id = fqn;
-        return 0;
+    } else {
+        *id = de_intern(a->in, slash + 1, strlen(slash + 1));
+        dom = de_intern(a->in, s, (size_t)(slash - s));
     }
-    *id = de_intern(a->in, slash + 1, strlen(slash + 1));
-    return de_intern(a->in, s, (size_t)(slash - s));
+    de_map_put(&a->attr_split, fqn, de_pack2(dom, *id));
+    return dom;
 }
 
 de_rc al_call_compile(al_call *c, const uint32_t *claims, uint32_t nclaims, de_err *e)

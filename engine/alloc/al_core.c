@@ -136,6 +136,7 @@ al_allocator *al_new(dg_graph *g, const al_opts *opts, de_err *e)
     a->env_gen = cel_env_generation(a->cel);
     a->selset_cap = AL_SELSET_CAP;
     de_map_init(&a->ntab_by_name);
+    de_map_init(&a->attr_split);
     de_map_init(&a->selset_by_key);
     de_map_init(&a->node_rank);
     de_map_init(&a->rank_by_name);
@@ -213,6 +214,7 @@ void al_free(al_allocator *a)
     al_selsets_free(a);
     free(a->selsets);
     de_map_destroy(&a->ntab_by_name);
+    de_map_destroy(&a->attr_split);
     de_map_destroy(&a->selset_by_key);
     de_map_destroy(&a->node_rank);
     free(a->node_order);

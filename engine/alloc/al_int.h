@@ -267,6 +267,7 @@ struct al_allocator {
     uint32_t nclass_name_of;
     /* node tables by node name */
     de_map ntab_by_name;     /* node name -> index + 1 */
+    de_map attr_split;       /* constraint attribute name -> domain << 32 | id (al_compile.c) */
     al_ntab **ntabs;
     uint32_t nntabs, capntabs;
     /* selector sets */
