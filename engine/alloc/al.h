@@ -148,6 +148,11 @@ const de_gates *al_gates(const al_allocator *a);
  * every pod evaluates every node (Allocate + score) - the reference the
  * cache must agree with, for specs. */
 void al_set_choice_cache(al_allocator *a, bool on);
+/* Whether a failed al_allocate explains itself (out->why), on by default.
+ * A caller that reads the words of one failed node only (serve's Filter
+ * loop) turns it off for the others: the words are most of a failed call's
+ * cost, and the answer is the same either way. */
+void al_set_explain(al_allocator *a, bool on);
 
 /* Devices on the node's own slices (spec.nodeName, every generation) and
  * how many are free (used by no claim), maintained incrementally. */

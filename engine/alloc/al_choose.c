@@ -260,6 +260,11 @@ void al_set_choice_cache(al_allocator *a, bool on)
     a->choice_off = !on;
 }
 
+void al_set_explain(al_allocator *a, bool on)
+{
+    a->no_explain = !on;
+}
+
 static void st_reset(al_allocator *a, stable *t)
 {
     for (uint32_t r = 0; r < t->n && t->e; r++)

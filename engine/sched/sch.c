@@ -686,7 +686,19 @@ static void schedule_one(sch_sched *s, uint32_t idx)
             de_err ae;
             de_err_clear(&ae);
             uint64_t a0 = de_now_ns();
+            /* only the first node that cannot allocate is quoted (dev_why):
+             * the others fail without words, which were most of serve's
+             * CPU on a filling cluster (printf per turned-down node) */
+            bool explain = !dev_why[0];
+            al_set_explain(s->al, explain);
             de_rc rc = al_allocate(s->al, n->meta.name, npend, nuse, s->cycle, &out, &ae);
+            al_set_explain(s->al, true);
+            if (!explain && out.invalid_pools && rc != DE_OK && rc != DE_EUNSAT && rc != DE_EBUDGET) {
+                /* an invalid pool's error quotes the explanation: ask again */
+                memset(&out, 0, sizeof out);
+                de_err_clear(&ae);
+                rc = al_allocate(s->al, n->meta.name, npend, nuse, s->cycle, &out, &ae);
+            }
             alloc_ns += de_now_ns() - a0;
             if (rc == DE_EUNSAT || rc == DE_EBUDGET) {
                 bits = SCH_FIT_DEVICES;
