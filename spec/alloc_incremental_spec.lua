@@ -3,6 +3,7 @@
 -- and after any sequence of changes answers exactly as a fresh allocator on
 -- the same graph would.
 local core = require "draengine.core"
+local K = require "support.kubeapi"
 
 -- ---- objects -----------------------------------------------------------------------
 
@@ -66,21 +67,11 @@ local function class(name, expr)
 end
 
 local function claim(name, requests, constraints)
-  local rq = {}
-  for i, r in ipairs(requests) do
-    local x = { deviceClassName = r[1], count = r[2] or 1 }
-    if r[3] then x.selectors = { { cel = { expression = r[3] } } } end
-    rq[i] = { name = "r" .. i, exactly = x }
-  end
-  return { apiVersion = "resource.k8s.io/v1", kind = "ResourceClaim",
-           metadata = { name = name, namespace = "default" },
-           spec = { devices = { requests = rq, constraints = constraints } } }
+  return K.claim_rq("default", name, requests, constraints)
 end
 
 local function pod(name, claimname)
-  return { apiVersion = "v1", kind = "Pod", metadata = { name = name, namespace = "default", uid = "uid-" .. name },
-           spec = { containers = { { name = "c", image = "x" } },
-                    resourceClaims = { { name = "dev", resourceClaimName = claimname } } } }
+  return K.claim_pod("default", name, claimname)
 end
 
 local function taint_rule(name, pool, dev)

@@ -2,6 +2,7 @@
 -- tables, class candidate sets) off the decision path; decisions after it
 -- are exactly those of an allocator that built everything on first use.
 local core = require "draengine.core"
+local K = require "support.kubeapi"
 
 local NODES = 6
 
@@ -22,27 +23,12 @@ local function nic_slice(node)
                     pool = { name = "nic-" .. node, generation = 1, resourceSliceCount = 1 } } }
 end
 
-local function class(name, expr)
-  return { apiVersion = "resource.k8s.io/v1", kind = "DeviceClass", metadata = { name = name },
-           spec = { selectors = { { cel = { expression = expr } } } } }
-end
-
 local function claim(name, requests)
-  local rq = {}
-  for i, r in ipairs(requests) do
-    local x = { deviceClassName = r[1], count = r[2] or 1 }
-    if r[3] then x.selectors = { { cel = { expression = r[3] } } } end
-    rq[i] = { name = "r" .. i, exactly = x }
-  end
-  return { apiVersion = "resource.k8s.io/v1", kind = "ResourceClaim",
-           metadata = { name = name, namespace = "default" },
-           spec = { devices = { requests = rq } } }
+  return K.claim_rq("default", name, requests)
 end
 
 local function pod(name, claimname)
-  return { apiVersion = "v1", kind = "Pod", metadata = { name = name, namespace = "default", uid = "uid-" .. name },
-           spec = { containers = { { name = "c", image = "x" } },
-                    resourceClaims = { { name = "dev", resourceClaimName = claimname } } } }
+  return K.claim_pod("default", name, claimname)
 end
 
 local function cluster()
@@ -53,8 +39,8 @@ local function cluster()
     g:apply(slice(n, 1, 2 + i % 3, i % 2 == 0 and "h100" or "l4"))
     if i % 3 == 0 then g:apply(nic_slice(n)) end
   end
-  g:apply(class("gpu", 'device.driver == "gpu.example.com"'))
-  g:apply(class("nic", 'device.driver == "nic.example.com"'))
+  g:apply(K.class("gpu", "gpu.example.com"))
+  g:apply(K.class("nic", "nic.example.com"))
   return g
 end
 
@@ -119,7 +105,8 @@ describe("al_prepare", function()
     assert.are.equal(0, a:prepare())
     -- a new class: no table is rebuilt, its candidate sets are made
     local before = a:stats().candidate_sets_built
-    g:apply(class("l4", 'device.attributes["gpu.example.com"].model == "l4"'))
+    g:apply(K.class("l4", "gpu.example.com",
+      { selectors = { { cel = { expression = 'device.attributes["gpu.example.com"].model == "l4"' } } } }))
     a:prepare()
     assert.are.equal(NODES + 1, a:stats().node_tables_built)
     assert.are.equal(before + NODES, a:stats().candidate_sets_built)

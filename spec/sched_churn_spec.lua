@@ -14,17 +14,7 @@ local H = require "support.helper"
 local SLOW = H.asan and 3 or 1
 local ROUNDS, PER_ROUND = 5, 36
 
-local function metric(body, name)
-  return tonumber(body:match("\n" .. name .. " (%d+)"))
-end
-
-local function pods_bound(srv, prefix)
-  local n = 0
-  for _, p in ipairs(srv:get("/api/v1/pods").items) do
-    if p.metadata.name:sub(1, #prefix) == prefix and p.spec.nodeName then n = n + 1 end
-  end
-  return n
-end
+local metric, pods_bound = S.metric, S.pods_bound
 
 -- Delete every pod, then every claim (the delete-protection finalizer is
 -- taken off as kube-controller-manager would once the claim is unused).
@@ -47,18 +37,12 @@ local function delete_all(srv)
 end
 
 describe("draengine serve under churn", function()
-  local srv, procs
-  before_each(function()
-    srv = K.start{ bookmark_ms = 300, seed = 31 }
-    procs = {}
-  end)
-  after_each(function()
-    local reports = S.stop_all(procs, 4000)
-    srv:stop()
-    assert.are.same({}, reports)
-  end)
+  local t = S.fixture{ bookmark_ms = 300, seed = 31 }
+  before_each(t.setup)
+  after_each(t.teardown)
 
   local function churn(label, args)
+    local srv, procs = t.srv, t.procs
     srv:load(S.cluster(4, 8))
     local p = S.start(srv, args)
     procs[#procs + 1] = p

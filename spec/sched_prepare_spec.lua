@@ -7,31 +7,15 @@ local H = require "support.helper"
 
 local SLOW = H.asan and 3 or 1
 
-local function metric(body, name)
-  return tonumber(body:match("\n" .. name .. " (%d+)"))
-end
-
-local function pods_bound(srv)
-  local n = 0
-  for _, p in ipairs(srv:get("/api/v1/pods").items) do
-    if p.spec.nodeName then n = n + 1 end
-  end
-  return n
-end
+local metric, pods_bound = S.metric, S.pods_bound
 
 describe("draengine serve while idle", function()
-  local srv, procs
-  before_each(function()
-    srv = K.start{ bookmark_ms = 300, seed = 7 }
-    procs = {}
-  end)
-  after_each(function()
-    local reports = S.stop_all(procs, 4000)
-    srv:stop()
-    assert.are.same({}, reports)
-  end)
+  local t = S.fixture{ bookmark_ms = 300, seed = 7 }
+  before_each(t.setup)
+  after_each(t.teardown)
 
   it("builds the node tables before any pod needs them, and pods build none", function()
+    local srv, procs = t.srv, t.procs
     srv:load(S.cluster(5, 4))
     local p = S.start(srv, { "--leader-elect=false", "--kube-api-qps=5000", "--kube-api-burst=5000",
       "--watch-backoff=50ms", "--parallel-binds=1" })

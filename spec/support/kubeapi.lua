@@ -160,6 +160,28 @@ function M.claim(ns, name, class, count)
     spec = { devices = { requests = { { name = "gpu", exactly = { deviceClassName = class, count = count or 1 } } } } } }
 end
 
+-- A claim with several requests: each { class, count, CEL selector or nil },
+-- named r1, r2, ...; constraints as the API writes them.
+function M.claim_rq(ns, name, requests, constraints)
+  local rq = {}
+  for i, r in ipairs(requests) do
+    local x = { deviceClassName = r[1], count = r[2] or 1 }
+    if r[3] then x.selectors = { { cel = { expression = r[3] } } } end
+    rq[i] = { name = "r" .. i, exactly = x }
+  end
+  return { apiVersion = "resource.k8s.io/v1", kind = "ResourceClaim",
+    metadata = { name = name, namespace = ns },
+    spec = { devices = { requests = rq, constraints = constraints } } }
+end
+
+-- A bare pod (no requests, no scheduler name) using one claim as "dev":
+-- what the allocator specs schedule directly, without a server.
+function M.claim_pod(ns, name, claimname)
+  return { apiVersion = "v1", kind = "Pod", metadata = { name = name, namespace = ns, uid = "uid-" .. name },
+    spec = { containers = { { name = "c", image = "x" } },
+      resourceClaims = { { name = "dev", resourceClaimName = claimname } } } }
+end
+
 function M.template(ns, name, class, count)
   return { apiVersion = "resource.k8s.io/v1", kind = "ResourceClaimTemplate",
     metadata = { name = name, namespace = ns },

@@ -86,6 +86,39 @@ function M.stop_all(procs, cap)
   return reports
 end
 
+-- The per-test fixture of the serve specs: t.setup starts a fresh test API
+-- server (opts go to K.start); t.teardown stops every serve process in
+-- t.procs and the server, and asserts no sanitizer report was left.  A spec
+-- passes them to busted: before_each(t.setup); after_each(t.teardown).
+function M.fixture(opts)
+  local t = {}
+  function t.setup()
+    t.srv = K.start(opts)
+    t.procs = {}
+  end
+  function t.teardown()
+    local reports = M.stop_all(t.procs, 4000)
+    t.srv:stop()
+    require("luassert").are.same({}, reports)
+  end
+  return t
+end
+
+-- A sample's value on a /metrics page (an unlabelled integer sample).
+function M.metric(body, name)
+  return tonumber(body:match("\n" .. name .. " (%d+)"))
+end
+
+-- Pods the server shows bound, of those whose name starts with prefix (all
+-- when nil).
+function M.pods_bound(srv, prefix)
+  local n = 0
+  for _, p in ipairs(srv:get("/api/v1/pods").items) do
+    if p.spec.nodeName and (not prefix or p.metadata.name:sub(1, #prefix) == prefix) then n = n + 1 end
+  end
+  return n
+end
+
 -- GET http://127.0.0.1:<port><path> with a raw socket through bash's /dev/tcp
 -- (no curl needed); returns status, body.
 function Proc:http(path)
