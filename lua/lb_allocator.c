@@ -281,6 +281,8 @@ static int l_stats(lua_State *L)
     lb_set_int(L, "selector_sets", (lua_Integer)s.selector_sets);
     lb_set_int(L, "cel_programs", (lua_Integer)s.cel_programs);
     lb_set_int(L, "cache_flushes", (lua_Integer)s.cache_flushes);
+    lb_set_int(L, "compile_cache_hits", (lua_Integer)s.compile_cache_hits);
+    lb_set_int(L, "compile_cache_stores", (lua_Integer)s.compile_cache_stores);
     return 1;
 }
 

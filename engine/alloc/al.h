@@ -506,6 +506,8 @@ typedef struct al_stats {
     uint64_t choice_saved;       /* winners whose allocation an earlier pod saved */
     /* capped caches (al_sync): what they hold now, and how often they were emptied */
     uint64_t selector_sets, cel_programs, cache_flushes;
+    /* compiled claims by spec (al_ccache.c): reused, and compiled and kept */
+    uint64_t compile_cache_hits, compile_cache_stores;
 } al_stats;
 
 void al_get_stats(const al_allocator *a, al_stats *out);

@@ -803,7 +803,8 @@ static void put_exact(struct al_chooser *c, const dg_exact *x)
     done(c, w);
 }
 
-/* Everything of dg_claim_spec (a field added there must be added here). */
+/* Everything of dg_claim_spec (a field added there must be added here;
+ * `ident` is made of the fields below). */
 static void put_claim(struct al_chooser *c, const dg_claim *cl)
 {
     const dg_claim_spec *s = &cl->spec;

@@ -28,6 +28,8 @@ const char *al_kobj(al_call *c, const al_claimc *cc)
     return al_str(a, cl->meta.name);
 }
 
+const dg_exact al_exact_none = {.admin_access = -1};
+
 static de_rc raise_poison(al_call *c, al_rq *rq, uint32_t dev, de_err *e)
 {
     const al_cset *cs = rq->cs;
@@ -166,6 +168,99 @@ static uint32_t split_domain(al_allocator *a, uint32_t fqn, uint32_t *id)
     return dom;
 }
 
+/* One claim, from its spec: upstream's checks in their order. */
+static de_rc compile_claim(al_call *c, al_claimc *cc, uint32_t ci, de_err *e)
+{
+    al_allocator *a = c->a;
+    const dg_claim_spec *sp = &cc->c->spec;
+#define cn al_kobj(c, cc)
+    cc->nreq = sp->nrequests;
+    cc->req = AL_NEW(c->ar, al_req, sp->nrequests ? sp->nrequests : 1);
+    int64_t min_claim = 0;
+    for (uint32_t ri = 0; ri < sp->nrequests; ri++) {
+        const dg_request *r = &sp->requests[ri];
+        al_req *rr = &cc->req[ri];
+        bool subs = r->nsubs > 0;
+        if (!a->f_prio && subs)
+            return de_errf(e, DE_EINVAL,
+                           "claim %s, request %s: has subrequests, but the DRAPrioritizedList feature is disabled",
+                           cn, al_str(a, r->name));
+        if (!a->f_cc) {
+            if (r->has_exactly && r->exactly.has_capacity)
+                return de_errf(e, DE_EINVAL,
+                               "claim %s, request %s: has capacity requests, but the DRAConsumableCapacity feature is disabled",
+                               cn, al_str(a, r->name));
+            for (uint32_t s = 0; s < r->nsubs; s++)
+                if (r->subs[s].has_capacity)
+                    return de_errf(e, DE_EINVAL,
+                                   "claim %s, subrequest %s: has capacity requests, but the DRAConsumableCapacity feature is disabled",
+                                   cn, al_str(a, r->subs[s].name));
+        }
+        rr->has_subs = subs;
+        rr->nrq = subs ? r->nsubs : 1;
+        rr->rq = AL_NEW(c->ar, al_rq, rr->nrq);
+        rr->chosen = -1;
+        int64_t min_req = INT64_MAX;
+        for (uint32_t s = 0; s < rr->nrq; s++) {
+            al_rq *rq = &rr->rq[s];
+            rq->claim = ci;
+            rq->req = ri;
+            rq->sub = s;
+            rq->is_sub = subs;
+            rq->base_name = r->name;
+            if (subs) {
+                rq->x = &r->subs[s];
+                rq->sub_name = r->subs[s].name;
+                rq->full_name = al_internf(a, "%s/%s", al_str(a, r->name), al_str(a, rq->sub_name));
+            } else {
+                rq->x = r->has_exactly ? &r->exactly : &al_exact_none;
+                rq->full_name = r->name;
+            }
+            de_rc rc = validate_rq(c, cc, rq, e);
+            if (rc != DE_OK)
+                return rc;
+            if (rq->need < min_req)
+                min_req = rq->need;
+        }
+        min_claim += min_req;
+    }
+    if (min_claim > AL_MAX_RESULTS)
+        return de_errf(e, DE_EINVAL, "claim %s: number of requested devices %lld exceeds the claim limit of %d",
+                       cn, (long long)min_claim, AL_MAX_RESULTS);
+    cc->ncons = sp->nconstraints;
+    cc->cons = AL_NEW(c->ar, al_cons, sp->nconstraints ? sp->nconstraints : 1);
+    for (uint32_t k = 0; k < sp->nconstraints; k++) {
+        const dg_constraint *dc = &sp->constraints[k];
+        al_cons *kk = &cc->cons[k];
+        if (dc->match_attribute) {
+            kk->kind = AL_CK_MATCH;
+            kk->name = dc->match_attribute;
+        } else if (dc->distinct_attribute) {
+            kk->kind = AL_CK_DISTINCT;
+            kk->name = dc->distinct_attribute;
+        } else {
+            return de_errf(e, DE_EINVAL, "claim %s, constraint #%u: empty constraint (unsupported constraint type?)",
+                           cn, k);
+        }
+        kk->domain = split_domain(a, kk->name, &kk->id);
+        kk->reqs = dc->requests;
+        kk->nreqs = dc->nrequests;
+    }
+    /* which constraints apply to which (sub)request */
+    for (uint32_t ri = 0; ri < cc->nreq; ri++)
+        for (uint32_t s = 0; s < cc->req[ri].nrq; s++) {
+            al_rq *rq = &cc->req[ri].rq[s];
+            if (!cc->ncons)
+                continue;
+            rq->cons = AL_NEW(c->ar, uint32_t, cc->ncons);
+            for (uint32_t k = 0; k < cc->ncons; k++)
+                if (al_cons_applies(&cc->cons[k], rq))
+                    rq->cons[rq->ncons++] = k;
+        }
+#undef cn
+    return DE_OK;
+}
+
 de_rc al_call_compile(al_call *c, const uint32_t *claims, uint32_t nclaims, de_err *e)
 {
     al_allocator *a = c->a;
@@ -177,94 +272,13 @@ de_rc al_call_compile(al_call *c, const uint32_t *claims, uint32_t nclaims, de_e
         cc->c = dg_claim_get(a->g, claims[ci]);
         if (!cc->c)
             return de_errf(e, DE_ENOTFOUND, "claim #%u does not exist", claims[ci]);
-        const dg_claim_spec *sp = &cc->c->spec;
-#define cn al_kobj(c, cc)
-        cc->nreq = sp->nrequests;
-        cc->req = AL_NEW(c->ar, al_req, sp->nrequests ? sp->nrequests : 1);
         cc->mine = AL_NEW(c->ar, uint64_t, c->nwords);
-        int64_t min_claim = 0;
-        for (uint32_t ri = 0; ri < sp->nrequests; ri++) {
-            const dg_request *r = &sp->requests[ri];
-            al_req *rr = &cc->req[ri];
-            bool subs = r->nsubs > 0;
-            if (!a->f_prio && subs)
-                return de_errf(e, DE_EINVAL,
-                               "claim %s, request %s: has subrequests, but the DRAPrioritizedList feature is disabled",
-                               cn, al_str(a, r->name));
-            if (!a->f_cc) {
-                if (r->has_exactly && r->exactly.has_capacity)
-                    return de_errf(e, DE_EINVAL,
-                                   "claim %s, request %s: has capacity requests, but the DRAConsumableCapacity feature is disabled",
-                                   cn, al_str(a, r->name));
-                for (uint32_t s = 0; s < r->nsubs; s++)
-                    if (r->subs[s].has_capacity)
-                        return de_errf(e, DE_EINVAL,
-                                       "claim %s, subrequest %s: has capacity requests, but the DRAConsumableCapacity feature is disabled",
-                                       cn, al_str(a, r->subs[s].name));
-            }
-            rr->has_subs = subs;
-            rr->nrq = subs ? r->nsubs : 1;
-            rr->rq = AL_NEW(c->ar, al_rq, rr->nrq);
-            rr->chosen = -1;
-            int64_t min_req = INT64_MAX;
-            for (uint32_t s = 0; s < rr->nrq; s++) {
-                al_rq *rq = &rr->rq[s];
-                rq->claim = ci;
-                rq->req = ri;
-                rq->sub = s;
-                rq->is_sub = subs;
-                rq->base_name = r->name;
-                if (subs) {
-                    rq->x = &r->subs[s];
-                    rq->sub_name = r->subs[s].name;
-                    rq->full_name = al_internf(a, "%s/%s", al_str(a, r->name), al_str(a, rq->sub_name));
-                } else {
-                    static const dg_exact none = {.admin_access = -1};
-                    rq->x = r->has_exactly ? &r->exactly : &none;
-                    rq->full_name = r->name;
-                }
-                de_rc rc = validate_rq(c, cc, rq, e);
-                if (rc != DE_OK)
-                    return rc;
-                if (rq->need < min_req)
-                    min_req = rq->need;
-            }
-            min_claim += min_req;
-        }
-        if (min_claim > AL_MAX_RESULTS)
-            return de_errf(e, DE_EINVAL, "claim %s: number of requested devices %lld exceeds the claim limit of %d",
-                           cn, (long long)min_claim, AL_MAX_RESULTS);
-        cc->ncons = sp->nconstraints;
-        cc->cons = AL_NEW(c->ar, al_cons, sp->nconstraints ? sp->nconstraints : 1);
-        for (uint32_t k = 0; k < sp->nconstraints; k++) {
-            const dg_constraint *dc = &sp->constraints[k];
-            al_cons *kk = &cc->cons[k];
-            if (dc->match_attribute) {
-                kk->kind = AL_CK_MATCH;
-                kk->name = dc->match_attribute;
-            } else if (dc->distinct_attribute) {
-                kk->kind = AL_CK_DISTINCT;
-                kk->name = dc->distinct_attribute;
-            } else {
-                return de_errf(e, DE_EINVAL, "claim %s, constraint #%u: empty constraint (unsupported constraint type?)",
-                               cn, k);
-            }
-            kk->domain = split_domain(a, kk->name, &kk->id);
-            kk->reqs = dc->requests;
-            kk->nreqs = dc->nrequests;
-        }
-        /* which constraints apply to which (sub)request */
-        for (uint32_t ri = 0; ri < cc->nreq; ri++)
-            for (uint32_t s = 0; s < cc->req[ri].nrq; s++) {
-                al_rq *rq = &cc->req[ri].rq[s];
-                if (!cc->ncons)
-                    continue;
-                rq->cons = AL_NEW(c->ar, uint32_t, cc->ncons);
-                for (uint32_t k = 0; k < cc->ncons; k++)
-                    if (al_cons_applies(&cc->cons[k], rq))
-                        rq->cons[rq->ncons++] = k;
-            }
-#undef cn
+        int cached = al_ccache_get(c, cc, ci);
+        if (cached == 1)
+            continue;
+        DE_TRY(compile_claim(c, cc, ci, e));
+        if (cached == 0)
+            al_ccache_put(a, cc);
     }
     return DE_OK;
 }

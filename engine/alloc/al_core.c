@@ -212,6 +212,7 @@ void al_free(al_allocator *a)
     al_tmem_free(a);
     free(a->ntabs);
     al_selsets_free(a);
+    al_ccache_free(a);
     free(a->selsets);
     de_map_destroy(&a->ntab_by_name);
     de_map_destroy(&a->attr_split);
@@ -638,6 +639,7 @@ static void on_class(al_allocator *a, uint32_t cid)
     if (c)
         remember_name(&a->class_name_of, &a->nclass_name_of, cid, name);
     a->choice_gen++;
+    a->cc_gen++;
     for (uint32_t i = 0; i < a->nselsets; i++)
         if (a->selsets[i]->class_name == name)
             a->selsets[i]->stale = true;
@@ -748,6 +750,7 @@ static void cache_caps(al_allocator *a)
             a->selsets[i]->stale = true;
         cel_memo_forget_before(a->memo, cel_env_first_id(a->cel));
         a->env_gen = gen;
+        a->cc_gen++;
     }
     if (a->nselsets > a->selset_cap) {
         al_selsets_free(a);

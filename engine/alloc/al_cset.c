@@ -118,6 +118,7 @@ void al_selsets_free(al_allocator *a)
     }
     a->nselsets = 0;
     de_map_clear(&a->selset_by_key);
+    a->cc_gen++; /* compiled claims point at them (al_ccache.c) */
 }
 
 al_selset *al_selset_get(al_allocator *a, uint32_t class_name, const dg_selector *sels,

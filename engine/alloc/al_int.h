@@ -268,6 +268,9 @@ struct al_allocator {
     /* node tables by node name */
     de_map ntab_by_name;     /* node name -> index + 1 */
     de_map attr_split;       /* constraint attribute name -> domain << 32 | id (al_compile.c) */
+    struct al_ccache *ccache; /* compiled claims by spec (al_ccache.c), made on first use */
+    uint64_t cc_gen;         /* bumped when compiled claims may be out of date: classes,
+                              * selector sets dropped, CEL environment generation */
     al_ntab **ntabs;
     uint32_t nntabs, capntabs;
     /* selector sets */
@@ -681,6 +684,22 @@ typedef struct al_undo {
 /* al_compile.c */
 const char *al_kobj(al_call *c, const al_claimc *cc);
 de_rc al_call_compile(al_call *c, const uint32_t *claims, uint32_t nclaims, de_err *e);
+extern const dg_exact al_exact_none; /* a request without `exactly` or subrequests */
+
+/* al_ccache.c: compiled claims by spec.  al_ccache_get: 1 cc (claim ci of
+ * the call, cc->c set) filled from the cache, 0 a miss that al_ccache_put
+ * may keep once compiled, -1 a spec that is not cached. */
+typedef struct al_ccache al_ccache;
+typedef struct al_ccent al_ccent;
+int al_ccache_get(al_call *c, al_claimc *cc, uint32_t ci);
+void al_ccache_put(al_allocator *a, const al_claimc *cc);
+/* The valid entry of a spec identity, NULL if none. */
+const al_ccent *al_ccache_find(al_allocator *a, uint32_t ident);
+/* Its selector sets of plain requests without adminAccess, in request
+ * order (what al_place.c's node index uses); *subs counts the requests
+ * with subrequests. */
+uint32_t al_ccent_selsets(const al_ccent *en, al_selset **ss, int64_t *subs);
+void al_ccache_free(al_allocator *a);
 
 /* al_search.c */
 enum { AL_S_OK = 0, AL_S_FAIL, AL_S_MAXSIZE, AL_S_ERR };

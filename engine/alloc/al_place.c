@@ -637,6 +637,16 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
             continue;
         pidx[npending] = i;
         pending[npending++] = out->claims[i];
+        /* compiled before (al_ccache.c): the same sets the loop below finds
+         * (it compiled, so every plain request has a class that exists, a
+         * count and CEL selectors) */
+        const al_ccent *en = al_ccache_find(a, cl->spec.ident);
+        if (en) {
+            int64_t subs = 0;
+            nss += al_ccent_selsets(en, ss + nss, &subs);
+            max_score += 8 * subs;
+            continue;
+        }
         for (uint32_t r = 0; r < cl->spec.nrequests; r++) {
             const dg_request *rq = &cl->spec.requests[r];
             if (rq->nsubs) {

@@ -354,6 +354,63 @@ static uint32_t *request_refs(dec *d, json_t *obj, const dg_claim_spec *spec, ui
     return refs;
 }
 
+/*
+ * A claim spec's identity for the allocator's compiled-claim cache
+ * (engine/alloc/al_ccache.c): the words its compilation reads - request and
+ * subrequest names, class names, selectors, mode, count, adminAccess,
+ * whether capacity requests and derived attributes are present, constraint
+ * attributes and their request lists - interned as one byte string, so
+ * equal identities mean equal words (never a bare hash).  Interned for good,
+ * like the selector texts it is made of: pods from one template add nothing.
+ * Tolerations, capacity amounts and config are read from the claim itself
+ * on every call and are not part of it.  0: none (longer than the buffer).
+ */
+#define SPEC_IDENT_MAX 1024
+static uint32_t spec_ident(dec *d, const dg_claim_spec *sp)
+{
+    uint32_t w[SPEC_IDENT_MAX], n = 0;
+#define W(v)                          \
+    do {                              \
+        if (n == SPEC_IDENT_MAX)      \
+            return 0;                 \
+        w[n++] = (uint32_t)(v);       \
+    } while (0)
+    W(sp->nrequests);
+    W(sp->nconstraints);
+    for (uint32_t r = 0; r < sp->nrequests; r++) {
+        const dg_request *q = &sp->requests[r];
+        W(q->name);
+        W((uint32_t)q->has_exactly | q->nsubs << 1);
+        for (uint32_t s = 0; s <= q->nsubs; s++) {
+            const dg_exact *x = s < q->nsubs ? &q->subs[s] : q->has_exactly ? &q->exactly : NULL;
+            if (!x)
+                continue;
+            W(x->name);
+            W(x->class_name);
+            W(x->nselectors);
+            for (uint32_t i = 0; i < x->nselectors; i++) {
+                W(x->selectors[i].expr);
+                W(x->selectors[i].has_cel);
+            }
+            W(x->mode);
+            W((uint64_t)x->count);
+            W((uint64_t)x->count >> 32);
+            W((int32_t)x->admin_access);
+            W((uint32_t)x->has_capacity | (uint32_t)(x->ncapacity > 0) << 1 | (uint32_t)(x->nderived > 0) << 2);
+        }
+    }
+    for (uint32_t i = 0; i < sp->nconstraints; i++) {
+        const dg_constraint *k = &sp->constraints[i];
+        W(k->match_attribute);
+        W(k->distinct_attribute);
+        W(k->nrequests);
+        for (uint32_t j = 0; j < k->nrequests; j++)
+            W(k->requests[j]);
+    }
+#undef W
+    return de_intern(d->in, (const char *)w, n * sizeof *w);
+}
+
 void dec_claim_spec(dec *d, json_t *spec, dg_claim_spec *out)
 {
     memset(out, 0, sizeof *out);
@@ -433,6 +490,7 @@ void dec_claim_spec(dec *d, json_t *spec, dg_claim_spec *out)
     if (d->validate && d->derived_cost > CEL_COST_LIMIT)
         dec_forbidden(d, NULL, "too complex, total cost of derived attribute CEL expressions in the claim exceeds cost limit");
     d->derived_cost = 0;
+    out->ident = spec_ident(d, out);
     dec_pop(d, dm);
 }
 

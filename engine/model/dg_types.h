@@ -382,6 +382,7 @@ typedef struct dg_claim_spec {
     uint32_t nconstraints;
     dg_claim_config *config;
     uint32_t nconfig;
+    uint32_t ident; /* interned words the allocator's compilation reads (dec_claim.c), 0 = none */
 } dg_claim_spec;
 
 typedef struct dg_claim {
