@@ -568,6 +568,11 @@ void al_fill_device(al_allocator *a, al_ntab *t, al_dev *dv)
     gctx g;
     gctx_init(&g, a, t, t->node_name, NULL);
     fill_flags(&g, dv);
+    size_t i = (size_t)(dv - t->devs);
+    if (dv->flags & AL_DF_STATIC)
+        de_bit_clr(t->plain, i);
+    else
+        de_bit_set(t->plain, i);
 }
 
 /* Everything of a table entry that can change while its slice stays: taints
@@ -672,7 +677,7 @@ static void freeze(al_allocator *a, al_ntab *t, const uint32_t *gpools, uint32_t
     while (slots < t->ndev + t->ndev / 2 + 1)
         slots *= 2;
     size_t sz_pools = r16(t->npools * sizeof(al_pool)), sz_devs = r16(t->ndev * sizeof(al_dev));
-    size_t sz_hash = r16(slots * sizeof(uint32_t)), sz_bits = 2 * r16(t->nwords * sizeof(uint64_t));
+    size_t sz_hash = r16(slots * sizeof(uint32_t)), sz_bits = 3 * r16(t->nwords * sizeof(uint64_t));
     size_t sz = sz_pools + sz_devs + sz_hash + sz_bits + r16(nlists * sizeof(uint32_t));
     unsigned char *m = al_tmem_alloc(a, sz);
     t->mem = m;
@@ -695,7 +700,11 @@ static void freeze(al_allocator *a, al_ntab *t, const uint32_t *gpools, uint32_t
     }
     m += sz_hash;
     t->inuse = (uint64_t *)m;
-    t->allocated = (uint64_t *)(m + sz_bits / 2);
+    t->allocated = (uint64_t *)(m + sz_bits / 3);
+    t->plain = (uint64_t *)(m + 2 * (sz_bits / 3));
+    for (uint32_t i = 0; i < t->ndev; i++)
+        if (!(devs[i].flags & AL_DF_STATIC))
+            de_bit_set(t->plain, i);
     m += sz_bits;
     uint32_t *l = (uint32_t *)m;
     for (uint32_t i = 0; i < t->npools; i++) {

@@ -65,6 +65,9 @@ enum {
     AL_DF_OWN = 1 << 7,      /* from a slice whose spec.nodeName is the table's node */
     AL_DF_NODEOPS = 1 << 8,  /* its slice skips node operations the gate or the node does not allow */
 };
+/* Flags the search's static pass looks at (al_search.c: prepare); a device
+ * with none of them is "plain" (al_ntab.plain) and passes it unseen. */
+#define AL_DF_STATIC (AL_DF_COUNTERS | AL_DF_MULTI | AL_DF_BLOCKED | AL_DF_NODEOPS | AL_DF_TAINTED)
 
 typedef struct al_dev {
     uint32_t devid;          /* graph device id */
@@ -132,6 +135,8 @@ typedef struct al_ntab {
     /* usage (al_core.c), kept current by the graph listener */
     uint64_t *inuse;         /* exclusively allocated (AllocatedDevices) */
     uint64_t *allocated;     /* IsDeviceAllocated: exclusive or shared */
+    uint64_t *plain;         /* no AL_DF_STATIC flag (kept with the flags: freeze,
+                              * al_fill_device) */
     struct al_agg *agg;      /* aggregated consumed capacity per device, NULL
                               * while no device of the table has any (slab) */
     /* candidate sets */
@@ -754,11 +759,24 @@ void al_explain(al_call *c, al_why *why);
  * message. */
 void al_oom(size_t n) __attribute__((noreturn));
 
+/* Blocks of up to 128 bytes (most of a decision's: claims, requests,
+ * results, bitsets of a node's devices) are zeroed with constant-size
+ * stores: the arena hands out whole 16-byte units (de_arena_alloc rounds
+ * up), so zeroing the unit that holds the last byte stays in the block, and
+ * a call to memset cost more than the zeroing. */
 static inline void *al_zalloc(de_arena *ar, size_t n)
 {
-    void *p = de_arena_zalloc(ar, n ? n : 1);
+    void *p = de_arena_alloc(ar, n ? n : 1);
     if (!p)
         al_oom(n);
+    if (n > 128) {
+        memset(p, 0, n);
+        return p;
+    }
+    char *q = p;
+    memset(q, 0, 16);
+    for (size_t o = 16; o < n; o += 16)
+        memset(q + o, 0, 16);
     return p;
 }
 

@@ -376,44 +376,57 @@ static int solve(al_call *c, uint32_t ci, uint32_t ri, uint32_t si, int64_t k, b
         if (kc->kind == AL_CK_MATCH && kc->ndev)
             bound[nb++] = kc;
     }
-    for (size_t d = de_bits_next(cand, nd, start); d < nd; d = de_bits_next(cand, nd, d + 1)) {
-        uint32_t dev = (uint32_t)d;
-        if (rq->admin ? de_bit_get(cc->mine, dev) : al_dev_in_use(c, dev))
-            continue;
-        bool match = true;
-        for (uint32_t i = 0; i < nb && match; i++) {
-            bool found;
-            const de_attrval *v = al_cons_value(c, bound[i], dev, &found);
-            match = found && values_equal(v, &bound[i]->first);
-        }
-        if (!match) {
-            c->rej_constraint++; /* for the explanation only */
-            continue;
-        }
-        bool ok;
-        if (al_selectable(c, rq, dev, &ok) != DE_OK)
-            return AL_S_ERR;
-        if (!ok)
-            continue;
-        if (c->a->f_cc && al_capacity_fits(c, rq, dev) != 1)
-            continue;
-        placed p;
-        int r = allocate_device(c, rq, dev, false, &p);
-        if (r == AL_S_ERR)
-            return r;
-        if (r != AL_S_OK)
-            continue;
-        if (c->pure && !prune_ok(c, rq, rq->need - k - 1, dev + 1)) {
-            c->a->stats.pruned++;
+    /* candidates word by word in index order; devices other claims hold
+     * (t->inuse: no graph event comes during a search) are masked out a
+     * word at a time, as al_dev_in_use would turn each down */
+    const uint64_t *inuse = c->t->inuse;
+    for (uint32_t w = start >> 6, nw = c->nwords; w < nw; w++) {
+        uint64_t x = cand[w];
+        if (w == start >> 6)
+            x &= ~0ULL << (start & 63);
+        if (!rq->admin)
+            x &= ~inuse[w];
+        for (; x; x &= x - 1) {
+            uint32_t dev = (uint32_t)(w * 64 + (uint32_t)__builtin_ctzll(x));
+            if (dev >= nd)
+                break;
+            if (rq->admin ? de_bit_get(cc->mine, dev) : c->busy_cnt[dev] > 0)
+                continue;
+            bool match = true;
+            for (uint32_t i = 0; i < nb && match; i++) {
+                bool found;
+                const de_attrval *v = al_cons_value(c, bound[i], dev, &found);
+                match = found && values_equal(v, &bound[i]->first);
+            }
+            if (!match) {
+                c->rej_constraint++; /* for the explanation only */
+                continue;
+            }
+            bool ok;
+            if (al_selectable(c, rq, dev, &ok) != DE_OK)
+                return AL_S_ERR;
+            if (!ok)
+                continue;
+            if (c->a->f_cc && al_capacity_fits(c, rq, dev) != 1)
+                continue;
+            placed p;
+            int r = allocate_device(c, rq, dev, false, &p);
+            if (r == AL_S_ERR)
+                return r;
+            if (r != AL_S_OK)
+                continue;
+            if (c->pure && !prune_ok(c, rq, rq->need - k - 1, dev + 1)) {
+                c->a->stats.pruned++;
+                undo_device(c, &p);
+                continue;
+            }
+            r = solve(c, ci, ri, si, k + 1, in_sub, dev + 1);
+            if (r == AL_S_OK)
+                return r;
             undo_device(c, &p);
-            continue;
+            if (r != AL_S_FAIL)
+                return r;
         }
-        r = solve(c, ci, ri, si, k + 1, in_sub, dev + 1);
-        if (r == AL_S_OK)
-            return r;
-        undo_device(c, &p);
-        if (r != AL_S_FAIL)
-            return r;
     }
     return AL_S_FAIL;
 }
@@ -440,32 +453,43 @@ static void prepare(al_call *c)
         for (uint32_t ri = 0; ri < cc->nreq; ri++)
             for (uint32_t s = 0; s < cc->req[ri].nrq; s++) {
                 al_rq *rq = &cc->req[ri].rq[s];
-                rq->iter = raw_new(c->ar, sizeof(uint64_t) * c->nwords); /* every word set below */
-                rq->stat = AL_NEW(c->ar, uint64_t, c->nwords);
-                for (uint32_t w = 0; w < c->nwords; w++)
-                    rq->iter[w] = rq->cs->cand[w] | rq->cs->poison[w];
+                /* every word of both set below */
+                rq->iter = raw_new(c->ar, sizeof(uint64_t) * c->nwords);
+                rq->stat = raw_new(c->ar, sizeof(uint64_t) * c->nwords);
                 if (any_bits(rq->cs->poison, c->nwords) || rq->nderived ||
                     (rq->all && rq->ncons))
                     pure = false;
-                for (size_t d = de_bits_next(rq->cs->cand, t->ndev, 0); d < t->ndev;
-                     d = de_bits_next(rq->cs->cand, t->ndev, d + 1)) {
-                    const al_dev *dv = &t->devs[d];
-                    uint16_t fl = dv->flags;
-                    if (fl & AL_DF_COUNTERS) {
-                        if (!a->f_part)
+                /* candidates word by word, in index order (a bit at a time
+                 * through de_bits_next was most of this loop's cost) */
+                for (uint32_t w = 0; w < c->nwords; w++) {
+                    uint64_t x = rq->cs->cand[w], st = x & t->plain[w];
+                    rq->iter[w] = x | rq->cs->poison[w];
+                    /* plain candidates pass as they are; the others are
+                     * looked at one by one, in index order */
+                    for (x &= ~t->plain[w]; x; x &= x - 1) {
+                        uint32_t b = (uint32_t)__builtin_ctzll(x);
+                        size_t d = (size_t)w * 64 + b;
+                        if (d >= t->ndev)
+                            break;
+                        const al_dev *dv = &t->devs[d];
+                        uint16_t fl = dv->flags;
+                        if (fl & AL_DF_COUNTERS) {
+                            if (!a->f_part)
+                                continue;
+                            if (!a->f_cgroups && al_cgroups_skip_disabled(c, (uint32_t)d))
+                                continue;
+                        }
+                        if (rq->all && (fl & AL_DF_MULTI))
+                            pure = false;
+                        /* taints last and only on tainted devices: the check
+                         * has no side effect, and most devices have no taint */
+                        if (fl & (AL_DF_BLOCKED | AL_DF_NODEOPS))
                             continue;
-                        if (!a->f_cgroups && al_cgroups_skip_disabled(c, (uint32_t)d))
+                        if ((fl & AL_DF_TAINTED) && a->f_taints && al_taint_blocks(dv, rq))
                             continue;
+                        st |= 1ULL << b;
                     }
-                    if (rq->all && (fl & AL_DF_MULTI))
-                        pure = false;
-                    /* taints last and only on tainted devices: the check has
-                     * no side effect, and most devices have no taint */
-                    if (fl & (AL_DF_BLOCKED | AL_DF_NODEOPS))
-                        continue;
-                    if ((fl & AL_DF_TAINTED) && a->f_taints && al_taint_blocks(dv, rq))
-                        continue;
-                    de_bit_set(rq->stat, d);
+                    rq->stat[w] = st;
                 }
             }
     }
@@ -487,11 +511,11 @@ static bool statically_impossible(al_call *c)
                     for (uint32_t i = 0; i < rq->nall && ok && !rq->admin; i++)
                         ok = !de_bit_get(c->t->inuse, rq->all_devs[i]);
                 } else {
+                    /* stat has no bit at or past ndev (prepare) */
                     int64_t n = 0;
-                    for (size_t d = de_bits_next(rq->stat, c->t->ndev, 0); d < c->t->ndev && n < rq->need;
-                         d = de_bits_next(rq->stat, c->t->ndev, d + 1))
-                        if (rq->admin || !de_bit_get(c->t->inuse, d))
-                            n++;
+                    const uint64_t *inuse = c->t->inuse;
+                    for (uint32_t w = 0; w < c->nwords && n < rq->need; w++)
+                        n += __builtin_popcountll(rq->admin ? rq->stat[w] : rq->stat[w] & ~inuse[w]);
                     ok = n >= rq->need;
                 }
             }

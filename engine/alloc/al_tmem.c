@@ -111,7 +111,7 @@ void al_ntab_clear(al_allocator *a, al_ntab *t)
     t->pools = NULL;
     t->devs = NULL;
     t->gpools = NULL;
-    t->inuse = t->allocated = NULL;
+    t->inuse = t->allocated = t->plain = NULL;
     t->npools = t->ndev = t->nwords = t->ngpools = 0;
 }
 
