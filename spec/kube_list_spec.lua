@@ -124,6 +124,60 @@ describe("kube stream decoding", function()
     end
   end)
 
+  it("leaves out the object's own metadata.managedFields, and nothing else", function()
+    local mf = '[{"manager":"kube-controller-manager","operation":"Update","fieldsType":"FieldsV1",'
+      .. '"fieldsV1":{"f:metadata":{"f:ownerReferences":{".":{},"k:{\\"uid\\":\\"u\\"}":{}}},'
+      .. '"f:spec":{"f:devices":{"f:requests":{}}}},"time":"2026-12-03T10:00:00Z"},'
+      .. '{"manager":"x]}\\"","operation":"Update","fieldsV1":{"f:status":{"f:allocation":{}}}}]'
+    -- the member first, last, alone and in the middle of metadata, with spaces
+    local metas = {
+      '{"managedFields":' .. mf .. ',"name":"c","namespace":"ns"}',
+      '{"name":"c","namespace":"ns","managedFields":' .. mf .. '}',
+      '{"name":"c","namespace":"ns" , "managedFields" : ' .. mf .. ' }',
+      '{"name":"c","managedFields":' .. mf .. ',"namespace":"ns"}',
+    }
+    for _, m in ipairs(metas) do
+      local obj = '{"kind":"ResourceClaim","metadata":' .. m .. ',"spec":{"devices":{"requests":[]}}}'
+      local t, o = kube.decode_watch('{"type":"MODIFIED","object":' .. obj .. '}')
+      assert.are.equal("MODIFIED", t, m)
+      assert.are.same({ name = "c", namespace = "ns" }, o.metadata, m)
+      assert.are.same({ devices = { requests = {} } }, o.spec, m)
+      local items, md = kube.parse_list('{"metadata":{"resourceVersion":"9"},"items":[' .. obj .. ',' .. obj .. ']}', 7)
+      assert.are.equal(2, #items, m)
+      assert.are.same({ name = "c", namespace = "ns" }, items[2].metadata, m)
+      assert.are.equal("9", md.metadata.resourceVersion)
+    end
+    -- kept: a label or annotation of that name (a string), the field of a
+    -- nested object's metadata (a template's), and a top-level member
+    local keep = {
+      { '{"type":"ADDED","object":{"metadata":{"name":"a","annotations":{"managedFields":"[1]"}}}}',
+        function(o) return o.metadata.annotations.managedFields == "[1]" end },
+      { '{"type":"ADDED","object":{"metadata":{"name":"a"},"spec":{"metadata":{"managedFields":[{"m":1}]}}}}',
+        function(o) return o.spec.metadata.managedFields[1].m == 1 end },
+      { '{"type":"ADDED","object":{"managedFields":[1],"metadata":{"name":"a"}}}',
+        function(o) return o.managedFields[1] == 1 end },
+      { '{"type":"ADDED","object":{"metadata":{"name":"a","x":"\\"managedFields\\":[1]"}}}',
+        function(o) return o.metadata.x == '"managedFields":[1]' end },
+    }
+    for _, c in ipairs(keep) do
+      local _, o = kube.decode_watch(c[1])
+      assert.is_true(c[2](o), c[1])
+      assert.are.equal("a", o.metadata.name, c[1])
+    end
+    -- errors quote the real text: an error after the member has the same
+    -- message as without the cut
+    local bad = '{"type":"ADDED","object":{"metadata":{"name":"a","managedFields":[{"m":1}]},"spec":{"x":tru}}}'
+    local v, why, msg = kube.decode_watch(bad)
+    assert.is_nil(v)
+    assert.are.equal("UndecodableEvent", why)
+    local _, _, whole = kube.decode_watch((bad:gsub("managedFields", "managedFieldz")))
+    assert.are.equal(whole, msg)
+    assert.truthy(msg:find("tru", 1, true), msg)
+    -- unterminated or not an array: decoded whole, as before
+    local _, o = kube.decode_watch('{"type":"ADDED","object":{"metadata":{"name":"a","managedFields":{"x":1}}}}')
+    assert.are.same({ x = 1 }, o.metadata.managedFields)
+  end)
+
   it("reports an undecodable list page from the server, relists, and syncs once it is whole", function()
     local srv = K.start{}
     srv:load{ K.node("n1") }

@@ -601,7 +601,7 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
             rc = DE_OK;
             if (out && r.body.len) {
                 json_error_t je;
-                *out = json_loadb(r.body.p, r.body.len, 0, &je);
+                *out = kc_loadb_lean(r.body.p, r.body.len, 1, 0, &je);
                 if (!*out) {
                     char m[300];
                     snprintf(m, sizeof m, "undecodable answer: %s", je.text);

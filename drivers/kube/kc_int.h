@@ -81,6 +81,12 @@ void kc_path_resource(const char *method, const char *path, char *res, size_t ca
  * past 1 MiB (a buffer keeps its capacity otherwise). */
 void kc_buf_trim(de_buf *b);
 
+/* kc_lean.c: the span of metadata.managedFields of the object at nesting
+ * level `level` (1: the text is the object; 2: a member of it, as a watch
+ * event's "object"), and a decode that leaves it out. */
+bool kc_managed_span(const char *s, size_t n, int level, size_t *from, size_t *to);
+json_t *kc_loadb_lean(const char *s, size_t n, int level, size_t flags, json_error_t *je);
+
 /* Deterministic xorshift64*. */
 uint64_t kc_rand_next(uint64_t *state);
 

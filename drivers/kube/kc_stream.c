@@ -133,7 +133,7 @@ static bool end_value(kc_listsplit *s)
         return de_buf_putc(&s->rest, ',') == DE_OK || fail(s, "%s", "list metadata too large");
     }
     json_error_t je;
-    json_t *it = json_loadb(s->item.p, s->item.len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+    json_t *it = kc_loadb_lean(s->item.p, s->item.len, 1, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
     de_buf_reset(&s->item);
     if (!it)
         return fail(s, "items: %s", je.text);
@@ -381,7 +381,7 @@ bool kc_watch_decode(const char *line, size_t len, kc_wevent *ev)
 {
     memset(ev, 0, sizeof *ev);
     json_error_t je;
-    json_t *doc = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *doc = kc_loadb_lean(line, len, 2, JSON_REJECT_DUPLICATES, &je);
     if (!json_is_object(doc)) {
         json_decref(doc);
         snprintf(ev->reason, sizeof ev->reason, "UndecodableEvent");
