@@ -214,3 +214,31 @@ describe("compiled claims by spec", function()
     a:close()
   end)
 end)
+
+-- the search's static pass takes devices without flags as a word
+-- (al_ntab.plain); a device that gains or loses a taint in place changes it
+describe("plain devices", function()
+  it("follow a DeviceTaintRule added and removed under a warm allocator", function()
+    local g = cluster()
+    for i = 1, 2 do g:apply(claim("c" .. i, i * 2)) end
+    local a = core.allocator(g)
+    same_as_fresh(g, a, { "c1", "c2" })
+    local function rule(name, dev)
+      return { apiVersion = "resource.k8s.io/v1alpha3", kind = "DeviceTaintRule", metadata = { name = name },
+               spec = { deviceSelector = { driver = "gpu.example.com", pool = "node-1", device = dev },
+                        taint = { key = "example.com/broken", value = "true", effect = "NoSchedule" } } }
+    end
+    g:apply(rule("t0", "gpu-0"))
+    g:apply(rule("t1", "gpu-1"))
+    same_as_fresh(g, a, { "c1", "c2" })
+    local r = a:allocate("node-1", { { namespace = "default", name = "c1" } })
+    assert.are.equal("gpu-2,gpu-3", r.claims[1].allocation.devices.results[1].device .. "," ..
+      r.claims[1].allocation.devices.results[2].device)
+    assert.are.equal("unsatisfiable", a:allocate("node-1", { { namespace = "default", name = "c2" } }).status)
+    g:remove("DeviceTaintRule", nil, "t0")
+    g:remove("DeviceTaintRule", nil, "t1")
+    same_as_fresh(g, a, { "c1", "c2" })
+    assert.are.equal("allocated", a:allocate("node-1", { { namespace = "default", name = "c2" } }).status)
+    a:close()
+  end)
+end)

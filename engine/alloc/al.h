@@ -273,8 +273,18 @@ enum {
 typedef struct al_fit {
     unsigned bit;        /* AL_FIT_* of the filter that failed, 0 = fits */
     bool unresolvable;   /* kube-scheduler's UnschedulableAndUnresolvable */
-    char reasons[512];   /* upstream's reasons, one per line ("Insufficient cpu") */
+    char reasons[512];   /* upstream's reasons, one per line ("Insufficient cpu"); a
+                          * string: the bytes past its end are not cleared */
 } al_fit;
+
+/* An al_fit that fits, with no reasons (zeroing all 512 bytes of reasons
+ * was most of a node's fit check) */
+static inline void al_fit_clear(al_fit *f)
+{
+    f->bit = 0;
+    f->unresolvable = false;
+    f->reasons[0] = 0;
+}
 
 /* The pod's requests (malloc'd, free()): regular and sidecar containers
  * add up, an init container needs its own plus the sidecars before it. */

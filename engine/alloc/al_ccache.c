@@ -78,7 +78,7 @@ static bool cacheable(const al_allocator *a, const dg_claim_spec *sp)
     return true;
 }
 
-const al_ccent *al_ccache_find(al_allocator *a, uint32_t ident)
+static inline const al_ccent *al_ccache_find(al_allocator *a, uint32_t ident)
 {
     al_ccache *k = a->ccache;
     uint64_t v;
@@ -90,8 +90,11 @@ const al_ccent *al_ccache_find(al_allocator *a, uint32_t ident)
     return en;
 }
 
-uint32_t al_ccent_selsets(const al_ccent *en, al_selset **ss, int64_t *subs)
+uint32_t al_ccache_selsets(al_allocator *a, uint32_t ident, al_selset **ss, int64_t *subs)
 {
+    const al_ccent *en = al_ccache_find(a, ident);
+    if (!en)
+        return UINT32_MAX;
     const al_req *req = en->tpl;
     const al_rq *rq = (const al_rq *)((const char *)en->tpl + up16(en->nreq * sizeof(al_req)));
     uint32_t n = 0;

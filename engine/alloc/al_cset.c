@@ -300,7 +300,7 @@ static void cset_eval(al_allocator *a, al_ntab *t, al_cset *c, uint32_t i)
     }
 }
 
-al_cset *al_cset_get(al_allocator *a, al_ntab *t, al_selset *ss)
+al_cset *al_cset_make(al_allocator *a, al_ntab *t, al_selset *ss)
 {
     al_cset *c = NULL;
     for (uint32_t i = 0; i < t->ncsets; i++)

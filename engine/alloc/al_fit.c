@@ -409,7 +409,7 @@ static void fit_resources(al_allocator *a, const dg_pod *p, const al_amount *req
 unsigned al_node_fit(al_allocator *a, const dg_pod *p, const al_amount *req, uint32_t nreq, const dg_node *n,
                      al_fit *f)
 {
-    memset(f, 0, sizeof *f);
+    al_fit_clear(f);
     usage_ready(a);
     if (p->node_name && p->node_name != n->meta.name) {
         fit_fail(f, AL_FIT_NODE_NAME, true, "node(s) didn't match the requested node name");

@@ -515,7 +515,19 @@ bool al_slice_relevant(al_allocator *a, const dg_slice *s, uint32_t node_name);
 void al_selsets_free(al_allocator *a);
 al_selset *al_selset_get(al_allocator *a, uint32_t class_name, const dg_selector *sels,
                          uint32_t nsels);
-al_cset *al_cset_get(al_allocator *a, al_ntab *t, al_selset *ss);
+/* The table's candidate set of ss, made or evaluated again when missing
+ * or out of date (al_cset_make); the lookup inline: every decision asks. */
+al_cset *al_cset_make(al_allocator *a, al_ntab *t, al_selset *ss);
+static inline al_cset *al_cset_get(al_allocator *a, al_ntab *t, al_selset *ss)
+{
+    for (uint32_t i = 0; i < t->ncsets; i++)
+        if (t->csets[i].key == ss->key) {
+            if (t->csets[i].ss_gen == ss->gen)
+                return &t->csets[i];
+            break;
+        }
+    return al_cset_make(a, t, ss);
+}
 void al_cset_refresh(al_allocator *a, al_ntab *t, uint32_t dev); /* one device, every set */
 
 /* ---- one Allocate call ---------------------------------------------------------- */
@@ -695,15 +707,12 @@ extern const dg_exact al_exact_none; /* a request without `exactly` or subreques
  * the call, cc->c set) filled from the cache, 0 a miss that al_ccache_put
  * may keep once compiled, -1 a spec that is not cached. */
 typedef struct al_ccache al_ccache;
-typedef struct al_ccent al_ccent;
 int al_ccache_get(al_call *c, al_claimc *cc, uint32_t ci);
 void al_ccache_put(al_allocator *a, const al_claimc *cc);
-/* The valid entry of a spec identity, NULL if none. */
-const al_ccent *al_ccache_find(al_allocator *a, uint32_t ident);
-/* Its selector sets of plain requests without adminAccess, in request
- * order (what al_place.c's node index uses); *subs counts the requests
- * with subrequests. */
-uint32_t al_ccent_selsets(const al_ccent *en, al_selset **ss, int64_t *subs);
+/* The selector sets of a compiled spec's plain requests without
+ * adminAccess, in request order (what al_place.c's node index uses), and
+ * in *subs the requests with subrequests; UINT32_MAX: no valid entry. */
+uint32_t al_ccache_selsets(al_allocator *a, uint32_t ident, al_selset **ss, int64_t *subs);
 void al_ccache_free(al_allocator *a);
 
 /* al_search.c */

@@ -249,7 +249,7 @@ de_rc al_nar_fit(al_allocator *a, const al_nar_pod *p, const dg_node *node, de_a
                  de_err *e)
 {
     memset(out, 0, sizeof *out);
-    memset(f, 0, sizeof *f);
+    al_fit_clear(f);
     if (!a->opts.gates.on[DE_GATE_NODE_ALLOCATABLE_RESOURCES])
         return DE_OK; /* ignored, as upstream does without the gate */
     const dg_pod *pod = p->pod;

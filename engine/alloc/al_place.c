@@ -253,7 +253,10 @@ void al_kreason_add(al_reasons *k, const char *lines, uint32_t n)
     while (*lines) {
         const char *nl = strchr(lines, '\n');
         size_t len = nl ? (size_t)(nl - lines) : strlen(lines);
-        snprintf(line, sizeof line, "%.*s", (int)len, lines);
+        /* snprintf("%.*s") without the formatting: cut to the buffer */
+        size_t m = len < sizeof line - 1 ? len : sizeof line - 1;
+        memcpy(line, lines, m);
+        line[m] = 0;
         al_reason_addn(k, line, n);
         lines += len + (nl ? 1 : 0);
     }
@@ -521,11 +524,26 @@ bool al_node_matches_allocated(al_allocator *a, const uint32_t *claims, uint32_t
  * class is there, or the class is there and the request's selectors refuse
  * it all - then a policy that failed on those devices is named, since its
  * missing derived attributes are the likely cause. */
+/* x y z in the arena, as de_arena_printf("%s%s%s") makes it (a node
+ * turned down costs one: printf was most of the cost of saying why) */
+static const char *cat3(de_arena *ar, const char *x, const char *y, const char *z)
+{
+    size_t nx = strlen(x), ny = strlen(y), nz = strlen(z);
+    char *p = de_arena_alloc(ar, nx + ny + nz + 1);
+    if (!p)
+        return NULL;
+    memcpy(p, x, nx);
+    memcpy(p + nx, y, ny);
+    memcpy(p + nx + ny, z, nz);
+    p[nx + ny + nz] = 0;
+    return p;
+}
+
 static const char *no_candidate(al_allocator *a, const al_ntab *t, const al_cset *cs)
 {
     const char *cls = al_str(a, cs->ss->class_name);
     if (cs->ncand)
-        return de_arena_printf(a->scratch, "no free device of class %s", cls);
+        return cat3(a->scratch, "no free device of class ", cls, "");
     uint32_t nclass = 0, nfacts = 0, first = UINT32_MAX;
     for (uint32_t w = 0; w < t->nwords; w++) {
         nclass += (uint32_t)__builtin_popcountll(cs->clsok[w]);
@@ -535,7 +553,7 @@ static const char *no_candidate(al_allocator *a, const al_ntab *t, const al_cset
             first = w * 64 + (uint32_t)__builtin_ctzll(f);
     }
     if (!nclass)
-        return de_arena_printf(a->scratch, "no device of class %s on the node", cls);
+        return cat3(a->scratch, "no device of class ", cls, " on the node");
     const char *pol = first != UINT32_MAX && a->hooks.facts_failed
                           ? a->hooks.facts_failed(a->hooks.ctx, a->g, t->devs[first].devid)
                           : NULL;
@@ -640,10 +658,10 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         /* compiled before (al_ccache.c): the same sets the loop below finds
          * (it compiled, so every plain request has a class that exists, a
          * count and CEL selectors) */
-        const al_ccent *en = al_ccache_find(a, cl->spec.ident);
-        if (en) {
-            int64_t subs = 0;
-            nss += al_ccent_selsets(en, ss + nss, &subs);
+        int64_t subs = 0;
+        uint32_t nc = al_ccache_selsets(a, cl->spec.ident, ss + nss, &subs);
+        if (nc != UINT32_MAX) {
+            nss += nc;
             max_score += 8 * subs;
             continue;
         }
@@ -691,8 +709,7 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         return place(a, &pc, out, pending, pidx, npending, ch.rank, &ch.o, ch.k8s, ch.policy, ar, e);
     }
     al_reasons rs = {0}, ks = {0};
-    de_map_init(&rs.idx);
-    de_map_init(&ks.idx);
+    /* their maps are empty: an all-zero de_map is one (de_map_init) */
     uint32_t resolvable = 0;
     uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
     uint64_t *cand = AL_NEW(ar, uint64_t, nw);

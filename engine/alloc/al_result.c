@@ -122,17 +122,9 @@ static const dg_nodesel *dev_selector(const al_dev *dv)
 static de_rc node_selector(al_call *c, uint32_t ci, dg_allocation *al, de_err *e)
 {
     al_allocator *a = c->a;
-    uint32_t nf = 0, nx = 0;
-    for (uint32_t i = 0; i < c->nres[ci]; i++) {
-        const dg_nodesel *ns = dev_selector(&c->t->devs[c->res[ci][i].dev]);
-        if (ns && ns->nterms == 1) {
-            nf += ns->terms[0].nfields;
-            nx += ns->terms[0].nexprs;
-        }
-    }
-    dg_term *term = AL_NEW(c->ar, dg_term, 1);
-    term->fields = AL_NEW(c->ar, dg_requirement, nf ? nf : 1);
-    term->exprs = AL_NEW(c->ar, dg_requirement, nx ? nx : 1);
+    /* the merged term is made when the first selector is met (devices of
+     * node-local slices, the common case, pin without one) */
+    dg_term *term = NULL;
     for (uint32_t i = 0; i < c->nres[ci]; i++) {
         const al_dev *dv = &c->t->devs[c->res[ci][i].dev];
         if (pins_to_node(dv)) {
@@ -161,10 +153,23 @@ static de_rc node_selector(al_call *c, uint32_t ci, dg_allocation *al, de_err *e
             return de_errf(e, DE_EINVAL,
                            "create NodeSelector for claim %s: unsupported ResourceSlice.NodeSelector with %u terms",
                            al_str(a, c->claims[ci].c->meta.name), ns->nterms);
+        if (!term) {
+            uint32_t nf = 0, nx = 0;
+            for (uint32_t k = 0; k < c->nres[ci]; k++) {
+                const dg_nodesel *ks = dev_selector(&c->t->devs[c->res[ci][k].dev]);
+                if (ks && ks->nterms == 1) {
+                    nf += ks->terms[0].nfields;
+                    nx += ks->terms[0].nexprs;
+                }
+            }
+            term = AL_NEW(c->ar, dg_term, 1);
+            term->fields = AL_NEW(c->ar, dg_requirement, nf ? nf : 1);
+            term->exprs = AL_NEW(c->ar, dg_requirement, nx ? nx : 1);
+        }
         merge_reqs(ns->terms[0].fields, ns->terms[0].nfields, term->fields, &term->nfields);
         merge_reqs(ns->terms[0].exprs, ns->terms[0].nexprs, term->exprs, &term->nexprs);
     }
-    if (term->nfields || term->nexprs) {
+    if (term && (term->nfields || term->nexprs)) {
         al->has_node_selector = true;
         al->node_selector.terms = term;
         al->node_selector.nterms = 1;

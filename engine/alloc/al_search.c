@@ -548,9 +548,8 @@ static void call_init(al_call *c, al_allocator *a, al_ntab *t, de_arena *ar, uin
     c->dev_cg = (int32_t *)(c->busy_cnt + nd);
     c->acap_present = (bool *)(c->dev_cg + nd);
     memset(c->dev_cg, 0xff, nd * sizeof *c->dev_cg); /* -1: not prepared */
-    de_map_init(&c->cgrp_idx);
-    de_map_init(&c->cgskip);
-    de_map_init(&c->pgrp_idx);
+    /* cgrp_idx, cgskip, pgrp_idx: an all-zero de_map is an empty one
+     * (de_map_init), as the memset above left them */
     c->max_steps = a->opts.max_steps;
     c->deadline = a->opts.filter_timeout_ns ? de_now_ns() + a->opts.filter_timeout_ns : 0;
 }
