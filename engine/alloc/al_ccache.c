@@ -144,13 +144,23 @@ int al_ccache_get(al_call *c, al_claimc *cc, uint32_t ci)
     return 1;
 }
 
+/* The table of entries (4.6 KiB) made and written off the decision path
+ * (al_prepare): made by the first store, inside the first decision, it
+ * faulted a fresh page there.  malloc and memset, not calloc: calloc may
+ * leave memory the kernel just handed over untouched. */
+void al_ccache_reserve(al_allocator *a)
+{
+    if (a->ccache)
+        return;
+    al_ccache *k = a->ccache = de_xmalloc(sizeof *k);
+    memset(k, 0, sizeof *k);
+    de_map_init(&k->by_ident);
+}
+
 void al_ccache_put(al_allocator *a, const al_claimc *cc)
 {
+    al_ccache_reserve(a);
     al_ccache *k = a->ccache;
-    if (!k) {
-        k = a->ccache = de_xcalloc(1, sizeof *k);
-        de_map_init(&k->by_ident);
-    }
     uint32_t ident = cc->c->spec.ident;
     uint64_t v;
     uint32_t slot;

@@ -273,7 +273,7 @@ struct al_allocator {
     /* node tables by node name */
     de_map ntab_by_name;     /* node name -> index + 1 */
     de_map attr_split;       /* constraint attribute name -> domain << 32 | id (al_compile.c) */
-    struct al_ccache *ccache; /* compiled claims by spec (al_ccache.c), made on first use */
+    struct al_ccache *ccache; /* compiled claims by spec (al_ccache.c), made by al_prepare or the first store */
     uint64_t cc_gen;         /* bumped when compiled claims may be out of date: classes,
                               * selector sets dropped, CEL environment generation */
     al_ntab **ntabs;
@@ -709,6 +709,7 @@ extern const dg_exact al_exact_none; /* a request without `exactly` or subreques
 typedef struct al_ccache al_ccache;
 int al_ccache_get(al_call *c, al_claimc *cc, uint32_t ci);
 void al_ccache_put(al_allocator *a, const al_claimc *cc);
+void al_ccache_reserve(al_allocator *a);
 /* The selector sets of a compiled spec's plain requests without
  * adminAccess, in request order (what al_place.c's node index uses), and
  * in *subs the requests with subrequests; UINT32_MAX: no valid entry. */

@@ -41,6 +41,7 @@ uint32_t al_prepare(al_allocator *a, uint64_t budget_ns)
     al_sync(a);
     a->depth++; /* keep al_sync's cache caps out of the way until done */
     al_node_order(a);
+    al_ccache_reserve(a);
     uint64_t key = prep_key(a);
     if (key == a->prep_key) {
         a->depth--;
