@@ -20,7 +20,9 @@
  * calls it often: a key of what the caches depend on (devices, classes, the
  * node order, the policy epoch) makes a call that would find everything
  * ready return at once.  A change the key misses only means a decision
- * builds what it needs itself, as it always could.
+ * builds what it needs itself, as it always could.  It also maps the
+ * program's code pages (de_map_text) and the compiled-claims table, so that
+ * neither is first touched inside a decision.
  */
 #include "al_int.h"
 
@@ -42,6 +44,7 @@ uint32_t al_prepare(al_allocator *a, uint64_t budget_ns)
     a->depth++; /* keep al_sync's cache caps out of the way until done */
     al_node_order(a);
     al_ccache_reserve(a);
+    de_map_text();
     uint64_t key = prep_key(a);
     if (key == a->prep_key) {
         a->depth--;

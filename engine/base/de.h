@@ -98,6 +98,10 @@ void *de_xrealloc(void *p, size_t n);
 char *de_xstrdup(const char *s);
 char *de_xstrndup(const char *s, size_t n);
 
+/* Maps the code pages of the program and its libraries once per process
+ * (text.c); returns how many pages their executable segments span. */
+size_t de_map_text(void);
+
 /* Monotonic clock in nanoseconds (for budgets and benchmarks only; never
  * for decisions). */
 uint64_t de_now_ns(void);
