@@ -81,6 +81,9 @@ void kc_path_resource(const char *method, const char *path, char *res, size_t ca
  * past 1 MiB (a buffer keeps its capacity otherwise). */
 void kc_buf_trim(de_buf *b);
 
+/* JSON whitespace (RFC 8259), for the scanners of kc_stream.c and kc_lean.c */
+static inline bool kc_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
 /* kc_lean.c: the span of metadata.managedFields of the object at nesting
  * level `level` (1: the text is the object; 2: a member of it, as a watch
  * event's "object"), and a decode that leaves it out. */

@@ -44,7 +44,7 @@ static size_t skip_string(const char *s, size_t n, size_t i)
 
 static size_t skip_ws(const char *s, size_t n, size_t i)
 {
-    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+    while (i < n && kc_ws(s[i]))
         i++;
     return i;
 }
@@ -101,7 +101,7 @@ bool kc_managed_span(const char *s, size_t n, int level, size_t *from, size_t *t
                     return false;
                 /* one comma goes with it: the one before, or else the one after */
                 size_t b = i;
-                while (b > 0 && (s[b - 1] == ' ' || s[b - 1] == '\t' || s[b - 1] == '\n' || s[b - 1] == '\r'))
+                while (b > 0 && kc_ws(s[b - 1]))
                     b--;
                 if (b > 0 && s[b - 1] == ',') {
                     *from = b - 1;

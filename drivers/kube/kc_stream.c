@@ -114,8 +114,6 @@ static bool fail(kc_listsplit *s, const char *fmt, const char *arg)
     return false;
 }
 
-static bool ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
 static void begin_value(kc_listsplit *s, bool into_item)
 {
     s->capturing = true;
@@ -150,7 +148,7 @@ static bool capture(kc_listsplit *s, char c, bool *consumed)
 {
     de_buf *b = s->into_item ? &s->item : &s->rest;
     *consumed = true;
-    if (s->scalar && (c == ',' || c == '}' || c == ']' || ws(c))) {
+    if (s->scalar && (c == ',' || c == '}' || c == ']' || kc_ws(c))) {
         *consumed = false;
         return end_value(s);
     }
@@ -205,7 +203,7 @@ static bool start_scalar_or_nested(kc_listsplit *s, char c, bool into_item)
 /* Whitespace, or exactly `want`, which leads to `next`. */
 static bool expect(kc_listsplit *s, char c, char want, lstate next, const char *what)
 {
-    if (ws(c))
+    if (kc_ws(c))
         return true;
     if (c != want)
         return fail(s, "%s", what);
@@ -217,7 +215,7 @@ static bool expect(kc_listsplit *s, char c, char want, lstate next, const char *
 static bool separator(kc_listsplit *s, char c, char close, lstate more, lstate closed,
                       const char *what)
 {
-    if (ws(c))
+    if (kc_ws(c))
         return true;
     if (c == ',' || c == close) {
         s->st = c == ',' ? more : closed;
@@ -241,7 +239,7 @@ static bool step(kc_listsplit *s, char c)
         return expect(s, c, '{', L_KEY_OR_END, "the answer is not a JSON object");
     case L_KEY_OR_END:
     case L_KEY_START:
-        if (ws(c))
+        if (kc_ws(c))
             return true;
         if (c == '}' && s->st == L_KEY_OR_END) {
             s->st = L_DONE;
@@ -267,7 +265,7 @@ static bool step(kc_listsplit *s, char c)
     case L_COLON:
         return expect(s, c, ':', L_VALUE, "expected ':'");
     case L_VALUE:
-        if (ws(c))
+        if (kc_ws(c))
             return true;
         if (!strcmp(s->key, "items")) {
             if (s->seen_items)
@@ -285,7 +283,7 @@ static bool step(kc_listsplit *s, char c)
         return start_scalar_or_nested(s, c, false);
     case L_ITEMS_FIRST:
     case L_ITEM_START:
-        if (ws(c))
+        if (kc_ws(c))
             return true;
         if (c == ']' && s->st == L_ITEMS_FIRST) {
             s->st = L_AFTER;
@@ -297,7 +295,7 @@ static bool step(kc_listsplit *s, char c)
     case L_AFTER:
         return separator(s, c, '}', L_KEY_START, L_DONE, "expected ',' or '}'");
     case L_DONE:
-        if (ws(c))
+        if (kc_ws(c))
             return true;
         return fail(s, "%s", "data after the end of the answer");
     case L_ERROR:

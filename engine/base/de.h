@@ -99,8 +99,8 @@ char *de_xstrdup(const char *s);
 char *de_xstrndup(const char *s, size_t n);
 
 /* Maps the code pages of the program and its libraries once per process
- * (text.c); returns how many pages their executable segments span. */
-size_t de_map_text(void);
+ * (text.c).  Not thread-safe: called from the scheduling thread only. */
+void de_map_text(void);
 
 /* Monotonic clock in nanoseconds (for budgets and benchmarks only; never
  * for decisions). */
