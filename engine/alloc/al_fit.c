@@ -184,10 +184,21 @@ static void rec_clear(al_allocator *a, prec *r)
     memset(r, 0, sizeof *r);
 }
 
-static void rec_set(al_allocator *a, prec *r, const dg_pod *p, uint32_t node, bool assumed, const al_nar *nar)
+static uint32_t usage_nar(al_allocator *a, const dg_pod *p, al_amount **out, uint32_t n, uint32_t cap);
+
+/* req: the pod's requests as al_pod_requests made them, taken over (set to
+ * NULL); NULL: computed here */
+static void rec_set(al_allocator *a, prec *r, const dg_pod *p, uint32_t node, bool assumed, const al_nar *nar,
+                    al_amount **req, uint32_t nreq)
 {
     rec_clear(a, r);
-    r->na = al_pod_usage(a, p, &r->a);
+    if (req) {
+        r->a = *req;
+        *req = NULL;
+        r->na = usage_nar(a, p, &r->a, nreq, nreq);
+    } else {
+        r->na = al_pod_usage(a, p, &r->a);
+    }
     if (nar && nar->n) {
         uint32_t cap = r->na;
         al_nar_demand(nar->st, nar->n, &r->a, &r->na, &cap);
@@ -214,7 +225,7 @@ static void pod_seen(al_allocator *a, uint32_t pid)
         return;
     }
     if (p->node_name) {
-        rec_set(a, r, p, p->node_name, false, NULL);
+        rec_set(a, r, p, p->node_name, false, NULL, NULL, 0);
         return;
     }
     /* not bound (any more): only a pod the scheduler placed stays counted */
@@ -293,6 +304,12 @@ void al_usage_free(al_allocator *a)
 
 void al_pod_assume(al_allocator *a, uint32_t pid, uint32_t node_name, const al_nar *nar)
 {
+    al_pod_assume_req(a, pid, node_name, nar, NULL, 0);
+}
+
+void al_pod_assume_req(al_allocator *a, uint32_t pid, uint32_t node_name, const al_nar *nar, al_amount **req,
+                       uint32_t nreq)
+{
     usage_ready(a);
     const dg_pod *p = dg_pod_get(a->g, pid);
     if (!p || !node_name)
@@ -300,7 +317,7 @@ void al_pod_assume(al_allocator *a, uint32_t pid, uint32_t node_name, const al_n
     prec *r = pod_rec(a, pid);
     if (r->node == node_name && !(nar && nar->n))
         return;
-    rec_set(a, r, p, node_name, p->node_name != node_name, nar);
+    rec_set(a, r, p, node_name, p->node_name != node_name, nar, req, nreq);
 }
 void al_pod_forget(al_allocator *a, uint32_t pid)
 {
@@ -490,7 +507,13 @@ double al_least_allocated(al_allocator *a, const al_amount *req, uint32_t nreq, 
  * UseDRANodeAllocatableResourceClaimStatus). */
 uint32_t al_pod_usage(al_allocator *a, const dg_pod *p, al_amount **out)
 {
-    uint32_t n = al_pod_requests(p, out), cap = n;
+    uint32_t n = al_pod_requests(p, out);
+    return usage_nar(a, p, out, n, n);
+}
+
+/* al_pod_usage past the requests: *out holds n of cap */
+static uint32_t usage_nar(al_allocator *a, const dg_pod *p, al_amount **out, uint32_t n, uint32_t cap)
+{
     if (!a->opts.gates.on[DE_GATE_NODE_ALLOCATABLE_RESOURCES])
         return n;
     for (uint32_t i = 0; i < p->nnar_statuses; i++) {

@@ -348,6 +348,17 @@ void al_choice_reserve(al_allocator *a, uint32_t nodes);
 void al_choose_free(al_allocator *a);
 
 /* One pod being placed (al_place.c builds it). */
+/* al_allocate on the node's table, which the caller got from al_ntab_get
+ * with nothing changed since (no al_sync, no second lookup) */
+de_rc al_allocate_tab(al_allocator *a, al_ntab *t, const uint32_t *claims, uint32_t nclaims, de_arena *arena,
+                      al_outcome *out, de_err *e);
+
+/* al_pod_assume for a pod whose requests the caller already has from
+ * al_pod_requests: the pod's record takes the malloc'ed array over and sets
+ * *req to NULL (left as it is when the pod is already counted there) */
+void al_pod_assume_req(al_allocator *a, uint32_t pid, uint32_t node_name, const struct al_nar *nar,
+                       al_amount **req, uint32_t nreq);
+
 typedef struct al_podctx {
     const dg_pod *pod;
     uint32_t podid;

@@ -433,7 +433,7 @@ static de_rc commit(al_allocator *a, const dg_pod *pod, al_pod_outcome *out, con
 /* The chosen node: fill the outcome and commit. */
 static de_rc place(al_allocator *a, const al_podctx *pc, al_pod_outcome *out, uint32_t *pending,
                    const uint32_t *pidx, uint32_t npending, uint32_t rank, const al_outcome *best,
-                   int64_t k8s, double policy, de_arena *ar, de_err *e)
+                   int64_t k8s, double policy, al_amount **req, de_arena *ar, de_err *e)
 {
     const dg_pod *pod = pc->pod;
     uint32_t podid = pc->podid;
@@ -460,7 +460,7 @@ static de_rc place(al_allocator *a, const al_podctx *pc, al_pod_outcome *out, ui
         DE_TRY(commit(a, pod, out, pending, npending, best, e));
     /* the pod now takes its requests from the node (NodeResourcesFit of
      * the next pods); the graph never shows it bound offline */
-    al_pod_assume(a, podid, node->meta.name, out->nar);
+    al_pod_assume_req(a, podid, node->meta.name, out->nar, req, pc->nreq);
     return DE_OK;
 }
 
@@ -612,6 +612,7 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     if (!pod)
         return de_errf(e, DE_ENOTFOUND, "pod #%u does not exist", podid);
     const char *why = NULL;
+    uint64_t gen = dg_generation(a->g);
     de_rc rc = resolve_claims(a, pod, podid, ar, out, &why, e);
     if (rc == DE_EUNSAT) {
         out->why = why;
@@ -619,8 +620,12 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
     }
     if (rc != DE_OK)
         return rc;
-    pod = dg_pod_get(a->g, podid);
-    al_sync(a);
+    /* a claim made from a template changes the graph; otherwise the state
+     * al_sync saw is still the state */
+    if (dg_generation(a->g) != gen) {
+        pod = dg_pod_get(a->g, podid);
+        al_sync(a);
+    }
     a->depth++;
     rc = schedule_resolved(a, pod, podid, ar, out, e);
     a->depth--;
@@ -629,8 +634,23 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
 
 /* al_schedule_pod once the pod's claims exist: selector sets and programs
  * are held from here on (a->depth keeps al_sync from emptying the caches). */
+static de_rc schedule_req(al_allocator *a, const dg_pod *pod, uint32_t podid, de_arena *ar, al_pod_outcome *out,
+                          al_amount **req, uint32_t nreq, de_err *e);
+
 static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podid, de_arena *ar,
                                al_pod_outcome *out, de_err *e)
+{
+    /* computed once: the filters read them, and the pod's usage record
+     * takes the array over when the pod is placed */
+    al_amount *req = NULL;
+    uint32_t nreq = al_pod_requests(pod, &req);
+    de_rc rc = schedule_req(a, pod, podid, ar, out, &req, nreq, e);
+    free(req);
+    return rc;
+}
+
+static de_rc schedule_req(al_allocator *a, const dg_pod *pod, uint32_t podid, de_arena *ar, al_pod_outcome *out,
+                          al_amount **req, uint32_t nreq, de_err *e)
 {
     de_rc rc;
     /* extended resources backed by DRA: a per-node claim, allocated last */
@@ -683,14 +703,8 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         }
     }
     al_node_order(a);
-    al_amount *req = NULL;
-    uint32_t nreq = al_pod_requests(pod, &req);
-    al_amount *reqa = AL_NEW(ar, al_amount, nreq ? nreq : 1);
-    if (nreq)
-        memcpy(reqa, req, nreq * sizeof *req);
-    free(req);
     al_podctx pc = {.pod = pod, .podid = podid, .claims = out->claims, .nclaims = out->nclaims,
-                    .pending = pending, .npending = npending, .ss = ss, .nss = nss, .req = reqa, .nreq = nreq};
+                    .pending = pending, .npending = npending, .ss = ss, .nss = nss, .req = *req, .nreq = nreq};
     bool scoring = a->has_hooks && a->hooks.score;
     /* with a score hook: the cached choice (al_choose.c), unless the pod has
      * an extended resource claim (one per node shape) or nothing pending or
@@ -706,7 +720,7 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         }
         if (rc != DE_OK)
             return rc;
-        return place(a, &pc, out, pending, pidx, npending, ch.rank, &ch.o, ch.k8s, ch.policy, ar, e);
+        return place(a, &pc, out, pending, pidx, npending, ch.rank, &ch.o, ch.k8s, ch.policy, req, ar, e);
     }
     al_reasons rs = {0}, ks = {0};
     /* their maps are empty: an all-zero de_map is one (de_map_init) */
@@ -804,7 +818,7 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         de_arena_mark m = de_arena_save(ar);
         al_outcome o;
         a->no_explain = true;
-        rc = al_allocate(a, node->meta.name, pending, nuse, ar, &o, &ne);
+        rc = al_allocate_tab(a, t, pending, nuse, ar, &o, &ne);
         a->no_explain = false;
         if (rc != DE_OK) {
             de_arena_rewind(ar, m);
@@ -930,5 +944,6 @@ static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podi
         out->claims[out->nclaims++] = best_ext;
         npending++;
     }
-    return place(a, &pc, out, pending, pidx, npending, best_rank, &best, best_k8s, best_policy, ar, e);
+    return place(a, &pc, out, pending, pidx, npending, best_rank, &best, best_k8s, best_policy, req, ar,
+                 e);
 }

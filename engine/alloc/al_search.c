@@ -631,12 +631,19 @@ de_rc al_allocate(al_allocator *a, uint32_t node_name, const uint32_t *claims, u
 {
     memset(out, 0, sizeof *out);
     al_sync(a);
-    a->stats.allocate_calls++;
     al_ntab *t = al_ntab_get(a, node_name, e);
     if (!t)
         return e->rc ? e->rc : DE_EINTERNAL;
+    return al_allocate_tab(a, t, claims, nclaims, arena, out, e);
+}
+
+de_rc al_allocate_tab(al_allocator *a, al_ntab *t, const uint32_t *claims, uint32_t nclaims, de_arena *arena,
+                      al_outcome *out, de_err *e)
+{
+    memset(out, 0, sizeof *out);
+    a->stats.allocate_calls++;
     al_call c;
-    call_init(&c, a, t, arena, node_name);
+    call_init(&c, a, t, arena, t->node_name);
     de_rc rc = run(&c, claims, nclaims, out, e);
     call_done(&c);
     return rc;
