@@ -141,10 +141,10 @@ static const de_qty *requested(const al_rq *rq, uint32_t key)
 int al_capacity_fits(al_call *c, const al_rq *rq, uint32_t dev)
 {
     const al_dev *dv = &c->t->devs[dev];
-    const dg_device *d = dv->d;
     const dg_exact *x = rq->x;
-    if (!d->ncaps && !x->ncapacity)
+    if (!(dv->flags & AL_DF_CAPS) && !x->ncapacity)
         return 1;
+    const dg_device *d = dv->d;
     const uint32_t *keys = cap_keys(c, dev);
     for (uint32_t i = 0; i < x->ncapacity; i++) {
         bool found = false;

@@ -274,6 +274,11 @@ static void usage_ready(al_allocator *a)
             pod_seen(a, i);
 }
 
+void al_usage_prepare(al_allocator *a)
+{
+    usage_ready(a);
+}
+
 void al_usage_pod_event(al_allocator *a, dg_op op, uint32_t pid)
 {
     if (!a->usage || !a->usage->ready)

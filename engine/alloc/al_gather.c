@@ -593,6 +593,10 @@ static void fill_flags(gctx *g, al_dev *dv)
         dv->flags |= AL_DF_MULTI;
     if (d->nbinding_conditions)
         dv->flags |= AL_DF_BINDING;
+    if (d->nbinding_conditions || d->nbinding_failure_conditions)
+        dv->flags |= AL_DF_BINDLISTS;
+    if (d->ncaps)
+        dv->flags |= AL_DF_CAPS;
     /* KEP-5945: a slice with skipNodeOperations needs the gate and a node
      * that declares DRAOptionalNodeOperations (upstream's allocateDevice) */
     if (s->nskip_node_ops && !g->node_ops_optional)

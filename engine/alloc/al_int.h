@@ -64,6 +64,10 @@ enum {
     AL_DF_BLOCKED = 1 << 6,  /* a policy groups hook failed closed on it: never allocated */
     AL_DF_OWN = 1 << 7,      /* from a slice whose spec.nodeName is the table's node */
     AL_DF_NODEOPS = 1 << 8,  /* its slice skips node operations the gate or the node does not allow */
+    /* what the decision would otherwise read from the dg_device, whose
+     * lines are cold on most devices it places */
+    AL_DF_CAPS = 1 << 9,     /* capacity non-empty */
+    AL_DF_BINDLISTS = 1 << 10, /* bindingConditions or bindingFailureConditions non-empty */
 };
 /* Flags the search's static pass looks at (al_search.c: prepare); a device
  * with none of them is "plain" (al_ntab.plain) and passes it unseen. */
@@ -348,6 +352,10 @@ void al_choice_reserve(al_allocator *a, uint32_t nodes);
 void al_choose_free(al_allocator *a);
 
 /* One pod being placed (al_place.c builds it). */
+/* What the pods of the graph take from their nodes, counted now (al_prepare)
+ * rather than by the first decision that checks a node's resources */
+void al_usage_prepare(al_allocator *a);
+
 /* al_allocate on the node's table, which the caller got from al_ntab_get
  * with nothing changed since (no al_sync, no second lookup) */
 de_rc al_allocate_tab(al_allocator *a, al_ntab *t, const uint32_t *claims, uint32_t nclaims, de_arena *arena,

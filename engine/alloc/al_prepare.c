@@ -22,7 +22,9 @@
  * ready return at once.  A change the key misses only means a decision
  * builds what it needs itself, as it always could.  It also maps the
  * program's code pages (de_map_text) and the compiled-claims table, so that
- * neither is first touched inside a decision.
+ * neither is first touched inside a decision, and counts what the graph's
+ * pods take from their nodes (one pass over every pod, which the first
+ * decision would otherwise make).
  */
 #include "al_int.h"
 
@@ -44,6 +46,7 @@ uint32_t al_prepare(al_allocator *a, uint64_t budget_ns)
     a->depth++; /* keep al_sync's cache caps out of the way until done */
     al_node_order(a);
     al_ccache_reserve(a);
+    al_usage_prepare(a);
     de_map_text();
     uint64_t key = prep_key(a);
     if (key == a->prep_key) {

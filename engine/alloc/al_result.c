@@ -288,7 +288,7 @@ de_rc al_build_results(al_call *c, al_outcome *out, de_err *e)
             x->admin_access = r->admin ? 1 : -1;
             x->tolerations = r->rq->x->tolerations;
             x->ntolerations = r->rq->x->ntolerations;
-            if (a->f_bind) {
+            if (a->f_bind && (dv->flags & AL_DF_BINDLISTS)) {
                 x->binding_conditions = dv->d->binding_conditions;
                 x->nbinding_conditions = dv->d->nbinding_conditions;
                 x->binding_failure_conditions = dv->d->binding_failure_conditions;

@@ -13,8 +13,7 @@ void de_map_init(de_map *m)
 
 void de_map_destroy(de_map *m)
 {
-    free(m->keys);
-    free(m->vals);
+    free(m->ents);
     free(m->used);
     memset(m, 0, sizeof *m);
 }
@@ -34,7 +33,7 @@ static size_t find(const de_map *m, uint64_t key, bool *found)
             *found = false;
             return first_tomb != SIZE_MAX ? first_tomb : i;
         }
-        if (m->used[i] == 1 && m->keys[i] == key) {
+        if (m->used[i] == 1 && m->ents[i].key == key) {
             *found = true;
             return i;
         }
@@ -66,24 +65,21 @@ void de_map_reserve(de_map *m, size_t n)
 
 static void rehash(de_map *m, size_t ncap, bool touch)
 {
-    uint64_t *ok = m->keys, *ov = m->vals;
+    de_map_ent *oe = m->ents;
     uint8_t *ou = m->used;
     size_t ocap = m->cap;
-    m->keys = de_xmalloc(ncap * sizeof *m->keys);
-    m->vals = de_xmalloc(ncap * sizeof *m->vals);
+    m->ents = de_xmalloc(ncap * sizeof *m->ents);
     m->used = de_xcalloc(ncap, 1);
     if (touch) { /* now, not at the insertions that will fill the tables */
-        memset(m->keys, 0, ncap * sizeof *m->keys);
-        memset(m->vals, 0, ncap * sizeof *m->vals);
+        memset(m->ents, 0, ncap * sizeof *m->ents);
         memset(m->used, 0, ncap);
     }
     m->cap = ncap;
     m->n = m->tomb = 0;
     for (size_t i = 0; i < ocap; i++)
         if (ou[i] == 1)
-            de_map_put(m, ok[i], ov[i]);
-    free(ok);
-    free(ov);
+            de_map_put(m, oe[i].key, oe[i].val);
+    free(oe);
     free(ou);
 }
 
@@ -97,11 +93,11 @@ uint64_t *de_map_slot(de_map *m, uint64_t key, uint64_t dflt)
         if (m->used[i] == 2)
             m->tomb--;
         m->used[i] = 1;
-        m->keys[i] = key;
-        m->vals[i] = dflt;
+        m->ents[i].key = key;
+        m->ents[i].val = dflt;
         m->n++;
     }
-    return &m->vals[i];
+    return &m->ents[i].val;
 }
 
 void de_map_put(de_map *m, uint64_t key, uint64_t val)
@@ -128,9 +124,9 @@ bool de_map_next(const de_map *m, size_t *iter, uint64_t *key, uint64_t *val)
     for (size_t i = *iter; i < m->cap; i++) {
         if (m->used[i] == 1) {
             if (key)
-                *key = m->keys[i];
+                *key = m->ents[i].key;
             if (val)
-                *val = m->vals[i];
+                *val = m->ents[i].val;
             *iter = i + 1;
             return true;
         }

@@ -11,9 +11,15 @@
 
 #include "de.h"
 
+/* A key and its value side by side: a lookup that hits reads the state byte
+ * and one entry line, where separate key and value arrays took a line each
+ * (most of the engine's lookups are of keys not looked at recently). */
+typedef struct de_map_ent {
+    uint64_t key, val;
+} de_map_ent;
+
 typedef struct de_map {
-    uint64_t *keys;
-    uint64_t *vals;
+    de_map_ent *ents;
     uint8_t *used; /* 0 empty, 1 full, 2 deleted */
     size_t cap;    /* power of two, or 0 */
     size_t n;      /* live entries */
@@ -38,9 +44,9 @@ static inline bool de_map_get(const de_map *m, uint64_t key, uint64_t *val)
         uint8_t u = m->used[i];
         if (u == 0)
             return false;
-        if (u == 1 && m->keys[i] == key) {
+        if (u == 1 && m->ents[i].key == key) {
             if (val)
-                *val = m->vals[i];
+                *val = m->ents[i].val;
             return true;
         }
         i = (i + 1) & mask;
