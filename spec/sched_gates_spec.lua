@@ -152,3 +152,59 @@ describe("draengine serve and GenericWorkload", function()
     assert.is_truthy(K.wait_for(function() return bound("trio-1") end, 20), p:stderr())
   end)
 end)
+
+-- kube-scheduler's PreEnqueue keeps a pod whose claim does not exist yet out
+-- of the active queue without counting an attempt, so the event that lifts
+-- the gate sends it straight back: no backoff, however long
+-- --pod-initial-backoff is.  (A pod made from a template is always gated
+-- first: it exists before the claim controller has made its claim.)
+describe("draengine serve and PreEnqueue gates", function()
+  local srv, procs
+  before_each(function() srv = K.start{ seed = 13, no_claim_controller = true }; procs = {} end)
+  after_each(function()
+    local reports = S.stop_all(procs)
+    srv:stop()
+    assert.are.same({}, reports)
+  end)
+
+  it("tries a gated pod as soon as its claim appears, without a backoff", function()
+    local objs = S.cluster(1, 4)
+    objs[#objs + 1] = K.pod("default", "named", { claims = { { name = "gpu", resourceClaimName = "later" } } })
+    local tp = K.pod("default", "templated", { claims = { { name = "gpu", resourceClaimTemplateName = "one-gpu" } } })
+    tp.metadata.uid = "7b0d2f4e-1c1a-4c55-9a61-0d5e7f6a1b2c"
+    objs[#objs + 1] = tp
+    srv:load(objs)
+    -- a backoff would outlast every wait below
+    local p = S.start(srv, { "--leader-elect=false", "--pod-initial-backoff=120s", "--pod-max-backoff=240s", "-v", "4" })
+    procs[#procs + 1] = p
+    assert.is_truthy(K.wait_for(function()
+      local _, m = p:http("/metrics")
+      return (metric(m, "draengine_scheduler_pending_pods", 'queue="unschedulable"') or 0) == 2
+    end, 20), p:stderr())
+    local log = p:stderr()
+    assert.truthy(log:find('gated: pod default/named: resourceclaim \\"later\\" not found', 1, true), log)
+    assert.truthy(log:find('gated: pod default/templated: pod \\"default/templated\\": waiting for the resource claim '
+      .. 'controller to create the ResourceClaim for \\"gpu\\"', 1, true), log)
+    -- what the claim controller does: the claim, owned by the pod, then the pod's status
+    srv:load{ K.claim("default", "later", "gpu", 1) }
+    local c = K.claim("default", "templated-gpu-k7x2q", "gpu", 1)
+    c.metadata.ownerReferences = { { apiVersion = "v1", kind = "Pod", name = "templated", uid = tp.metadata.uid,
+      controller = true } }
+    srv:load{ c }
+    local cur = srv:get("/api/v1/namespaces/default/pods/templated")
+    cur.status.resourceClaimStatuses = { { name = "gpu", resourceClaimName = "templated-gpu-k7x2q" } }
+    local st, _, err = srv:request("PUT", "/api/v1/namespaces/default/pods/templated/status", cur)
+    assert.are.equal(200, st, tostring(err))
+    local function node_of(name)
+      for _, pod in ipairs(srv:state().objects.pods) do
+        if pod.metadata.name == name then return pod.spec.nodeName end
+      end
+    end
+    assert.is_truthy(K.wait_for(function() return node_of("named") and node_of("templated") end, 30), p:stderr())
+    -- gated is not an attempt: the two pods were each tried once, and placed
+    local _, m = p:http("/metrics")
+    assert.are.equal(2, metric(m, "draengine_scheduler_schedule_attempts_total", 'result="scheduled"'))
+    assert.are.equal(0, metric(m, "draengine_scheduler_schedule_attempts_total", 'result="unschedulable"'))
+    for _, e in ipairs(srv:state().objects.events or {}) do assert.are_not.equal("FailedScheduling", e.reason) end
+  end)
+end)

@@ -433,6 +433,13 @@ static void gated(sch_sched *s, uint32_t idx, unsigned waits, const uint64_t *ke
     spod *sp = sch_pod(s, idx);
     DE_INFO(4, "gated: pod %s/%s: %s", de_intern_str(s->in, sp->ns), de_intern_str(s->in, sp->name),
             msg);
+    /* PreEnqueue runs before a pod enters the active queue, so upstream
+     * neither counts a gated pod as attempted nor backs it off: the event
+     * that lifts the gate (its claim created, its status patched) sends it
+     * straight to the active queue.  Counted, a pod made from a template
+     * waited out --pod-initial-backoff after the claim controller's patch. */
+    sp->attempts--;
+    s->st.attempts--;
     sch_to_unschedulable(s, idx, waits, keys, nkeys);
 }
 

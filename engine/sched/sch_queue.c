@@ -255,6 +255,8 @@ uint32_t sch_pop_active(sch_sched *s)
 
 static uint64_t backoff_for(sch_sched *s, uint32_t attempts)
 {
+    if (!attempts)
+        return 0; /* never attempted (only gated): no backoff, as upstream */
     uint64_t d = s->o.backoff_initial_ns;
     for (uint32_t i = 1; i < attempts && d && d < s->o.backoff_max_ns; i++)
         d *= 2;

@@ -206,19 +206,21 @@ profiles:
     return p, port
 
 
-def start_draengine(c, qps=5000, burst=5000, extra=(), field_validation="Strict"):
+def start_draengine(c, qps=5000, burst=5000, extra=(), field_validation="Strict", backoff=("100ms", "1s")):
     """`draengine serve` with the RBAC example's ServiceAccount; returns (proc, http port).
     The specs write with Strict field validation, so that a field the server
     does not know fails them; field_validation=None leaves serve's default
-    (the server's), as kube-scheduler does."""
+    (the server's), as kube-scheduler does.  They also retry failed pods
+    sooner (backoff: initial, max); backoff=None leaves serve's defaults
+    (1s, 10s: kube-scheduler's, which the reference runs with)."""
     port = free_port()
     fv = ["--field-validation", field_validation] if field_validation else []
+    bo = ["--pod-initial-backoff", backoff[0], "--pod-max-backoff", backoff[1]] if backoff else []
     p = _spawn(c, "draengine-serve", [
         DRAENGINE, "serve", "--kubeconfig", c.path("draengine.kubeconfig"),
         "--feature-gates", cluster.FEATURE_GATES, "--leader-elect=false",
         "--bind-address", "127.0.0.1", "--port", str(port),
-        "--kube-api-qps", str(qps), "--kube-api-burst", str(burst),
-        "--pod-initial-backoff", "100ms", "--pod-max-backoff", "1s"] + fv + list(extra))
+        "--kube-api-qps", str(qps), "--kube-api-burst", str(burst)] + bo + fv + list(extra))
     return p, port
 
 
