@@ -20,37 +20,48 @@ static size_t al16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 /* ---- sizing: mirrors copy_allocation's allocations exactly ---------------------------- */
 
-static size_t ids_size(uint32_t n) { return n ? al16((size_t)n * sizeof(uint32_t)) : 0; }
-static size_t arr_size(size_t elem, uint32_t n) { return al16(elem * (n ? n : 1)); }
+/* An empty array takes no room and is copied as NULL: every reader walks
+ * an array by its count. */
+static size_t arr_size(size_t elem, uint32_t n) { return al16(elem * n); }
+
+/* what a result holds beside itself; most results hold nothing */
+static bool result_has_lists(const dg_result *r)
+{
+    return (r->ntolerations | r->nbinding_conditions | r->nbinding_failure_conditions | r->nconsumed |
+            r->nskip_node_ops) != 0;
+}
+
+static size_t result_lists_size(const dg_result *r)
+{
+    return arr_size(sizeof(dg_toleration), r->ntolerations) + arr_size(sizeof(uint32_t), r->nbinding_conditions) +
+           arr_size(sizeof(uint32_t), r->nbinding_failure_conditions) + arr_size(sizeof(uint32_t), r->nskip_node_ops) +
+           arr_size(sizeof(dg_consumed), r->nconsumed);
+}
 
 static size_t nodesel_size(const dg_nodesel *s)
 {
     size_t b = arr_size(sizeof(dg_term), s->nterms);
-    for (uint32_t i = 0; i < s->nterms; i++)
-        for (int k = 0; k < 2; k++) {
-            const dg_requirement *r = k ? s->terms[i].fields : s->terms[i].exprs;
-            uint32_t n = k ? s->terms[i].nfields : s->terms[i].nexprs;
-            b += arr_size(sizeof(dg_requirement), n);
-            for (uint32_t j = 0; j < n; j++)
-                b += ids_size(r[j].nvalues);
-        }
+    for (uint32_t i = 0; i < s->nterms; i++) {
+        const dg_term *t = &s->terms[i];
+        b += arr_size(sizeof(dg_requirement), t->nexprs) + arr_size(sizeof(dg_requirement), t->nfields);
+        for (uint32_t j = 0; j < t->nexprs; j++)
+            b += arr_size(sizeof(uint32_t), t->exprs[j].nvalues);
+        for (uint32_t j = 0; j < t->nfields; j++)
+            b += arr_size(sizeof(uint32_t), t->fields[j].nvalues);
+    }
     return b;
 }
 
 static size_t allocation_size(const dg_allocation *a)
 {
-    size_t b = arr_size(sizeof(dg_result), a->nresults);
-    for (uint32_t i = 0; i < a->nresults; i++) {
-        const dg_result *r = &a->results[i];
-        if (r->ntolerations)
-            b += al16(r->ntolerations * sizeof(dg_toleration));
-        b += ids_size(r->nbinding_conditions) + ids_size(r->nbinding_failure_conditions) + ids_size(r->nskip_node_ops);
-        if (r->nconsumed)
-            b += al16(r->nconsumed * sizeof(dg_consumed));
-    }
+    /* the results array is never NULL, even empty */
+    size_t b = al16(sizeof(dg_result) * (a->nresults ? a->nresults : 1));
+    for (uint32_t i = 0; i < a->nresults; i++)
+        if (result_has_lists(&a->results[i]))
+            b += result_lists_size(&a->results[i]);
     b += arr_size(sizeof(dg_alloc_config), a->nconfig);
     for (uint32_t i = 0; i < a->nconfig; i++)
-        b += ids_size(a->config[i].nrequests);
+        b += arr_size(sizeof(uint32_t), a->config[i].nrequests);
     if (a->has_node_selector)
         b += nodesel_size(&a->node_selector);
     return b;
@@ -62,91 +73,71 @@ typedef struct bump {
     unsigned char *p, *end;
 } bump;
 
-static void *take(bump *b, size_t n)
-{
-    n = al16(n);
-    void *p = b->p;
-    b->p += n;
-    return p;
-}
-
-static void *take_zero(bump *b, size_t elem, uint32_t n)
-{
-    size_t sz = elem * (n ? n : 1);
-    void *p = take(b, sz);
-    memset(p, 0, sz);
-    return p;
-}
-
-/* An array whose every element the caller overwrites: zeroed only when
- * empty (the one element take_zero still sets aside). */
-static void *take_arr(bump *b, size_t elem, uint32_t n)
-{
-    return n ? take(b, elem * n) : take_zero(b, elem, 0);
-}
-
-static uint32_t *copy_ids(bump *b, const uint32_t *v, uint32_t n)
+/* n bytes of the block (NULL for none), filled from src */
+static void *copy(bump *b, const void *src, size_t n)
 {
     if (!n)
         return NULL;
-    uint32_t *o = take(b, (size_t)n * sizeof *v);
-    memcpy(o, v, n * sizeof *v);
-    return o;
+    void *p = b->p;
+    b->p += al16(n);
+    memcpy(p, src, n);
+    return p;
+}
+
+static dg_requirement *copy_reqs(bump *b, const dg_requirement *src, uint32_t n)
+{
+    dg_requirement *r = copy(b, src, n * sizeof *src);
+    for (uint32_t j = 0; j < n; j++)
+        r[j].values = copy(b, src[j].values, src[j].nvalues * sizeof *src[j].values);
+    return r;
 }
 
 static void copy_nodesel(bump *b, dg_nodesel *dst, const dg_nodesel *src)
 {
     dst->nterms = src->nterms;
-    dst->terms = take_zero(b, sizeof(dg_term), src->nterms);
+    dst->terms = copy(b, src->terms, src->nterms * sizeof *src->terms);
     for (uint32_t i = 0; i < src->nterms; i++) {
-        const dg_term *s = &src->terms[i];
         dg_term *t = &dst->terms[i];
-        for (int k = 0; k < 2; k++) {
-            const dg_requirement *sr = k ? s->fields : s->exprs;
-            uint32_t n = k ? s->nfields : s->nexprs;
-            dg_requirement *r = take_arr(b, sizeof(dg_requirement), n);
-            for (uint32_t j = 0; j < n; j++) {
-                r[j] = sr[j];
-                r[j].values = copy_ids(b, sr[j].values, sr[j].nvalues);
-            }
-            if (k) {
-                t->fields = r;
-                t->nfields = n;
-            } else {
-                t->exprs = r;
-                t->nexprs = n;
-            }
-        }
+        t->exprs = copy_reqs(b, src->terms[i].exprs, t->nexprs);
+        t->fields = copy_reqs(b, src->terms[i].fields, t->nfields);
     }
+}
+
+static void copy_result_lists(bump *b, dg_result *r, const dg_result *s)
+{
+    r->tolerations = copy(b, s->tolerations, s->ntolerations * sizeof *s->tolerations);
+    r->binding_conditions = copy(b, s->binding_conditions, s->nbinding_conditions * sizeof(uint32_t));
+    r->binding_failure_conditions =
+        copy(b, s->binding_failure_conditions, s->nbinding_failure_conditions * sizeof(uint32_t));
+    r->skip_node_ops = copy(b, s->skip_node_ops, s->nskip_node_ops * sizeof(uint32_t));
+    r->consumed = copy(b, s->consumed, s->nconsumed * sizeof *s->consumed);
 }
 
 static void copy_allocation(bump *b, dg_allocation *dst, const dg_allocation *src)
 {
     *dst = *src;
-    dst->results = take_arr(b, sizeof(dg_result), src->nresults);
+    if (src->nresults) {
+        dst->results = copy(b, src->results, src->nresults * sizeof *src->results);
+    } else {
+        dst->results = (dg_result *)b->p;
+        memset(dst->results, 0, sizeof *dst->results);
+        b->p += al16(sizeof *dst->results);
+    }
     for (uint32_t i = 0; i < src->nresults; i++) {
-        const dg_result *s = &src->results[i];
         dg_result *r = &dst->results[i];
-        *r = *s;
-        r->tolerations = NULL;
-        if (s->ntolerations) {
-            r->tolerations = take(b, s->ntolerations * sizeof *s->tolerations);
-            memcpy(r->tolerations, s->tolerations, s->ntolerations * sizeof *s->tolerations);
-        }
-        r->binding_conditions = copy_ids(b, s->binding_conditions, s->nbinding_conditions);
-        r->binding_failure_conditions = copy_ids(b, s->binding_failure_conditions, s->nbinding_failure_conditions);
-        r->skip_node_ops = copy_ids(b, s->skip_node_ops, s->nskip_node_ops);
-        r->consumed = NULL;
-        if (s->nconsumed) {
-            r->consumed = take(b, s->nconsumed * sizeof *s->consumed);
-            memcpy(r->consumed, s->consumed, s->nconsumed * sizeof *s->consumed);
+        if (result_has_lists(r)) {
+            copy_result_lists(b, r, &src->results[i]);
+        } else {
+            /* pointers beside empty lists are not kept (the source's may
+             * point into a claim spec or an arena) */
+            r->tolerations = NULL;
+            r->binding_conditions = r->binding_failure_conditions = r->skip_node_ops = NULL;
+            r->consumed = NULL;
         }
     }
-    dst->config = take_arr(b, sizeof(dg_alloc_config), src->nconfig);
-    for (uint32_t i = 0; i < src->nconfig; i++) {
-        dst->config[i] = src->config[i];
-        dst->config[i].requests = copy_ids(b, src->config[i].requests, src->config[i].nrequests);
-    }
+    dst->config = copy(b, src->config, src->nconfig * sizeof *src->config);
+    for (uint32_t i = 0; i < src->nconfig; i++)
+        dst->config[i].requests = copy(b, src->config[i].requests, src->config[i].nrequests * sizeof(uint32_t));
     if (src->has_node_selector)
         copy_nodesel(b, &dst->node_selector, &src->node_selector);
 }
@@ -224,9 +215,8 @@ static void estimate(const dg_claim *c, uint32_t *bytes, uint32_t *results)
     if (!n)
         n = 1;
     *results = (uint32_t)n;
-    /* a one-term node selector takes its term, both requirement arrays (the
-     * empty one still takes one element, as copy_nodesel does) and one value;
-     * each config entry names about one request */
+    /* a one-term node selector takes its term, at most both requirement
+     * arrays and one value; each config entry names about one request */
     *bytes = (uint32_t)(al16(n * sizeof(dg_result)) + al16(sizeof(dg_alloc_config) * (c->spec.nconfig + 1)) +
                         16 * (size_t)(c->spec.nconfig + 1) + al16(sizeof(dg_term)) + 2 * al16(sizeof(dg_requirement)) +
                         16 + 4 * sizeof(dg_consumer));
