@@ -729,8 +729,9 @@ static de_rc schedule_req(al_allocator *a, const dg_pod *pod, uint32_t podid, de
     uint64_t *cand = AL_NEW(ar, uint64_t, nw);
     /* nodes fill in order: start past the words every index has cleared */
     uint32_t low = 0;
+    uint64_t **mf = AL_NEW(ar, uint64_t *, nss ? nss : 1);
     for (uint32_t i = 0; i < nss; i++) {
-        maybe_free(a, ss[i]);
+        mf[i] = maybe_free(a, ss[i]);
         if (ss[i]->mf_low > low)
             low = ss[i]->mf_low;
     }
@@ -738,7 +739,7 @@ static de_rc schedule_req(al_allocator *a, const dg_pod *pod, uint32_t podid, de
         low = nw;
     memset(cand + low, 0xff, (nw - low) * sizeof *cand);
     for (uint32_t i = 0; i < nss; i++)
-        de_bits_and(cand + low, maybe_free(a, ss[i]) + low, nw - low);
+        de_bits_and(cand + low, mf[i] + low, nw - low);
     failure *failed = NULL;
     uint32_t nfailed = 0, capfailed = 0;
     double best_total = 0;

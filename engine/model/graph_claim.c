@@ -433,9 +433,10 @@ de_rc dg_claim_add_reservation(dg_graph *g, uint32_t clid, const dg_consumer *co
         uint32_t cap = ce->reserved_cap ? ce->reserved_cap * 2 : 4;
         if (cap < c->nreserved_for + 1)
             cap = c->nreserved_for + 4;
-        /* a list decoded from the input stays in its arena: copied, not freed */
-        dg_consumer *n = dg_rec_grow(g, c->reserved_for, ce->reserved_cap * sizeof *n, c->nreserved_for * sizeof *n,
-                                     cap * sizeof *n);
+        /* a list decoded from the input stays in its arena, and one in the
+         * allocation record goes with the record: copied, not freed */
+        dg_consumer *n = dg_rec_grow(g, c->reserved_for, ce->res_in_rec ? 0 : ce->reserved_cap * sizeof *n,
+                                     c->nreserved_for * sizeof *n, cap * sizeof *n);
         if (!n)
             return de_errf(e, DE_ENOMEM, "ResourceClaim \"%s/%s\": no room for status.reservedFor",
                            dg_s(g, c->meta.ns), dg_s(g, c->meta.name));
@@ -446,6 +447,7 @@ de_rc dg_claim_add_reservation(dg_graph *g, uint32_t clid, const dg_consumer *co
             }
         c->reserved_for = n;
         ce->reserved_cap = cap;
+        ce->res_in_rec = false;
     }
     de_intern_retain(g->in, cons->name);
     de_intern_retain(g->in, cons->uid);

@@ -86,7 +86,9 @@ typedef struct claim_ent {
     uint32_t nrefs;
     uint32_t rec_size;
     uint32_t text_len;
-    uint32_t reserved_cap; /* > 0: reserved_for is a slab block of this many entries */
+    uint32_t reserved_cap; /* > 0: reserved_for is a slab block of this many entries,
+                            * or the room at the end of rec (res_in_rec) */
+    bool res_in_rec;
     uint32_t rec_est, res_est; /* its allocation record's expected bytes and results */
     bool encoded;      /* no text: the struct encodes to the input (graph_claim_enc.c) */
 } claim_ent;
@@ -246,6 +248,8 @@ void dg_pod_delete(dg_graph *g, uint32_t pid);
 
 /* graph_rec.c */
 de_slab *dg_slab(dg_graph *g);
+/* reservedFor entries an allocation record has room for (graph_rec.c) */
+#define DG_REC_RESERVED 4
 bool dg_rec_set_allocation(dg_graph *g, claim_ent *ce, const dg_allocation *src);
 void dg_rec_release(dg_graph *g, claim_ent *ce); /* allocation block and reservedFor list */
 /* a larger slab block with the first used_bytes of old (freed, old_bytes) */
