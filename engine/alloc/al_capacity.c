@@ -141,9 +141,11 @@ static const de_qty *requested(const al_rq *rq, uint32_t key)
 int al_capacity_fits(al_call *c, const al_rq *rq, uint32_t dev)
 {
     const al_dev *dv = &c->t->devs[dev];
-    const dg_exact *x = rq->x;
-    if (!(dv->flags & AL_DF_CAPS) && !x->ncapacity)
+    /* has_capreq: the request's capacity is not empty (only the decoder
+     * fills it, and sets has_capacity with it), read without the spec */
+    if (!(dv->flags & AL_DF_CAPS) && !rq->has_capreq)
         return 1;
+    const dg_exact *x = rq->x;
     const dg_device *d = dv->d;
     const uint32_t *keys = cap_keys(c, dev);
     for (uint32_t i = 0; i < x->ncapacity; i++) {

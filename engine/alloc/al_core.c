@@ -353,10 +353,16 @@ static void invalidate_pool(al_allocator *a, uint32_t gpool)
         ntab_invalidate(a, a->ntabs[al_tabs_v(l)[i]]);
 }
 
+/* Decisions look up the same node's table many times in a row (the nodes
+ * fill in rank order). */
 static al_ntab *ntab_find(al_allocator *a, uint32_t node_name)
 {
+    if (a->last_ntab && a->last_ntab->node_name == node_name)
+        return a->last_ntab;
     uint64_t v;
-    return de_map_get(&a->ntab_by_name, node_name, &v) ? a->ntabs[v - 1] : NULL;
+    if (!de_map_get(&a->ntab_by_name, node_name, &v))
+        return NULL;
+    return a->last_ntab = a->ntabs[v - 1];
 }
 
 /* ---- node index: "may have a free candidate" ----------------------------------- */
@@ -786,7 +792,8 @@ al_ntab *al_ntab_get(al_allocator *a, uint32_t node_name, de_err *e)
         a->ntabs[a->nntabs++] = t;
         de_map_put(&a->ntab_by_name, node_name, a->nntabs);
     }
-    al_fpools_sync(a);
+    if (!a->fready || a->nfdirty)
+        al_fpools_sync(a);
     if (!t->valid || t->epoch != a->epoch) {
         tabs_register(a, t, false);
         al_ntab_clear(a, t);

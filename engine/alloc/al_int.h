@@ -282,6 +282,8 @@ struct al_allocator {
                               * selector sets dropped, CEL environment generation */
     al_ntab **ntabs;
     uint32_t nntabs, capntabs;
+    al_ntab *last_ntab;      /* the table ntab_find found last (tables are never freed
+                              * before the allocator: the pointer stays good) */
     /* selector sets */
     de_map selset_by_key;
     al_selset **selsets;
