@@ -527,17 +527,23 @@ static void on_claim(al_allocator *a, uint32_t clid)
                 keys[n++] = de_pack2(p, x->device);
         }
     }
-    /* old and new, each device once */
+    /* old and new, each device once (most often one device, allocated or
+     * given back: nothing to merge) */
     uint64_t small[16];
-    uint64_t *all = r->n + n <= 16 ? small : de_xmalloc((r->n + n) * sizeof *all);
-    if (r->n)
-        memcpy(all, al_crec_keys(r), r->n * sizeof *all);
-    if (n)
-        memcpy(all + r->n, keys, n * sizeof *all);
     uint32_t m = r->n + n;
-    if (m > 16) {
+    uint64_t *all = small;
+    if (m == 1) {
+        small[0] = n ? keys[0] : r->keys.one;
+    } else if (m > 16) {
+        all = de_xmalloc(m * sizeof *all);
+        if (r->n)
+            memcpy(all, al_crec_keys(r), r->n * sizeof *all);
+        memcpy(all + r->n, keys, n * sizeof *all);
         qsort(all, m, sizeof *all, cmp_u64);
     } else {
+        if (r->n)
+            memcpy(all, al_crec_keys(r), r->n * sizeof *all);
+        memcpy(all + r->n, keys, n * sizeof *all);
         for (uint32_t i = 1; i < m; i++) {
             uint64_t x = all[i];
             uint32_t j = i;
