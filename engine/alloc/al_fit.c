@@ -29,17 +29,72 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* Resource amounts, the first AMOUNTS_INLINE in the record itself.  Pod
+ * and node records get their amounts inside a decision (al_pod_assume); a
+ * malloc there that the record kept took heap memory that nothing had
+ * freed, and now and then its chunk header landed on a page the heap had
+ * never touched: the stray page fault of about one gpu-nic-5000 run in ten
+ * (perf record -e page-faults -d: _int_malloc writing at the heap top).
+ * The records themselves are reserved and touched when pods and nodes
+ * arrive (al_usage_reserve). */
+#define AMOUNTS_INLINE 4
+
+typedef struct amounts {
+    al_amount *heap;   /* more than AMOUNTS_INLINE: all of them here */
+    uint32_t n, cap;   /* cap: of heap */
+    al_amount inl[AMOUNTS_INLINE];
+} amounts;
+
+static const al_amount *amounts_v(const amounts *x)
+{
+    return x->heap ? x->heap : x->inl;
+}
+
+static void amounts_add(amounts *x, uint32_t name, int64_t v)
+{
+    al_amount *a = x->heap ? x->heap : x->inl;
+    for (uint32_t i = 0; i < x->n; i++)
+        if (a[i].name == name) {
+            a[i].milli += v;
+            return;
+        }
+    if (x->n == (x->heap ? x->cap : AMOUNTS_INLINE)) {
+        uint32_t cap = x->n * 2;
+        al_amount *h = de_xmalloc(cap * sizeof *h);
+        memcpy(h, a, x->n * sizeof *h);
+        free(x->heap);
+        x->heap = a = h;
+        x->cap = cap;
+    }
+    a[x->n++] = (al_amount){name, v};
+}
+
+/* the record's amounts become v (malloc'ed, taken over: freed or kept) */
+static void amounts_take(amounts *x, al_amount *v, uint32_t n)
+{
+    free(x->heap);
+    x->heap = NULL;
+    x->n = n;
+    x->cap = 0;
+    if (n <= AMOUNTS_INLINE) {
+        if (n)
+            memcpy(x->inl, v, n * sizeof *v);
+        free(v);
+    } else {
+        x->heap = v;
+        x->cap = n;
+    }
+}
+
 typedef struct nuse {
     uint32_t npods;
-    al_amount *a;
-    uint32_t na, cap;
+    amounts a;
 } nuse;
 
 typedef struct prec {
     uint32_t node;     /* interned node name, 0 = not counted */
     bool assumed;      /* counted by al_pod_assume, not (yet) by spec.nodeName */
-    al_amount *a;
-    uint32_t na;
+    amounts a;
 } prec;
 
 struct al_usage {
@@ -127,6 +182,30 @@ uint32_t al_pod_requests(const dg_pod *p, al_amount **out)
     return nr;
 }
 
+uint32_t al_pod_requests_buf(const dg_pod *p, al_amount *buf, uint32_t cap)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < p->ncontainers; i++) {
+        const dg_container *c = &p->containers[i];
+        if (c->init)
+            return UINT32_MAX; /* al_pod_requests' formula */
+        for (uint32_t k = 0; k < c->nrequests; k++) {
+            uint32_t name = c->requests[k].name, j = 0;
+            int64_t v = de_qty_milli_value(c->requests[k].value);
+            while (j < n && buf[j].name != name)
+                j++;
+            if (j < n) {
+                buf[j].milli += v;
+                continue;
+            }
+            if (n == cap)
+                return UINT32_MAX;
+            buf[n++] = (al_amount){name, v};
+        }
+    }
+    return n;
+}
+
 /* ---- usage ----------------------------------------------------------------------------- */
 
 static nuse *node_use(al_allocator *a, uint32_t node, bool create)
@@ -158,7 +237,7 @@ static void node_add(al_allocator *a, uint32_t node, const al_amount *am, uint32
     nuse *u = node_use(a, node, true);
     u->npods = (uint32_t)((int64_t)u->npods + sign);
     for (uint32_t i = 0; i < n; i++)
-        al_amount_add(&u->a, &u->na, &u->cap, am[i].name, sign * am[i].milli);
+        amounts_add(&u->a, am[i].name, sign * am[i].milli);
     al_node_changed(a, node);
 }
 
@@ -179,33 +258,52 @@ static prec *pod_rec(al_allocator *a, uint32_t pid)
 static void rec_clear(al_allocator *a, prec *r)
 {
     if (r->node)
-        node_add(a, r->node, r->a, r->na, -1);
-    free(r->a);
+        node_add(a, r->node, amounts_v(&r->a), r->a.n, -1);
+    free(r->a.heap);
     memset(r, 0, sizeof *r);
 }
 
 static uint32_t usage_nar(al_allocator *a, const dg_pod *p, al_amount **out, uint32_t n, uint32_t cap);
 
-/* req: the pod's requests as al_pod_requests made them, taken over (set to
- * NULL); NULL: computed here */
+/* req: the pod's requests (al_pod_requests), NULL: computed here */
 static void rec_set(al_allocator *a, prec *r, const dg_pod *p, uint32_t node, bool assumed, const al_nar *nar,
-                    al_amount **req, uint32_t nreq)
+                    const al_amount *req, uint32_t nreq)
 {
     rec_clear(a, r);
-    if (req) {
-        r->a = *req;
-        *req = NULL;
-        r->na = usage_nar(a, p, &r->a, nreq, nreq);
-    } else {
-        r->na = al_pod_usage(a, p, &r->a);
-    }
-    if (nar && nar->n) {
-        uint32_t cap = r->na;
-        al_nar_demand(nar->st, nar->n, &r->a, &r->na, &cap);
-    }
     r->node = node;
     r->assumed = assumed;
-    node_add(a, node, r->a, r->na, +1);
+    bool more = (nar && nar->n) || (a->opts.gates.on[DE_GATE_NODE_ALLOCATABLE_RESOURCES] && p->nnar_statuses);
+    if (req && !more) {
+        /* the usage is the requests: no heap unless there are many */
+        if (nreq <= AMOUNTS_INLINE) {
+            if (nreq)
+                memcpy(r->a.inl, req, nreq * sizeof *req);
+            r->a.n = nreq;
+        } else {
+            al_amount *v = de_xmalloc(nreq * sizeof *v);
+            memcpy(v, req, nreq * sizeof *v);
+            amounts_take(&r->a, v, nreq);
+        }
+        node_add(a, node, amounts_v(&r->a), r->a.n, +1);
+        return;
+    }
+    al_amount *v = NULL;
+    uint32_t n;
+    if (req) {
+        if (nreq) {
+            v = de_xmalloc(nreq * sizeof *v);
+            memcpy(v, req, nreq * sizeof *v);
+        }
+        n = usage_nar(a, p, &v, nreq, nreq);
+    } else {
+        n = al_pod_usage(a, p, &v);
+    }
+    if (nar && nar->n) {
+        uint32_t cap = n;
+        al_nar_demand(nar->st, nar->n, &v, &n, &cap);
+    }
+    amounts_take(&r->a, v, n);
+    node_add(a, node, amounts_v(&r->a), r->a.n, +1);
 }
 static bool ended(al_allocator *a, const dg_pod *p)
 {
@@ -297,9 +395,9 @@ void al_usage_free(al_allocator *a)
     if (!u)
         return;
     for (uint32_t i = 0; i < u->nnodes; i++)
-        free(u->nodes[i].a);
+        free(u->nodes[i].a.heap);
     for (uint32_t i = 0; i < u->npods; i++)
-        free(u->pods[i].a);
+        free(u->pods[i].a.heap);
     free(u->nodes);
     free(u->pods);
     de_map_destroy(&u->node_idx);
@@ -312,7 +410,7 @@ void al_pod_assume(al_allocator *a, uint32_t pid, uint32_t node_name, const al_n
     al_pod_assume_req(a, pid, node_name, nar, NULL, 0);
 }
 
-void al_pod_assume_req(al_allocator *a, uint32_t pid, uint32_t node_name, const al_nar *nar, al_amount **req,
+void al_pod_assume_req(al_allocator *a, uint32_t pid, uint32_t node_name, const al_nar *nar, const al_amount *req,
                        uint32_t nreq)
 {
     usage_ready(a);
@@ -344,7 +442,7 @@ int64_t al_node_requested(al_allocator *a, uint32_t node_name, uint32_t resource
 {
     usage_ready(a);
     const nuse *u = node_use(a, node_name, false);
-    return u ? al_amount_get(u->a, u->na, resource) : 0;
+    return u ? al_amount_get(amounts_v(&u->a), u->a.n, resource) : 0;
 }
 
 /* ---- filters ---------------------------------------------------------------------------- */

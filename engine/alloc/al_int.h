@@ -363,11 +363,13 @@ void al_usage_prepare(al_allocator *a);
 de_rc al_allocate_tab(al_allocator *a, al_ntab *t, const uint32_t *claims, uint32_t nclaims, de_arena *arena,
                       al_outcome *out, de_err *e);
 
-/* al_pod_assume for a pod whose requests the caller already has from
- * al_pod_requests: the pod's record takes the malloc'ed array over and sets
- * *req to NULL (left as it is when the pod is already counted there) */
+/* al_pod_assume for a pod whose requests (al_pod_requests) the caller has */
 void al_pod_assume_req(al_allocator *a, uint32_t pid, uint32_t node_name, const struct al_nar *nar,
-                       al_amount **req, uint32_t nreq);
+                       const al_amount *req, uint32_t nreq);
+/* al_pod_requests into buf, without the heap: the same amounts in the same
+ * order, or UINT32_MAX when the pod has init containers (their formula) or
+ * more than cap resource names */
+uint32_t al_pod_requests_buf(const dg_pod *p, al_amount *buf, uint32_t cap);
 
 typedef struct al_podctx {
     const dg_pod *pod;

@@ -433,7 +433,7 @@ static de_rc commit(al_allocator *a, const dg_pod *pod, al_pod_outcome *out, con
 /* The chosen node: fill the outcome and commit. */
 static de_rc place(al_allocator *a, const al_podctx *pc, al_pod_outcome *out, uint32_t *pending,
                    const uint32_t *pidx, uint32_t npending, uint32_t rank, const al_outcome *best,
-                   int64_t k8s, double policy, al_amount **req, de_arena *ar, de_err *e)
+                   int64_t k8s, double policy, de_arena *ar, de_err *e)
 {
     const dg_pod *pod = pc->pod;
     uint32_t podid = pc->podid;
@@ -460,7 +460,7 @@ static de_rc place(al_allocator *a, const al_podctx *pc, al_pod_outcome *out, ui
         DE_TRY(commit(a, pod, out, pending, npending, best, e));
     /* the pod now takes its requests from the node (NodeResourcesFit of
      * the next pods); the graph never shows it bound offline */
-    al_pod_assume_req(a, podid, node->meta.name, out->nar, req, pc->nreq);
+    al_pod_assume_req(a, podid, node->meta.name, out->nar, pc->req, pc->nreq);
     return DE_OK;
 }
 
@@ -635,22 +635,25 @@ de_rc al_schedule_pod(al_allocator *a, uint32_t podid, de_arena *ar, al_pod_outc
 /* al_schedule_pod once the pod's claims exist: selector sets and programs
  * are held from here on (a->depth keeps al_sync from emptying the caches). */
 static de_rc schedule_req(al_allocator *a, const dg_pod *pod, uint32_t podid, de_arena *ar, al_pod_outcome *out,
-                          al_amount **req, uint32_t nreq, de_err *e);
+                          const al_amount *req, uint32_t nreq, de_err *e);
 
 static de_rc schedule_resolved(al_allocator *a, const dg_pod *pod, uint32_t podid, de_arena *ar,
                                al_pod_outcome *out, de_err *e)
 {
-    /* computed once: the filters read them, and the pod's usage record
-     * takes the array over when the pod is placed */
-    al_amount *req = NULL;
-    uint32_t nreq = al_pod_requests(pod, &req);
-    de_rc rc = schedule_req(a, pod, podid, ar, out, &req, nreq, e);
-    free(req);
+    /* computed once (the filters read them, the pod's usage record copies
+     * them), on the stack when they fit: a malloc in a decision can take a
+     * fresh heap page */
+    al_amount buf[16], *heap = NULL;
+    uint32_t nreq = al_pod_requests_buf(pod, buf, 16);
+    if (nreq == UINT32_MAX)
+        nreq = al_pod_requests(pod, &heap);
+    de_rc rc = schedule_req(a, pod, podid, ar, out, heap ? heap : buf, nreq, e);
+    free(heap);
     return rc;
 }
 
 static de_rc schedule_req(al_allocator *a, const dg_pod *pod, uint32_t podid, de_arena *ar, al_pod_outcome *out,
-                          al_amount **req, uint32_t nreq, de_err *e)
+                          const al_amount *req, uint32_t nreq, de_err *e)
 {
     de_rc rc;
     /* extended resources backed by DRA: a per-node claim, allocated last */
@@ -704,7 +707,7 @@ static de_rc schedule_req(al_allocator *a, const dg_pod *pod, uint32_t podid, de
     }
     al_node_order(a);
     al_podctx pc = {.pod = pod, .podid = podid, .claims = out->claims, .nclaims = out->nclaims,
-                    .pending = pending, .npending = npending, .ss = ss, .nss = nss, .req = *req, .nreq = nreq};
+                    .pending = pending, .npending = npending, .ss = ss, .nss = nss, .req = req, .nreq = nreq};
     bool scoring = a->has_hooks && a->hooks.score;
     /* with a score hook: the cached choice (al_choose.c), unless the pod has
      * an extended resource claim (one per node shape) or nothing pending or
@@ -720,7 +723,7 @@ static de_rc schedule_req(al_allocator *a, const dg_pod *pod, uint32_t podid, de
         }
         if (rc != DE_OK)
             return rc;
-        return place(a, &pc, out, pending, pidx, npending, ch.rank, &ch.o, ch.k8s, ch.policy, req, ar, e);
+        return place(a, &pc, out, pending, pidx, npending, ch.rank, &ch.o, ch.k8s, ch.policy, ar, e);
     }
     al_reasons rs = {0}, ks = {0};
     /* their maps are empty: an all-zero de_map is one (de_map_init) */
@@ -945,6 +948,5 @@ static de_rc schedule_req(al_allocator *a, const dg_pod *pod, uint32_t podid, de
         out->claims[out->nclaims++] = best_ext;
         npending++;
     }
-    return place(a, &pc, out, pending, pidx, npending, best_rank, &best, best_k8s, best_policy, req, ar,
-                 e);
+    return place(a, &pc, out, pending, pidx, npending, best_rank, &best, best_k8s, best_policy, ar, e);
 }
