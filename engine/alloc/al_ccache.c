@@ -155,6 +155,8 @@ void al_ccache_reserve(al_allocator *a)
     al_ccache *k = a->ccache = de_xmalloc(sizeof *k);
     memset(k, 0, sizeof *k);
     de_map_init(&k->by_ident);
+    /* the index too: the first store, inside a decision, made its tables */
+    de_map_reserve(&k->by_ident, AL_CCACHE_CAP);
 }
 
 void al_ccache_put(al_allocator *a, const al_claimc *cc)

@@ -46,6 +46,9 @@ uint32_t al_prepare(al_allocator *a, uint64_t budget_ns)
     a->depth++; /* keep al_sync's cache caps out of the way until done */
     al_node_order(a);
     al_ccache_reserve(a);
+    /* constraint attribute names split (al_compile.c): a few distinct ones */
+    if (!a->attr_split.cap)
+        de_map_reserve(&a->attr_split, 64);
     al_usage_prepare(a);
     de_map_text();
     uint64_t key = prep_key(a);

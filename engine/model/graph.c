@@ -196,6 +196,7 @@ dg_graph *dg_new(de_interner *in, const dg_opts *opts)
     de_map_init(&g->claim_names);
     de_map_init(&g->pod_names);
     de_map_init(&g->usage_idx);
+    de_map_init(&g->pins);
     obj_table *tables[] = {&g->classes, &g->templates, &g->rules, &g->nodes, &g->namespaces, &g->psrs};
     for (size_t i = 0; i < DE_ARRAY_LEN(tables); i++)
         de_map_init(&tables[i]->names);
@@ -418,7 +419,7 @@ void dg_get_stats(const dg_graph *g, dg_stats *out)
         if (g->slices[i].a)
             b += de_arena_reserved(g->slices[i].a) + g->slices[i].s->ndevices * sizeof(uint32_t);
     b += g->capslices * sizeof *g->slices + g->capdevs * sizeof *g->devs + g->cappools * sizeof *g->pools;
-    b += (g->slice_names.cap + g->pool_names.cap + g->pool_devices.cap + g->usage_idx.cap +
+    b += (g->slice_names.cap + g->pool_names.cap + g->pool_devices.cap + g->usage_idx.cap + g->pins.cap +
           g->claim_names.cap + g->pod_names.cap) * 17;
     for (uint32_t i = 0; i < g->ndevs; i++)
         b += g->devs[i].neff * sizeof(dg_taint);

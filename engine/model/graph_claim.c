@@ -308,6 +308,7 @@ void dg_claims_free(dg_graph *g)
     u32vec_free(&g->claim_free);
     u32vec_free(&g->pod_free);
     de_map_destroy(&g->usage_idx);
+    de_map_destroy(&g->pins);
     de_map_destroy(&g->claim_names);
     de_map_destroy(&g->pod_names);
 }

@@ -73,11 +73,23 @@ typedef struct obj_ent {
 } obj_ent;
 
 /* One per claim id, tens of thousands of them: fields ordered to pack. */
+/* One node's pin (matchFields metadata.name In [node]), shared by every
+ * allocation record pinned to that node: most records are, and the copy
+ * was a third of writing one (graph_rec.c).  A slab block, freed with its
+ * last record. */
+typedef struct dg_pin {
+    dg_term term;
+    dg_requirement req;
+    uint32_t value;
+    uint32_t refs;
+} dg_pin;
+
 typedef struct claim_ent {
     dg_claim *c;
     de_arena *a;
     uint32_t *refs;    /* counted names and UIDs the decoded claim holds (in a) */
     void *rec;         /* the allocation written through the graph: one slab block */
+    dg_pin *pin;       /* its node selector, when shared */
     char *text;        /* the input object, compact JSON (malloc); parsed only when asked for */
     json_t *jcache;
     uint64_t jcache_gen;
@@ -187,6 +199,8 @@ struct dg_graph {
     usage_ent *usage;
     uint32_t nusage, capusage;
     de_map usage_idx; /* pack(pool id, device name) -> usage index */
+    de_map pins;      /* node name -> dg_pin * */
+    uint32_t npins;
     u32vec usage_free;
     uint64_t usage_gen;
 

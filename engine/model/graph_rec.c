@@ -52,7 +52,7 @@ static size_t nodesel_size(const dg_nodesel *s)
     return b;
 }
 
-static size_t allocation_size(const dg_allocation *a)
+static size_t allocation_size(const dg_allocation *a, bool pinned)
 {
     /* the results array is never NULL, even empty */
     size_t b = al16(sizeof(dg_result) * (a->nresults ? a->nresults : 1));
@@ -62,7 +62,7 @@ static size_t allocation_size(const dg_allocation *a)
     b += arr_size(sizeof(dg_alloc_config), a->nconfig);
     for (uint32_t i = 0; i < a->nconfig; i++)
         b += arr_size(sizeof(uint32_t), a->config[i].nrequests);
-    if (a->has_node_selector)
+    if (a->has_node_selector && !pinned)
         b += nodesel_size(&a->node_selector);
     return b;
 }
@@ -113,7 +113,7 @@ static void copy_result_lists(bump *b, dg_result *r, const dg_result *s)
     r->consumed = copy(b, s->consumed, s->nconsumed * sizeof *s->consumed);
 }
 
-static void copy_allocation(bump *b, dg_allocation *dst, const dg_allocation *src)
+static void copy_allocation(bump *b, dg_allocation *dst, const dg_allocation *src, dg_pin *pin)
 {
     *dst = *src;
     if (src->nresults) {
@@ -138,8 +138,57 @@ static void copy_allocation(bump *b, dg_allocation *dst, const dg_allocation *sr
     dst->config = copy(b, src->config, src->nconfig * sizeof *src->config);
     for (uint32_t i = 0; i < src->nconfig; i++)
         dst->config[i].requests = copy(b, src->config[i].requests, src->config[i].nrequests * sizeof(uint32_t));
-    if (src->has_node_selector)
+    if (pin) {
+        dst->node_selector.terms = &pin->term;
+        dst->node_selector.nterms = 1;
+    } else if (src->has_node_selector) {
         copy_nodesel(b, &dst->node_selector, &src->node_selector);
+    }
+}
+
+/* ---- pins ------------------------------------------------------------------------------- */
+
+static bool pinned(const dg_graph *g, const dg_allocation *a)
+{
+    if (!a->has_node_selector || a->node_selector.nterms != 1)
+        return false;
+    const dg_term *t = &a->node_selector.terms[0];
+    return !t->nexprs && t->nfields == 1 && t->fields[0].key == g->id_metadata_name && t->fields[0].op == DG_OP_IN &&
+           t->fields[0].nvalues == 1;
+}
+
+static dg_pin *pin_get(dg_graph *g, uint32_t node)
+{
+    uint64_t v;
+    if (de_map_get(&g->pins, node, &v)) {
+        dg_pin *p = (dg_pin *)(uintptr_t)v;
+        p->refs++;
+        return p;
+    }
+    dg_pin *p = de_slab_alloc(dg_slab(g), sizeof *p);
+    if (!p)
+        return NULL;
+    memset(p, 0, sizeof *p);
+    p->value = node;
+    p->req.key = g->id_metadata_name;
+    p->req.op = DG_OP_IN;
+    p->req.values = &p->value;
+    p->req.nvalues = 1;
+    p->term.fields = &p->req;
+    p->term.nfields = 1;
+    p->refs = 1;
+    de_map_put(&g->pins, node, (uint64_t)(uintptr_t)p);
+    g->npins++;
+    return p;
+}
+
+static void pin_put(dg_graph *g, dg_pin *p)
+{
+    if (--p->refs)
+        return;
+    de_map_del(&g->pins, p->value);
+    g->npins--;
+    de_slab_free(g->slab, p, sizeof *p);
 }
 
 de_slab *dg_slab(dg_graph *g)
@@ -154,13 +203,20 @@ de_slab *dg_slab(dg_graph *g)
  * allocations and, most often, two fresh cache lines more. */
 bool dg_rec_set_allocation(dg_graph *g, claim_ent *ce, const dg_allocation *src)
 {
-    size_t n = allocation_size(src);
+    dg_pin *pin = NULL;
+    if (pinned(g, src) && !(pin = pin_get(g, src->node_selector.terms[0].fields[0].values[0])))
+        return false;
+    size_t n = allocation_size(src, pin != NULL);
     size_t room = !ce->reserved_cap && !ce->c->nreserved_for ? DG_REC_RESERVED * sizeof(dg_consumer) : 0;
     unsigned char *blk = de_slab_alloc(dg_slab(g), n + room);
-    if (!blk)
+    if (!blk) {
+        if (pin)
+            pin_put(g, pin);
         return false;
+    }
     bump b = {blk, blk + n};
-    copy_allocation(&b, &ce->c->allocation, src);
+    copy_allocation(&b, &ce->c->allocation, src, pin);
+    ce->pin = pin;
     ce->rec = blk;
     ce->rec_size = (uint32_t)(n + room);
     if (room) {
@@ -176,6 +232,9 @@ void dg_rec_release(dg_graph *g, claim_ent *ce)
     if (!g->slab)
         return;
     de_slab_free(g->slab, ce->rec, ce->rec_size);
+    if (ce->pin)
+        pin_put(g, ce->pin);
+    ce->pin = NULL;
     if (ce->reserved_cap) {
         const dg_claim *c = ce->c;
         for (uint32_t i = 0; c && i < c->nreserved_for; i++) {
@@ -249,6 +308,12 @@ void dg_rec_pending(dg_graph *g, claim_ent *ce, int sign)
     g->pending_results += ce->res_est;
     size_t want = g->pending_bytes < REC_RESERVE_MAX ? (size_t)g->pending_bytes : REC_RESERVE_MAX;
     de_slab_reserve(dg_slab(g), want);
+    /* each pending claim may pin a node not pinned yet; pins are of nodes
+     * with node-local slices (a per-device nodeName past them grows it) */
+    size_t pins = (size_t)g->npins + g->pending_claims;
+    if (pins > (size_t)g->nnode_lists + 16)
+        pins = (size_t)g->nnode_lists + 16;
+    de_map_reserve(&g->pins, pins);
     /* the usage table and its index take one entry per device put in use:
      * sized now for every pending claim's results (at most every device) */
     size_t used = g->usage_idx.n + (size_t)g->pending_results;
