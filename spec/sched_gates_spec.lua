@@ -208,3 +208,65 @@ describe("draengine serve and PreEnqueue gates", function()
     for _, e in ipairs(srv:state().objects.events or {}) do assert.are_not.equal("FailedScheduling", e.reason) end
   end)
 end)
+
+-- SchedulerPopFromBackoffQ (beta, on since 1.33): kube-scheduler's active
+-- queue, when empty, pops the backoff queue, so a pod that an event made
+-- worth retrying is not kept waiting by its backoff while nothing else needs
+-- the scheduler.  Pods waiting for an event (unschedulable) stay put.
+describe("draengine serve and SchedulerPopFromBackoffQ", function()
+  local srv, procs
+  before_each(function() srv = K.start{ seed = 14 }; procs = {} end)
+  after_each(function()
+    local reports = S.stop_all(procs)
+    srv:stop()
+    assert.are.same({}, reports)
+  end)
+
+  local function node_of(name)
+    for _, pod in ipairs(srv:state().objects.pods) do
+      if pod.metadata.name == name then return pod.spec.nodeName end
+    end
+  end
+  local function queued(p, queue)
+    local _, m = p:http("/metrics")
+    return metric(m, "draengine_scheduler_pending_pods", 'queue="' .. queue .. '"') or 0
+  end
+
+  -- one GPU: "first" takes it, "second" fails and backs off for 120 s; then
+  -- a node with a free GPU appears, an event that makes "second" worth a try
+  local function scenario(gates)
+    local objs = S.cluster(1, 1)
+    objs[#objs + 1] = K.claim("default", "first", "gpu", 1)
+    objs[#objs + 1] = K.claim("default", "second", "gpu", 1)
+    objs[#objs + 1] = K.pod("default", "first", { claims = { { name = "gpu", resourceClaimName = "first" } } })
+    srv:load(objs)
+    local args = { "--leader-elect=false", "--pod-initial-backoff=120s", "--pod-max-backoff=240s" }
+    if gates then args[#args + 1] = "--feature-gates=" .. gates end
+    local p = S.start(srv, args)
+    procs[#procs + 1] = p
+    assert.is_truthy(K.wait_for(function() return node_of("first") end, 20), p:stderr())
+    srv:load{ K.pod("default", "second", { claims = { { name = "gpu", resourceClaimName = "second" } } }) }
+    assert.is_truthy(K.wait_for(function() return queued(p, "unschedulable") == 1 end, 20), p:stderr())
+    srv:load{ K.node("node-new"), K.slice("node-new", "gpu.example.com", 1) }
+    return p
+  end
+
+  it("tries a backed-off pod at once when no other pod waits (the default)", function()
+    local p = scenario(nil)
+    assert.is_truthy(K.wait_for(function() return node_of("second") end, 30), p:stderr())
+    assert.are.equal("node-new", node_of("second"))
+    local _, m = p:http("/metrics")
+    assert.are.equal(1, metric(m, "draengine_scheduler_queue_incoming_pods_total", 'event="PopFromBackoffQ"'))
+  end)
+
+  it("waits out the backoff with the gate off", function()
+    local p = scenario("SchedulerPopFromBackoffQ=false")
+    -- the node's event moved the pod to the backoff queue, where it stays
+    assert.is_truthy(K.wait_for(function() return queued(p, "backoff") == 1 end, 20), p:stderr())
+    K.sleep(3)
+    assert.is_nil(node_of("second"))
+    assert.are.equal(1, queued(p, "backoff"))
+    local _, m = p:http("/metrics")
+    assert.are.equal(0, metric(m, "draengine_scheduler_queue_incoming_pods_total", 'event="PopFromBackoffQ"'))
+  end)
+end)

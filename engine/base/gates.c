@@ -49,6 +49,7 @@ static const struct {
     [G(SCHEDULER_FILTER_TIMEOUT)] = {"DRASchedulerFilterTimeout", true, DE_STAGE_BETA, false,
                                      {G(DYNAMIC_RESOURCE_ALLOCATION), NO_DEP, NO_DEP}},
     [G(PRE_QUEUEING_HINTS)] = {"SchedulerPreQueueingHints", false, DE_STAGE_ALPHA, false, {NO_DEP, NO_DEP, NO_DEP}},
+    [G(POP_FROM_BACKOFF_Q)] = {"SchedulerPopFromBackoffQ", true, DE_STAGE_BETA, false, {NO_DEP, NO_DEP, NO_DEP}},
     [G(NODE_DECLARED_FEATURES)] = {"NodeDeclaredFeatures", true, DE_STAGE_GA, true, {NO_DEP, NO_DEP, NO_DEP}},
 };
 

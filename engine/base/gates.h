@@ -48,6 +48,7 @@ typedef enum de_gate {
     DE_GATE_GENERIC_WORKLOAD,         /* GenericWorkload, beta off */
     DE_GATE_SCHEDULER_FILTER_TIMEOUT, /* DRASchedulerFilterTimeout, beta on */
     DE_GATE_PRE_QUEUEING_HINTS,       /* SchedulerPreQueueingHints, alpha off */
+    DE_GATE_POP_FROM_BACKOFF_Q,       /* SchedulerPopFromBackoffQ, beta on */
     DE_GATE_NODE_DECLARED_FEATURES,   /* NodeDeclaredFeatures, GA, locked */
     DE_GATE_COUNT
 } de_gate;

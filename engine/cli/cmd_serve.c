@@ -668,6 +668,7 @@ int cli_cmd_serve(int argc, char **argv)
     so.workload_claims = gates.on[DE_GATE_WORKLOAD_RESOURCE_CLAIMS];
     so.generic_workload = gates.on[DE_GATE_GENERIC_WORKLOAD];
     so.pre_queueing_hints = gates.on[DE_GATE_PRE_QUEUEING_HINTS];
+    so.pop_from_backoff = gates.on[DE_GATE_POP_FROM_BACKOFF_Q];
     /* in shadow mode the scheduler has no client: nothing it could decide
      * would ever be written (and it is never run: sch_shadow decides) */
     sv.s = sch_new(sv.g, sv.al, shadow ? NULL : sv.cl, &so);

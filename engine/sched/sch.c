@@ -955,6 +955,8 @@ unsigned sch_run(sch_sched *s, uint64_t budget_ns)
      * stop has little to finish */
     while (!sch_async_full(s)) {
         uint32_t idx = sch_pop_active(s);
+        if (idx == UINT32_MAX && s->o.pop_from_backoff)
+            idx = sch_pop_backoff(s);
         if (idx == UINT32_MAX) {
             idle = true;
             break;

@@ -67,6 +67,9 @@ typedef struct sch_opts {
      * waiting for that claim in an index; without it every unschedulable
      * pod is checked against the claim, as kube-scheduler then does. */
     bool pre_queueing_hints;
+    /* SchedulerPopFromBackoffQ (beta, on since 1.33): with no active pod,
+     * the pod whose backoff ends first is tried at once (sch_pop_backoff). */
+    bool pop_from_backoff;
     uint64_t binding_timeout_ns; /* PreBind's wait for binding conditions (KEP-5007); 600 s */
     unsigned parallel_binds;     /* PreBind/Bind jobs in flight at once (worker threads);
                                   * 0 or 1: on the scheduler's thread */
@@ -112,6 +115,7 @@ uint64_t sch_next_due_ns(const sch_sched *s);
 typedef struct sch_stats {
     uint64_t attempts, scheduled, unschedulable, errors, conflicts, bind_errors;
     uint64_t requeued_by_event, flushed;
+    uint64_t popped_from_backoff; /* tried before their backoff ended: nothing else to do */
     uint64_t invalid_objects, stale_events_ignored;
     uint64_t hint_pods_checked;   /* pods a claim event checked (index hits or all unschedulable) */
     uint64_t prehint_narrowed;    /* claim events narrowed by the index (SchedulerPreQueueingHints) */

@@ -146,6 +146,7 @@ void sch_requeue_class(sch_sched *s, uint32_t class_name);
 void sch_requeue_bucket(sch_sched *s, unsigned wait_bit);
 uint32_t sch_pop_active(sch_sched *s);
 void sch_promote_due(sch_sched *s);
+uint32_t sch_pop_backoff(sch_sched *s);
 /* The vec32 behind a map slot of an index (0 = none yet: a new, empty one). */
 vec32 *sch_vec(sch_sched *s, uint64_t *slot);
 /* Free the vec32 behind a map value (its index is reused). */

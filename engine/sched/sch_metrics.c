@@ -45,11 +45,14 @@ void sch_metrics(const sch_sched *s, de_buf *b)
                   "Scheduling cycles retried after a 409 Conflict.");
     sch_prom_sample(b, "draengine_scheduler_write_conflicts_total", "", (double)st.conflicts);
     sch_prom_head(b, "draengine_scheduler_queue_incoming_pods_total", "counter",
-                  "Pods moved out of the unschedulable queue, by cause.");
+                  "Pods moved out of the unschedulable queue, by cause, and pods popped from the "
+                  "backoff queue by an idle scheduler (SchedulerPopFromBackoffQ).");
     sch_prom_sample(b, "draengine_scheduler_queue_incoming_pods_total", "event=\"index\"",
                     (double)st.requeued_by_event);
     sch_prom_sample(b, "draengine_scheduler_queue_incoming_pods_total", "event=\"flush\"",
                     (double)st.flushed);
+    sch_prom_sample(b, "draengine_scheduler_queue_incoming_pods_total", "event=\"PopFromBackoffQ\"",
+                    (double)st.popped_from_backoff);
     sch_prom_head(b, "draengine_scheduler_queueing_hint_pods_checked_total", "counter",
                   "Pods a ResourceClaim event checked for requeueing: those its index names with "
                   "SchedulerPreQueueingHints, else every unschedulable pod.");

@@ -432,6 +432,25 @@ void sch_requeue_bucket(sch_sched *s, unsigned bit)
     }
 }
 
+/* SchedulerPopFromBackoffQ: a backoff keeps a failing pod from crowding out
+ * the others; with no other pod to decide it only delays this one, so an
+ * idle scheduler takes the pod whose backoff ends first (upstream's
+ * activeQ pops its backoffQ when it is empty).  Unschedulable pods waiting
+ * for an event are not in the backoff heap and stay where they are. */
+uint32_t sch_pop_backoff(sch_sched *s)
+{
+    while (s->backoff.n) {
+        heapent h = hpop(&s->backoff);
+        spod *p = &s->pods[h.pod];
+        if (p->state == SP_BACKOFF && p->backoff_until == h.at) {
+            s->st.popped_from_backoff++;
+            sch_activate(s, h.pod);
+            return sch_pop_active(s);
+        }
+    }
+    return UINT32_MAX;
+}
+
 void sch_promote_due(sch_sched *s)
 {
     uint64_t now = de_now_ns();
