@@ -55,8 +55,8 @@ void al_ccache_free(al_allocator *a)
     al_ccache *k = a->ccache;
     if (!k)
         return;
-    for (uint32_t i = 0; i < k->nent; i++)
-        free(k->ent[i].tpl);
+    /* the templates are records of the table slab, which al_tmem_free has
+     * already given back */
     de_map_destroy(&k->by_ident);
     free(k);
     a->ccache = NULL;
@@ -178,7 +178,8 @@ void al_ccache_put(al_allocator *a, const al_claimc *cc)
         de_map_del(&k->by_ident, k->ent[slot].ident);
     }
     al_ccent *en = &k->ent[slot];
-    free(en->tpl);
+    if (en->tpl)
+        al_tmem_release(a, en->tpl, en->tplsz);
     memset(en, 0, sizeof *en);
     en->ident = ident;
     en->used = ++k->tick;
@@ -196,7 +197,9 @@ void al_ccache_put(al_allocator *a, const al_claimc *cc)
     en->tplsz = oreq + orq + ocons + up16(en->ncidx * sizeof(uint32_t));
     if (!en->tplsz)
         en->tplsz = 16;
-    char *b = en->tpl = de_xcalloc(1, en->tplsz);
+    /* from the table slab, whose room is touched ahead: a spec is first
+     * stored inside a decision */
+    char *b = en->tpl = al_tmem_alloc(a, en->tplsz);
     al_req *req = (al_req *)b;
     al_rq *rq = (al_rq *)(b + oreq);
     al_cons *cons = (al_cons *)(b + oreq + orq);

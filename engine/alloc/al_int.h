@@ -354,6 +354,10 @@ void al_choice_reserve(al_allocator *a, uint32_t nodes);
 void al_choose_free(al_allocator *a);
 
 /* One pod being placed (al_place.c builds it). */
+/* The selector set's index of nodes that may have a free candidate, made
+ * for the current node order when missing (al_place.c) */
+uint64_t *al_maybe_free(al_allocator *a, al_selset *s);
+
 /* What the pods of the graph take from their nodes, counted now (al_prepare)
  * rather than by the first decision that checks a node's resources */
 void al_usage_prepare(al_allocator *a);

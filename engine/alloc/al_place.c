@@ -138,7 +138,7 @@ const dg_node *al_node_at(al_allocator *a, uint32_t rank)
     return a->node_stub ? &a->node_stub[rank] : dg_node_get(a->g, a->node_order[rank]);
 }
 
-static uint64_t *maybe_free(al_allocator *a, al_selset *s)
+uint64_t *al_maybe_free(al_allocator *a, al_selset *s)
 {
     uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
     if (!s->maybe_free || s->mf_order != a->order_gen) {
@@ -577,7 +577,7 @@ static al_cset *quick_failed(al_allocator *a, al_ntab *t, al_selset **ss, uint32
         for (uint32_t w = 0; w < t->nwords && !any; w++)
             any = (cs->cand[w] & ~t->inuse[w]) || cs->poison[w];
         if (!any) {
-            uint64_t *mf = maybe_free(a, ss[i]);
+            uint64_t *mf = al_maybe_free(a, ss[i]);
             de_bit_clr(mf, rank);
             uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
             while (ss[i]->mf_low < nw && !mf[ss[i]->mf_low])
@@ -734,7 +734,7 @@ static de_rc schedule_req(al_allocator *a, const dg_pod *pod, uint32_t podid, de
     uint32_t low = 0;
     uint64_t **mf = AL_NEW(ar, uint64_t *, nss ? nss : 1);
     for (uint32_t i = 0; i < nss; i++) {
-        mf[i] = maybe_free(a, ss[i]);
+        mf[i] = al_maybe_free(a, ss[i]);
         if (ss[i]->mf_low > low)
             low = ss[i]->mf_low;
     }

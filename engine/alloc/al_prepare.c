@@ -74,8 +74,11 @@ uint32_t al_prepare(al_allocator *a, uint64_t budget_ns)
             if (!dc)
                 continue;
             al_selset *ss = al_selset_get(a, dc->meta.name, NULL, 0);
-            if (ss)
+            if (ss) {
                 al_cset_get(a, t, ss);
+                if (!r)
+                    al_maybe_free(a, ss); /* its node index, once */
+            }
         }
         /* checked after work only: a call after a cut-off one passes the
          * tables built so far at a lookup each and goes on from there */
