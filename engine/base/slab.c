@@ -67,9 +67,12 @@ static slab_chunk *new_chunk(de_slab *s)
     slab_chunk *c = malloc(sizeof *c + SLAB_CHUNK);
     if (!c)
         return NULL;
-    /* touch every page now: this is the point of the slab */
+    /* touch every page now: this is the point of the slab.  data does not
+     * start on a page (malloc's header and ours come first), so the last
+     * bytes sit on a page of their own that the stride passes over */
     for (size_t off = 0; off < SLAB_CHUNK; off += SLAB_PAGE)
         ((volatile unsigned char *)c->data)[off] = 0;
+    ((volatile unsigned char *)c->data)[SLAB_CHUNK - 1] = 0;
     c->next = NULL;
     c->size = SLAB_CHUNK;
     c->used = 0;
