@@ -161,6 +161,7 @@ al_selset *al_selset_get(al_allocator *a, uint32_t class_name, const dg_selector
                 selset_compile(a, s, sels, nsels);
                 free(s->maybe_free);
                 s->maybe_free = NULL;
+                s->mf_cap = 0;
                 s->node_epoch = a->epoch;
                 s->stale = false;
                 s->gen++;

@@ -178,7 +178,8 @@ typedef struct al_selset {
     /* node index (al_place.c): bit per node in canonical order, 1 = may have a
      * free candidate */
     uint64_t *maybe_free;
-    uint64_t mf_order;       /* al_allocator.order_gen it was made for */
+    uint64_t mf_order;       /* al_allocator.order_gen it was made for, UINT64_MAX: not made */
+    uint32_t mf_cap;         /* words maybe_free has room for */
     uint32_t mf_low;         /* words below this index are all zero */
     uint64_t node_epoch;     /* allocator epoch it was compiled at */
     bool stale;              /* its class changed: recompile on next use */
@@ -357,6 +358,8 @@ void al_choose_free(al_allocator *a);
 /* The selector set's index of nodes that may have a free candidate, made
  * for the current node order when missing (al_place.c) */
 uint64_t *al_maybe_free(al_allocator *a, al_selset *s);
+/* Room for it, off the decision path, without making it (al_prepare) */
+void al_maybe_free_reserve(al_allocator *a, al_selset *s);
 
 /* What the pods of the graph take from their nodes, counted now (al_prepare)
  * rather than by the first decision that checks a node's resources */

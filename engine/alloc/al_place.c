@@ -142,13 +142,30 @@ uint64_t *al_maybe_free(al_allocator *a, al_selset *s)
 {
     uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
     if (!s->maybe_free || s->mf_order != a->order_gen) {
-        free(s->maybe_free);
-        s->maybe_free = de_xmalloc(nw * sizeof(uint64_t));
+        if (s->mf_cap < nw) {
+            free(s->maybe_free);
+            s->maybe_free = de_xmalloc(nw * sizeof(uint64_t));
+            s->mf_cap = nw;
+        }
         memset(s->maybe_free, 0xff, nw * sizeof(uint64_t));
         s->mf_low = 0;
         s->mf_order = a->order_gen;
     }
     return s->maybe_free;
+}
+
+/* The first decision that used a class's index malloc'ed it, and a malloc
+ * inside a decision can take a page the heap never touched. */
+void al_maybe_free_reserve(al_allocator *a, al_selset *s)
+{
+    uint32_t nw = DE_BITS_WORDS(a->nnodes ? a->nnodes : 1);
+    if (s->mf_cap >= nw)
+        return;
+    free(s->maybe_free);
+    s->maybe_free = de_xmalloc(nw * sizeof(uint64_t));
+    memset(s->maybe_free, 0, nw * sizeof(uint64_t)); /* touched */
+    s->mf_cap = nw;
+    s->mf_order = UINT64_MAX;
 }
 
 /* ---- pod-level filters ------------------------------------------------------------ */

@@ -77,7 +77,7 @@ uint32_t al_prepare(al_allocator *a, uint64_t budget_ns)
             if (ss) {
                 al_cset_get(a, t, ss);
                 if (!r)
-                    al_maybe_free(a, ss); /* its node index, once */
+                    al_maybe_free_reserve(a, ss); /* room for its node index */
             }
         }
         /* checked after work only: a call after a cut-off one passes the
