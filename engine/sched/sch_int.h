@@ -83,7 +83,8 @@ struct sch_sched {
     /* queues */
     uint32_t *active;
     uint32_t ahead, alen, acap;
-    heap backoff;   /* by backoff_until */
+    heap backoff;   /* by backoff_until: pods an event moved while backing off */
+    heap ebackoff;  /* by backoff_until: pods whose attempt or writes failed (sch_to_backoff) */
     heap flush;     /* unschedulable pods by unsched_since + max */
     vec32 bucket[WAIT_NBITS];
     vec32 waiting;  /* SP_WAITING pods */

@@ -268,7 +268,7 @@ void sch_to_backoff(sch_sched *s, uint32_t idx)
     spod *p = &s->pods[idx];
     p->state = SP_BACKOFF;
     p->backoff_until = de_now_ns() + backoff_for(s, p->attempts);
-    hpush(&s->backoff, p->backoff_until, idx);
+    hpush(&s->ebackoff, p->backoff_until, idx);
 }
 
 void sch_to_unschedulable(sch_sched *s, uint32_t idx, unsigned waits, const uint64_t *claim_keys,
@@ -301,6 +301,8 @@ void sch_to_unschedulable(sch_sched *s, uint32_t idx, unsigned waits, const uint
 void sch_leave_waiting(sch_sched *s, uint32_t idx)
 {
     spod *p = &s->pods[idx];
+    if (p->state == SP_BACKOFF && de_now_ns() < p->backoff_until)
+        return; /* waits out its backoff already, in the heap it was put in */
     if (p->state == SP_UNSCHED || p->state == SP_BACKOFF) {
         s->st.requeued_by_event++;
         if (de_now_ns() >= p->backoff_until) {
@@ -435,8 +437,11 @@ void sch_requeue_bucket(sch_sched *s, unsigned bit)
 /* SchedulerPopFromBackoffQ: a backoff keeps a failing pod from crowding out
  * the others; with no other pod to decide it only delays this one, so an
  * idle scheduler takes the pod whose backoff ends first (upstream's
- * activeQ pops its backoffQ when it is empty).  Unschedulable pods waiting
- * for an event are not in the backoff heap and stay where they are. */
+ * activeQ pops its backoffQ when it is empty).  Only pods that an event
+ * moved are taken: a pod whose attempt or writes failed (ebackoff, upstream's
+ * error backoff queue) waits its backoff out, or a persistent error would
+ * be retried in a busy loop; unschedulable pods waiting for an event are in
+ * neither heap and stay where they are. */
 uint32_t sch_pop_backoff(sch_sched *s)
 {
     while (s->backoff.n) {
@@ -451,15 +456,21 @@ uint32_t sch_pop_backoff(sch_sched *s)
     return UINT32_MAX;
 }
 
-void sch_promote_due(sch_sched *s)
+static void promote_heap(sch_sched *s, heap *hp, uint64_t now)
 {
-    uint64_t now = de_now_ns();
-    while (s->backoff.n && s->backoff.v[0].at <= now) {
-        heapent h = hpop(&s->backoff);
+    while (hp->n && hp->v[0].at <= now) {
+        heapent h = hpop(hp);
         spod *p = &s->pods[h.pod];
         if (p->state == SP_BACKOFF && p->backoff_until == h.at)
             sch_activate(s, h.pod);
     }
+}
+
+void sch_promote_due(sch_sched *s)
+{
+    uint64_t now = de_now_ns();
+    promote_heap(s, &s->backoff, now);
+    promote_heap(s, &s->ebackoff, now);
     while (s->flush.n && s->flush.v[0].at <= now) {
         heapent h = hpop(&s->flush);
         spod *p = &s->pods[h.pod];
@@ -475,12 +486,10 @@ uint64_t sch_next_due_ns(const sch_sched *s)
     uint64_t now = de_now_ns(), best = sch_wait_next_ns(s);
     if (s->ahead < s->alen && !sch_async_full(s)) /* full: a finished job wakes the loop */
         return 0;
-    if (s->backoff.n)
-        best = s->backoff.v[0].at > now ? s->backoff.v[0].at - now : 0;
-    if (s->flush.n) {
-        uint64_t f = s->flush.v[0].at > now ? s->flush.v[0].at - now : 0;
-        best = DE_MIN(best, f);
-    }
+    const heap *hs[3] = {&s->backoff, &s->ebackoff, &s->flush};
+    for (unsigned i = 0; i < 3; i++)
+        if (hs[i]->n)
+            best = DE_MIN(best, hs[i]->v[0].at > now ? hs[i]->v[0].at - now : 0);
     return best;
 }
 
@@ -505,6 +514,7 @@ void sch_queue_free(sch_sched *s)
     free(s->free_slots);
     free(s->active);
     free(s->backoff.v);
+    free(s->ebackoff.v);
     free(s->flush.v);
     for (unsigned b = 0; b < WAIT_NBITS; b++)
         free(s->bucket[b].v);
