@@ -6,6 +6,13 @@
 local K = require "support.kubeapi"
 local S = require "support.serve"
 
+-- the node a pod of the test server is bound to, or nil
+local function node_of(srv, name)
+  for _, pod in ipairs(srv:state().objects.pods) do
+    if pod.metadata.name == name then return pod.spec.nodeName end
+  end
+end
+
 local function metric(body, name, labels)
   local v = body:match(name:gsub("%-", "%%-") .. "{" .. labels:gsub("[%-%.%[%]%(%)%+%*%?%^%$]", "%%%0") .. "} (%d+)")
   return tonumber(v)
@@ -114,11 +121,7 @@ describe("draengine serve and GenericWorkload", function()
     return { apiVersion = "scheduling.k8s.io/v1beta1", kind = "PodGroup", metadata = { name = name, namespace = "default" },
       spec = { schedulingPolicy = { gang = { minCount = min } } } }
   end
-  local function bound(name)
-    for _, pod in ipairs(srv:state().objects.pods) do
-      if pod.metadata.name == name then return pod.spec.nodeName end
-    end
-  end
+  local function bound(name) return node_of(srv, name) end
   it("holds a gang until minCount of its pods exist (GangScheduling's PreEnqueue)", function()
     local objs = S.cluster(1, 1)
     objs[#objs + 1] = gang("trio", 3)
@@ -195,12 +198,7 @@ describe("draengine serve and PreEnqueue gates", function()
     cur.status.resourceClaimStatuses = { { name = "gpu", resourceClaimName = "templated-gpu-k7x2q" } }
     local st, _, err = srv:request("PUT", "/api/v1/namespaces/default/pods/templated/status", cur)
     assert.are.equal(200, st, tostring(err))
-    local function node_of(name)
-      for _, pod in ipairs(srv:state().objects.pods) do
-        if pod.metadata.name == name then return pod.spec.nodeName end
-      end
-    end
-    assert.is_truthy(K.wait_for(function() return node_of("named") and node_of("templated") end, 30), p:stderr())
+    assert.is_truthy(K.wait_for(function() return node_of(srv, "named") and node_of(srv, "templated") end, 30), p:stderr())
     -- gated is not an attempt: the two pods were each tried once, and placed
     local _, m = p:http("/metrics")
     assert.are.equal(2, metric(m, "draengine_scheduler_schedule_attempts_total", 'result="scheduled"'))
@@ -222,11 +220,6 @@ describe("draengine serve and SchedulerPopFromBackoffQ", function()
     assert.are.same({}, reports)
   end)
 
-  local function node_of(name)
-    for _, pod in ipairs(srv:state().objects.pods) do
-      if pod.metadata.name == name then return pod.spec.nodeName end
-    end
-  end
   local function queued(p, queue)
     local _, m = p:http("/metrics")
     return metric(m, "draengine_scheduler_pending_pods", 'queue="' .. queue .. '"') or 0
@@ -244,7 +237,7 @@ describe("draengine serve and SchedulerPopFromBackoffQ", function()
     if gates then args[#args + 1] = "--feature-gates=" .. gates end
     local p = S.start(srv, args)
     procs[#procs + 1] = p
-    assert.is_truthy(K.wait_for(function() return node_of("first") end, 20), p:stderr())
+    assert.is_truthy(K.wait_for(function() return node_of(srv, "first") end, 20), p:stderr())
     srv:load{ K.pod("default", "second", { claims = { { name = "gpu", resourceClaimName = "second" } } }) }
     assert.is_truthy(K.wait_for(function() return queued(p, "unschedulable") == 1 end, 20), p:stderr())
     srv:load{ K.node("node-new"), K.slice("node-new", "gpu.example.com", 1) }
@@ -253,8 +246,8 @@ describe("draengine serve and SchedulerPopFromBackoffQ", function()
 
   it("tries a backed-off pod at once when no other pod waits (the default)", function()
     local p = scenario(nil)
-    assert.is_truthy(K.wait_for(function() return node_of("second") end, 30), p:stderr())
-    assert.are.equal("node-new", node_of("second"))
+    assert.is_truthy(K.wait_for(function() return node_of(srv, "second") end, 30), p:stderr())
+    assert.are.equal("node-new", node_of(srv, "second"))
     -- at least once: the slice's event may come before its node's, and the
     -- first try then fail again
     local _, m = p:http("/metrics")
@@ -272,7 +265,7 @@ describe("draengine serve and SchedulerPopFromBackoffQ", function()
     assert.is_truthy(K.wait_for(function() return queued(p, "backoff") == 1 end, 20), p:stderr())
     -- idle, and still not retried: a persistent error is not tried in a loop
     K.sleep(3)
-    assert.is_nil(node_of("first"))
+    assert.is_nil(node_of(srv, "first"))
     assert.are.equal(1, queued(p, "backoff"))
     local _, m = p:http("/metrics")
     assert.are.equal(0, metric(m, "draengine_scheduler_queue_incoming_pods_total", 'event="PopFromBackoffQ"'))
@@ -283,7 +276,7 @@ describe("draengine serve and SchedulerPopFromBackoffQ", function()
     -- the node's event moved the pod to the backoff queue, where it stays
     assert.is_truthy(K.wait_for(function() return queued(p, "backoff") == 1 end, 20), p:stderr())
     K.sleep(3)
-    assert.is_nil(node_of("second"))
+    assert.is_nil(node_of(srv, "second"))
     assert.are.equal(1, queued(p, "backoff"))
     local _, m = p:http("/metrics")
     assert.are.equal(0, metric(m, "draengine_scheduler_queue_incoming_pods_total", 'event="PopFromBackoffQ"'))

@@ -434,6 +434,14 @@ void sch_requeue_bucket(sch_sched *s, unsigned bit)
     }
 }
 
+/* Heap entries are dropped lazily: an entry is live while its pod still backs
+ * off until that time (a pod that left and came back has a newer entry). */
+static bool backing_off(const sch_sched *s, heapent h)
+{
+    const spod *p = &s->pods[h.pod];
+    return p->state == SP_BACKOFF && p->backoff_until == h.at;
+}
+
 /* SchedulerPopFromBackoffQ: a backoff keeps a failing pod from crowding out
  * the others; with no other pod to decide it only delays this one, so an
  * idle scheduler takes the pod whose backoff ends first (upstream's
@@ -446,8 +454,7 @@ uint32_t sch_pop_backoff(sch_sched *s)
 {
     while (s->backoff.n) {
         heapent h = hpop(&s->backoff);
-        spod *p = &s->pods[h.pod];
-        if (p->state == SP_BACKOFF && p->backoff_until == h.at) {
+        if (backing_off(s, h)) {
             s->st.popped_from_backoff++;
             sch_activate(s, h.pod);
             return sch_pop_active(s);
@@ -460,8 +467,7 @@ static void promote_heap(sch_sched *s, heap *hp, uint64_t now)
 {
     while (hp->n && hp->v[0].at <= now) {
         heapent h = hpop(hp);
-        spod *p = &s->pods[h.pod];
-        if (p->state == SP_BACKOFF && p->backoff_until == h.at)
+        if (backing_off(s, h))
             sch_activate(s, h.pod);
     }
 }
