@@ -13,9 +13,9 @@
 # into the Lua module, so specs drive exactly the code the command runs.
 
 DEBIAN_PACKAGES := gcc make pkg-config liblua5.4-dev lua5.4 lua-busted libjansson-dev \
-                   libcurl4-openssl-dev libyaml-dev libpcre2-dev python3 openssl chromium
+                   libcurl4-openssl-dev libssl-dev libyaml-dev libpcre2-dev python3 openssl chromium
 
-PKGS    := lua5.4 jansson libcurl yaml-0.1 libpcre2-8
+PKGS    := lua5.4 jansson libcurl openssl yaml-0.1 libpcre2-8
 CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2

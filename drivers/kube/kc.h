@@ -95,6 +95,9 @@ typedef struct kc_client_opts {
     /* fieldValidation sent with every write ("Strict", "Warn", "Ignore");
      * NULL or "" sends none, so the server's default (Warn) applies. */
     const char *field_validation;
+    /* HTTP/2 (negotiated over TLS) instead of HTTP/1.1 for every request and
+     * watch; default false.  See kc_client_setup_easy for why. */
+    bool http2;
 } kc_client_opts;
 
 /* The client borrows cfg (which must outlive it). */

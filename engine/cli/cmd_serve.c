@@ -61,6 +61,8 @@ static void usage(FILE *f)
         "  --kube-api-burst N                    write burst (default 100)\n"
         "  --field-validation Strict|Warn|Ignore fieldValidation of every write (default: the\n"
         "                                        server's, Warn); server warnings are logged\n"
+        "  --kube-api-http2[=true|false]         HTTP/2 to the API server instead of HTTP/1.1\n"
+        "                                        (default false)\n"
         "\n"
         "Scheduling:\n"
         "  --scheduler-name NAME                 pods to schedule (default draengine)\n"
@@ -339,6 +341,7 @@ enum {
     O_MBACKOFF, O_NOEVENTS, O_LE, O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_NAME, O_LE_NS,
     O_LE_ID, O_BIND, O_PORT, O_LOGFMT, O_WBACKOFF, O_JITTER, O_POLDIR, O_POLWATCH, O_POLRESCAN,
     O_FIELDVAL, O_POOLSTATUS, O_FILTERTIMEOUT, O_BINDTIMEOUT, O_PARBINDS, O_SHADOW, O_SHADOW_OF, O_SHADOW_LOG,
+    O_HTTP2,
 };
 
 /* What a walk of the policy directory skipped, as a log line. */
@@ -427,6 +430,7 @@ int cli_cmd_serve(int argc, char **argv)
         {"pod-initial-backoff", required_argument, NULL, O_IBACKOFF},
         {"pod-max-backoff", required_argument, NULL, O_MBACKOFF},
         {"no-events", no_argument, NULL, O_NOEVENTS},
+        {"kube-api-http2", optional_argument, NULL, O_HTTP2},
         {"leader-elect", optional_argument, NULL, O_LE},
         {"leader-elect-lease-duration", required_argument, NULL, O_LE_LEASE},
         {"leader-elect-renew-deadline", required_argument, NULL, O_LE_RENEW},
@@ -524,6 +528,10 @@ int cli_cmd_serve(int argc, char **argv)
             break;
         }
         case O_NOEVENTS: so.no_events = true; break;
+        case O_HTTP2:
+            if (!cli_flag_bool("serve", "--kube-api-http2", optarg, &clo.http2))
+                return CLI_EXIT_INVALID;
+            break;
         case O_POOLSTATUS:
             if (!cli_flag_bool("serve", "--pool-status-controller", optarg, &pool_status))
                 return CLI_EXIT_INVALID;
