@@ -253,13 +253,10 @@ void dg_claim_upsert(dg_graph *g, dg_claim *c, de_arena *a, json_t *json, const 
     ce->a = a;
     ce->refs = (uint32_t *)refs;
     ce->nrefs = nrefs;
-    ce->text = freeze(json, &ce->text_len);
-    if (ce->text && dg_claim_encodes_as(g, c, ce->text, ce->text_len)) {
-        free(ce->text);
-        ce->text = NULL;
-        ce->text_len = 0;
+    if (json && dg_claim_encodes_as(g, c, json))
         ce->encoded = true;
-    }
+    else
+        ce->text = freeze(json, &ce->text_len);
     ce->gen = dg_bump(g);
     changed |= usage_apply(g, c, +1);
     if (changed)

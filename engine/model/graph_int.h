@@ -274,9 +274,9 @@ void *dg_rec_grow(dg_graph *g, void *old, size_t old_bytes, size_t used_bytes, s
 void dg_rec_pending(dg_graph *g, claim_ent *ce, int sign);
 
 /* graph_claim_enc.c: the claim as a v1 object from its struct, and whether
- * that is byte for byte the compact text given */
+ * that dumps byte for byte as the input tree would */
 json_t *dg_encode_claim_object(const dg_graph *g, const dg_claim *c);
-bool dg_claim_encodes_as(const dg_graph *g, const dg_claim *c, const char *text, size_t len);
+bool dg_claim_encodes_as(const dg_graph *g, const dg_claim *c, const json_t *input);
 
 /* graph_encode.c */
 json_t *dg_encode_claim_status(const dg_graph *g, const dg_claim *c, json_t *orig_status);
