@@ -200,6 +200,9 @@ static int l_client(lua_State *L)
         o.timeout_ms = (long)optint(L, 2, "timeout_ms", 0);
         o.report_interval_ms = (long)optint(L, 2, "report_interval_ms", 0);
         hdr = optfield(L, 2, "header");
+        lua_getfield(L, 2, "http2");
+        o.http2 = lua_toboolean(L, -1);
+        lua_pop(L, 1);
     }
     lclient *u = lua_newuserdatauv(L, sizeof *u, 1);
     u->rep = NULL;

@@ -57,12 +57,18 @@ static kc_client *root_of(kc_client *cl) { return cl->root ? cl->root : cl; }
 static void lock(kc_client *cl) { pthread_mutex_lock(&root_of(cl)->mu); }
 static void unlock(kc_client *cl) { pthread_mutex_unlock(&root_of(cl)->mu); }
 
+/* Set once, with libcurl's global init, by the first client (made on the
+ * main thread before any binding worker): curl_version_info fills a static
+ * struct on every call, so the workers never ask it themselves. */
 static bool curl_ready;
+static bool tls_is_openssl; /* keep_tls_buffers applies */
 
 kc_client *kc_client_new(kc_config *cfg, const kc_client_opts *o)
 {
     if (!curl_ready) {
         curl_global_init(CURL_GLOBAL_DEFAULT);
+        const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+        tls_is_openssl = v && v->ssl_version && strncmp(v->ssl_version, "OpenSSL/", 8) == 0;
         curl_ready = true;
     }
     kc_client *cl = de_xcalloc(1, sizeof *cl);
@@ -312,7 +318,7 @@ static void take_token(kc_client *cl)
  * glibc consolidate every fastbin that jansson's small objects left behind:
  * 10-15 % of serve's CPU under load.  Keeping the buffers costs about 34 KiB
  * per connection.  The callback only runs with libcurl's OpenSSL backend
- * (ssl_ctx_openssl), the one Debian's libcurl4-openssl-dev links. */
+ * (tls_is_openssl), the one Debian's libcurl4-openssl-dev links. */
 static CURLcode keep_tls_buffers(CURL *h, void *ssl_ctx, void *ud)
 {
     (void)h, (void)ud;
@@ -320,15 +326,6 @@ static CURLcode keep_tls_buffers(CURL *h, void *ssl_ctx, void *ud)
     return CURLE_OK;
 }
 
-static bool ssl_ctx_openssl(void)
-{
-    static int is = -1;
-    if (is < 0) {
-        const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
-        is = v && v->ssl_version && strncmp(v->ssl_version, "OpenSSL/", 8) == 0;
-    }
-    return is == 1;
-}
 
 void kc_client_setup_easy(kc_client *cl, CURL *h)
 {
@@ -340,7 +337,7 @@ void kc_client_setup_easy(kc_client *cl, CURL *h)
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-    if (ssl_ctx_openssl())
+    if (tls_is_openssl)
         curl_easy_setopt(h, CURLOPT_SSL_CTX_FUNCTION, keep_tls_buffers);
     /* HTTP/1.1 unless asked otherwise.  Against kube-apiserver 1.37 the
      * server's HTTP/2 side (frame writes on goroutines of their own, flow

@@ -41,6 +41,7 @@ function M.start(opts)
     "--cert-dir", certdir }
   if opts.no_claim_controller then args[#args + 1] = "--no-claim-controller" end
   if opts.token then args[#args + 1] = "--token"; args[#args + 1] = opts.token end
+  if opts.alpn_h2 then args[#args + 1] = "--alpn-h2" end
   local parts = {}
   for i, a in ipairs(args) do parts[i] = H.shell_quote(a) end
   -- LD_PRELOAD (ASan) must not reach python.

@@ -121,7 +121,7 @@ class Store:
         self.valid_basic = set()   # "user:password"
         self.stats = {"requests": 0, "watches": 0, "lists": 0, "active_watches": 0,
                       "gone": 0, "dropped": 0, "auth_failures": 0, "tokens_seen": {},
-                      "basic_seen": 0, "by_res": {}}
+                      "basic_seen": 0, "by_res": {}, "alpn": {}}
 
     # -- events ---------------------------------------------------------------
     def _emit(self, res, typ, obj):
@@ -410,6 +410,11 @@ class Handler(BaseHTTPRequestHandler):
         self.request.settimeout(30)
         try:
             self.request.do_handshake()
+            # with --alpn-h2: which protocol each connection's client chose
+            if ARGS.alpn_h2:
+                proto = self.request.selected_alpn_protocol() or "none"
+                with STORE.cv:
+                    STORE.stats["alpn"][proto] = STORE.stats["alpn"].get(proto, 0) + 1
         except (ssl.SSLError, OSError):
             pass
         self.request.settimeout(None)
@@ -1004,6 +1009,9 @@ def main():
     ap.add_argument("--no-claim-controller", action="store_true")
     ap.add_argument("--cert-dir", help="CA and certificates (made there if missing); default --dir")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--alpn-h2", action="store_true",
+                    help="offer h2 as well as http/1.1 in ALPN and count what clients pick "
+                         "(stats.alpn; this server itself speaks only HTTP/1.1)")
     ARGS = ap.parse_args()
     d = ARGS.dir
     os.makedirs(d, exist_ok=True)
@@ -1017,6 +1025,8 @@ def main():
     ctx.load_cert_chain(os.path.join(cd, "server.crt"), os.path.join(cd, "server.key"))
     ctx.load_verify_locations(os.path.join(cd, "ca.crt"))
     ctx.verify_mode = ssl.CERT_OPTIONAL
+    if ARGS.alpn_h2:
+        ctx.set_alpn_protocols(["h2", "http/1.1"])
 
     class Server(ThreadingHTTPServer):
         daemon_threads = True
