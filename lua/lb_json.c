@@ -7,6 +7,7 @@
 
 #include "../engine/base/buf.h"
 #include "../engine/base/doc.h"
+#include "../engine/base/jdump.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -320,6 +321,58 @@ static int l_json_encode(lua_State *L)
     return 1;
 }
 
+/* json_redump(text, flags) -> draengine's dump, json_dumps's, json_dumps's
+ * of draengine's deep copy (nil for a refusal): the writers side by side,
+ * for jdump's spec.  With
+ * flags.raw the text is one string's bytes, unchecked (json_stringn_nocheck),
+ * in an array. */
+static int l_json_redump(lua_State *L)
+{
+    size_t n;
+    const char *s = luaL_checklstring(L, 1, &n);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    static const struct { const char *name; size_t flag; } F[] = {
+        {"compact", JSON_COMPACT},       {"encode_any", JSON_ENCODE_ANY}, {"ensure_ascii", JSON_ENSURE_ASCII},
+        {"escape_slash", JSON_ESCAPE_SLASH}, {"sort_keys", JSON_SORT_KEYS}, {"embed", JSON_EMBED},
+        {"preserve_order", JSON_PRESERVE_ORDER}};
+    size_t flags = 0;
+    for (size_t i = 0; i < DE_ARRAY_LEN(F); i++) {
+        lua_getfield(L, 2, F[i].name);
+        if (lua_toboolean(L, -1))
+            flags |= F[i].flag;
+        lua_pop(L, 1);
+    }
+    lua_getfield(L, 2, "indent");
+    flags |= JSON_INDENT((int)luaL_optinteger(L, -1, 0));
+    lua_getfield(L, 2, "precision");
+    flags |= JSON_REAL_PRECISION((int)luaL_optinteger(L, -1, 0));
+    lua_getfield(L, 2, "raw");
+    bool raw = lua_toboolean(L, -1);
+    lua_pop(L, 3);
+    json_t *v;
+    if (raw) {
+        v = json_array();
+        json_array_append_new(v, json_stringn_nocheck(s, n));
+    } else {
+        json_error_t je;
+        v = json_loadb(s, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+        if (!v)
+            return luaL_error(L, "json: line %d:%d: %s", je.line, je.column, je.text);
+    }
+    json_t *cp = de_json_copy(v);
+    char *out[3] = {de_json_dumps(v, flags), json_dumps(v, flags), json_dumps(cp, flags)};
+    json_decref(v);
+    json_decref(cp);
+    for (int i = 0; i < 3; i++) {
+        if (out[i])
+            lua_pushstring(L, out[i]);
+        else
+            lua_pushnil(L);
+        free(out[i]);
+    }
+    return 3;
+}
+
 typedef struct luactx {
     lua_State *L;
     int table;
@@ -412,6 +465,7 @@ void lb_open_json(lua_State *L)
     static const luaL_Reg fns[] = {
         {"json_decode", l_json_decode},
         {"json_encode", l_json_encode},
+        {"json_redump", l_json_redump},
         {"yaml_decode", l_yaml_decode},
         {"yaml_encode", l_yaml_encode},
         {"load_docs", l_load_docs},

@@ -650,6 +650,24 @@ static int l_decode_watch(lua_State *L)
     return 4;
 }
 
+/* peek_watch(line) -> type, namespace, name, resourceVersion; or nil */
+static int l_peek_watch(lua_State *L)
+{
+    static const char *const T[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "OTHER"};
+    size_t n;
+    const char *line = luaL_checklstring(L, 1, &n);
+    kc_peek pk;
+    if (!kc_watch_peek(line, n, &pk)) {
+        lua_pushnil(L);
+        return 1;
+    }
+    lua_pushstring(L, T[pk.type]);
+    lua_pushstring(L, pk.ns);
+    lua_pushstring(L, pk.name);
+    lua_pushstring(L, pk.rv);
+    return 4;
+}
+
 static int l_parse_time(lua_State *L)
 {
     int64_t ns;
@@ -699,6 +717,7 @@ void lb_open_kube(lua_State *L)
         {"config", l_config},           {"client", l_client},
         {"backoff", l_backoff},         {"parse_time", l_parse_time},
         {"parse_list", l_parse_list},   {"decode_watch", l_decode_watch},
+        {"peek_watch", l_peek_watch},
         {"format_time", l_format_time}, {NULL, NULL},
     };
     lua_newtable(L);

@@ -124,6 +124,39 @@ describe("kube stream decoding", function()
     end
   end)
 
+  it("peeks at a watch line's type and its object's names without decoding it", function()
+    local mf = '"managedFields":[{"manager":"m","fieldsV1":{"f:metadata":{"f:name":{},"f:namespace":{}}}}]'
+    local obj = '{"kind":"ResourceClaim","metadata":{"name":"c-1","namespace":"ns",' .. mf
+      .. ',"resourceVersion":"4711","labels":{"name":"not-this","namespace":"nor-this"}},'
+      .. '"spec":{"metadata":{"name":"deeper"}},"status":{}}'
+    assert.are.same({ "MODIFIED", "ns", "c-1", "4711" }, { kube.peek_watch('{"type":"MODIFIED","object":' .. obj .. '}') })
+    -- spaces; the type must come first (the server's order), else the line is decoded
+    assert.are.same({ "DELETED", "ns", "c-1", "4711" },
+      { kube.peek_watch('{ "type" : "DELETED" ,\n "object" : ' .. obj .. ' }') })
+    assert.is_nil(kube.peek_watch('{"object":' .. obj .. ',"type":"DELETED"}'))
+    -- cluster-scoped: no namespace; an unknown type
+    assert.are.same({ "OTHER", "", "n", "9" },
+      { kube.peek_watch('{"type":"NEW","object":{"metadata":{"resourceVersion":"9","name":"n"}}}') })
+    -- whatever follows metadata is not looked at: decoding still judges it
+    assert.are.same({ "ADDED", "", "n", "9" },
+      { kube.peek_watch('{"type":"ADDED","object":{"metadata":{"name":"n","resourceVersion":"9"},"spec":nonsense') })
+    for _, line in ipairs{
+      '', 'not json', '[]', '{"type":"MODIFIED"}',
+      '{"type":"MODIFIED","object":{"metadata":{"name":"n"}}}',                      -- no resourceVersion
+      '{"type":"MODIFIED","object":{"metadata":{"resourceVersion":"1"}}}',           -- no name
+      '{"object":{"metadata":{"name":"n","resourceVersion":"1"}}}',                   -- no type before metadata ends
+      '{"type":"MODIFIED","object":{"metadata":{"name":"a\\u0062","resourceVersion":"1"}}}', -- an escape
+      '{"type":"MODIFIED","object":{"metadata":{"name":7,"resourceVersion":"1"}}}',  -- not a string
+      '{"type":"MODIFIED","object":{"metadata":{"name":"' .. string.rep("n", 300) .. '","resourceVersion":"1"}}}',
+      '{"type":"MODIFIED","object":{"spec":{"metadata":{"name":"n","resourceVersion":"1"}}}}', -- not the object's
+      '{"type":"MODIFIED","other":{"metadata":{"name":"n","resourceVersion":"1"}}}',  -- not in "object"
+      '{"type":"MODIFIED","object":{"metadata":{"name":"n","resourceVersion":"1"', -- cut in metadata
+      '{"type":"MODIFIED","object":' .. string.rep("[", 70) .. '}',
+    } do
+      assert.is_nil(kube.peek_watch(line), line)
+    end
+  end)
+
   it("leaves out the object's own metadata.managedFields, and nothing else", function()
     local mf = '[{"manager":"kube-controller-manager","operation":"Update","fieldsType":"FieldsV1",'
       .. '"fieldsV1":{"f:metadata":{"f:ownerReferences":{".":{},"k:{\\"uid\\":\\"u\\"}":{}}},'

@@ -186,6 +186,12 @@ uint64_t kc_client_failures_suppressed(const kc_client *cl);
  */
 de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *body,
                  const char *content_type, long *status, json_t **out, de_err *e);
+/* The same, when only the identity of the answer's object is wanted (its
+ * new resourceVersion): the answer is not decoded.  DE_EAPI when it has no
+ * metadata.name and resourceVersion. */
+struct kc_peek;
+de_rc kc_request_peek(kc_client *cl, const char *method, const char *path, json_t *body,
+                      const char *content_type, struct kc_peek *pk, de_err *e);
 
 /* ---- paths --------------------------------------------------------------- */
 
@@ -279,6 +285,19 @@ const char *kc_informer_last_error(const kc_informer *inf);
  * pages are parsed as they stream (one item's text at a time), so this
  * stays near the largest single object, whatever the lists weigh. */
 size_t kc_informer_list_peak(const kc_informer *inf);
+/* An optional filter for one resource, asked about each of its MODIFIED
+ * watch events before it is decoded, with what kc_watch_peek read from the
+ * line (and the line, to keep): true drops the event undecoded.  Its
+ * resourceVersion still counts (the watch resumes after it, a relist
+ * compares against it), so only an event whose object the caller holds
+ * already, or keeps to decode later, may be dropped: a scheduler's echo of
+ * its own write.  ADDED, DELETED and lines that do not peek are always
+ * decoded and delivered. */
+struct kc_peek;
+typedef bool (*kc_skip_fn)(void *ctx, kc_res res, const struct kc_peek *pk, const char *line, size_t len);
+void kc_informer_set_skip(kc_informer *inf, kc_res res, kc_skip_fn fn, void *ctx);
+/* Events a skip filter dropped, since the informer started. */
+uint64_t kc_informer_skipped(const kc_informer *inf);
 
 /* Backoff with jitter, shared by watches and writes: initial * 2^attempt,
  * capped, times a factor in [1, 2) drawn from a seeded xorshift.  With
@@ -312,6 +331,21 @@ typedef struct kc_wevent {
  * not one JSON object, a duplicate key, no type or no object. */
 bool kc_watch_decode(const char *line, size_t len, kc_wevent *ev);
 
+/* A watch event's type and the identity of its object, read from the line
+ * without decoding it (kc_lean.c): the members "type" and object.metadata's
+ * namespace (empty when absent), name and resourceVersion, as NUL-terminated
+ * copies.  false when the line does not show them plainly: a value with an
+ * escape or too long, a member missing, nesting past 64 levels.  A true
+ * answer says nothing about the rest of the line, which may still fail to
+ * decode. */
+typedef struct kc_peek {
+    kc_wtype type;
+    char ns[256], name[256], rv[64];
+} kc_peek;
+bool kc_watch_peek(const char *line, size_t len, kc_peek *pk);
+/* The same for one object's text (type KC_W_OTHER). */
+bool kc_object_peek(const char *obj, size_t len, kc_peek *pk);
+
 
 /* A list answer cut while it arrives: each element of "items" is decoded
  * and handed over as soon as its last byte is in, so a list is never held
@@ -337,6 +371,8 @@ size_t kc_listsplit_held(const kc_listsplit *s);
 de_rc kc_claim_update_status(kc_client *cl, json_t *claim, json_t **out, de_err *e);
 /* Plain update of the claim object (to add the delete-protection finalizer). */
 de_rc kc_claim_update(kc_client *cl, json_t *claim, json_t **out, de_err *e);
+/* The update, with only the answer's identity read (kc_request_peek). */
+de_rc kc_claim_update_peek(kc_client *cl, json_t *claim, struct kc_peek *pk, de_err *e);
 de_rc kc_get(kc_client *cl, kc_res r, const char *ns, const char *name, json_t **out,
              de_err *e);
 /* POST pods/<name>/binding. */

@@ -18,6 +18,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kc_int.h"
+#include "../../engine/base/jdump.h"
 
 #include "../../engine/base/log.h"
 
@@ -503,8 +504,46 @@ static bool has_rv(json_t *body)
     return rv && *rv;
 }
 
+/* The identity of an answer's object, from its text: peeked, or when that
+ * fails (an escape, an odd order), decoded. */
+static bool answer_peek(const char *p, size_t n, kc_peek *pk)
+{
+    if (kc_object_peek(p, n, pk))
+        return true;
+    json_error_t je;
+    json_t *o = kc_loadb_lean(p, n, 1, 0, &je);
+    json_t *md = json_object_get(o, "metadata");
+    const char *ns = json_string_value(json_object_get(md, "namespace"));
+    const char *name = json_string_value(json_object_get(md, "name"));
+    const char *rv = json_string_value(json_object_get(md, "resourceVersion"));
+    bool ok = name && rv && strlen(name) < sizeof pk->name && strlen(rv) < sizeof pk->rv &&
+              (!ns || strlen(ns) < sizeof pk->ns);
+    if (ok) {
+        snprintf(pk->ns, sizeof pk->ns, "%s", ns ? ns : "");
+        snprintf(pk->name, sizeof pk->name, "%s", name);
+        snprintf(pk->rv, sizeof pk->rv, "%s", rv);
+    }
+    json_decref(o);
+    return ok;
+}
+
+static de_rc request(kc_client *cl, const char *method, const char *path, json_t *body,
+                     const char *content_type, long *status_out, json_t **out, kc_peek *pk, de_err *e);
+
 de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *body,
                  const char *content_type, long *status_out, json_t **out, de_err *e)
+{
+    return request(cl, method, path, body, content_type, status_out, out, NULL, e);
+}
+
+de_rc kc_request_peek(kc_client *cl, const char *method, const char *path, json_t *body,
+                      const char *content_type, kc_peek *pk, de_err *e)
+{
+    return request(cl, method, path, body, content_type, NULL, NULL, pk, e);
+}
+
+static de_rc request(kc_client *cl, const char *method, const char *path, json_t *body,
+                     const char *content_type, long *status_out, json_t **out, kc_peek *pk, de_err *e)
 {
     if (out)
         *out = NULL;
@@ -519,7 +558,7 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
         json_object_get(json_object_get(body, "metadata"), "generateName"))
         idempotent = false; /* a retry could create a second object */
 
-    char *payload = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    char *payload = body ? de_json_dumps(body, JSON_COMPACT) : NULL;
     char fres[64];
     const char *fverb;
     kc_path_resource(method, path, fres, sizeof fres, &fverb);
@@ -636,7 +675,11 @@ de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *bo
         }
         if (status >= 200 && status < 300) {
             rc = DE_OK;
-            if (out && r.body.len) {
+            if (pk && !answer_peek(r.body.p, r.body.len, pk)) {
+                kc_client_fail(cl, fres, fverb, status, "UndecodableBody", "an answer without metadata");
+                rc = de_errf(e, DE_EAPI, "%s %s: HTTP %ld: an answer without metadata.name and resourceVersion",
+                             method, path, status);
+            } else if (out && r.body.len) {
                 json_error_t je;
                 *out = kc_loadb_lean(r.body.p, r.body.len, 1, 0, &je);
                 if (!*out) {

@@ -161,3 +161,104 @@ json_t *kc_loadb_lean(const char *s, size_t n, int level, size_t flags, json_err
     }
     return json_loadb(s, n, flags, je);
 }
+
+/* ---- the identity of a watch event, without decoding it --------------------------------- */
+
+/* The plain string value at s[v] into buf: false when it is not a string,
+ * has an escape or does not fit. */
+static bool copy_plain(const char *s, size_t n, size_t v, char *buf, size_t cap)
+{
+    if (v >= n || s[v] != '"')
+        return false;
+    size_t k = 0;
+    for (size_t i = v + 1; i < n; i++) {
+        if (s[i] == '"') {
+            buf[k] = 0;
+            return true;
+        }
+        if (s[i] == '\\' || k + 1 >= cap)
+            return false;
+        buf[k++] = s[i];
+    }
+    return false;
+}
+
+/* The same walk as kc_managed_span: in a watch line (od 2) the top-level
+ * "type" and the "object" member's metadata; in an object (od 1) its own
+ * metadata.  It stops when metadata closes, so the cost is the bytes before
+ * it (kind, apiVersion, metadata), not the object's. */
+static bool peek_meta(const char *s, size_t n, int od, char *type, size_t type_cap, kc_peek *pk)
+{
+    bool has_name = false, has_rv = false, in_obj = od == 1, in_meta = false, closed = false;
+    size_t obj_at = SIZE_MAX, meta_at = SIZE_MAX;
+    int depth = 0;
+    pk->ns[0] = pk->name[0] = pk->rv[0] = 0;
+    for (size_t i = 0; i < n;) {
+        char c = s[i];
+        if (c == '"') {
+            size_t end = skip_string(s, n, i);
+            size_t j = skip_ws(s, n, end);
+            if (j >= n || s[j] != ':') {
+                i = end;
+                continue;
+            }
+            size_t v = skip_ws(s, n, j + 1);
+            if (od == 2 && depth == 1 && key_is(s, i, end, "type")) {
+                if (!copy_plain(s, n, v, type, type_cap))
+                    return false;
+            } else if (od == 2 && depth == 1 && key_is(s, i, end, "object")) {
+                obj_at = v;
+            } else if (in_obj && !in_meta && depth == od && key_is(s, i, end, "metadata")) {
+                meta_at = v;
+            } else if (in_meta && depth == od + 1) {
+                bool ok = true;
+                if (key_is(s, i, end, "namespace"))
+                    ok = copy_plain(s, n, v, pk->ns, sizeof pk->ns);
+                else if (key_is(s, i, end, "name"))
+                    ok = has_name = copy_plain(s, n, v, pk->name, sizeof pk->name);
+                else if (key_is(s, i, end, "resourceVersion"))
+                    ok = has_rv = copy_plain(s, n, v, pk->rv, sizeof pk->rv);
+                if (!ok)
+                    return false;
+            }
+            i = j + 1;
+            continue;
+        }
+        if (c == '{' || c == '[') {
+            if (++depth > LEAN_MAX_DEPTH)
+                return false;
+            if (i == obj_at && c == '{' && depth == 2)
+                in_obj = true;
+            else if (i == meta_at && c == '{' && depth == od + 1)
+                in_meta = true;
+        } else if (c == '}' || c == ']') {
+            if (in_meta && depth == od + 1) {
+                closed = true; /* metadata ends */
+                break;
+            }
+            if (--depth < 1)
+                break;
+        }
+        i++;
+    }
+    return closed && has_name && has_rv;
+}
+
+bool kc_watch_peek(const char *s, size_t n, kc_peek *pk)
+{
+    static const char *const types[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
+    char type[16] = "";
+    if (!peek_meta(s, n, 2, type, sizeof type, pk) || !type[0])
+        return false;
+    pk->type = KC_W_OTHER;
+    for (size_t t = 0; t < DE_ARRAY_LEN(types); t++)
+        if (!strcmp(type, types[t]))
+            pk->type = (kc_wtype)t;
+    return true;
+}
+
+bool kc_object_peek(const char *s, size_t n, kc_peek *pk)
+{
+    pk->type = KC_W_OTHER;
+    return peek_meta(s, n, 1, NULL, 0, pk);
+}

@@ -40,6 +40,14 @@ de_rc kc_claim_update(kc_client *cl, json_t *claim, json_t **out, de_err *e)
     return kc_request(cl, "PUT", path, claim, NULL, NULL, out, e);
 }
 
+de_rc kc_claim_update_peek(kc_client *cl, json_t *claim, kc_peek *pk, de_err *e)
+{
+    char path[1024];
+    kc_object_path(KC_RES_CLAIMS, md_str(claim, "namespace"), md_str(claim, "name"), NULL, path,
+                   sizeof path);
+    return kc_request_peek(cl, "PUT", path, claim, NULL, pk, e);
+}
+
 de_rc kc_pod_bind(kc_client *cl, const char *ns, const char *pod, const char *uid,
                   const char *node, de_err *e)
 {

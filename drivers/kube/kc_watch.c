@@ -121,6 +121,9 @@ struct kc_informer {
     bool delivering;
     char last_err[700];
     size_t list_peak; /* most bytes list parsing held at once, all resources */
+    kc_skip_fn skip[KC_RES_COUNT];
+    void *skip_ctx[KC_RES_COUNT];
+    uint64_t skipped;
 };
 
 /* ---- queue ----------------------------------------------------------------- */
@@ -387,8 +390,28 @@ static void cut(refl *r, long code, const char *reason, const char *fmt, ...)
     snprintf(r->gone_reason, sizeof r->gone_reason, "%s", reason);
 }
 
+/* A MODIFIED event the skip filter drops: only its bookkeeping is kept. */
+static bool skipped(refl *r, const char *s, size_t len)
+{
+    kc_informer *inf = r->inf;
+    kc_peek pk;
+    kc_skip_fn fn = inf->skip[r->res];
+    if (!fn || !kc_watch_peek(s, len, &pk) || pk.type != KC_W_MODIFIED || !pk.rv[0] ||
+        !fn(inf->skip_ctx[r->res], r->res, &pk, s, len))
+        return false;
+    r->watch_events++;
+    inf->skipped++;
+    char key[600];
+    snprintf(key, sizeof key, "%s/%s", pk.ns, pk.name);
+    json_object_set_new(r->store, key, json_string(pk.rv));
+    snprintf(r->rv, sizeof r->rv, "%s", pk.rv);
+    return true;
+}
+
 static void handle_line(refl *r, const char *s, size_t len)
 {
+    if (skipped(r, s, len))
+        return;
     kc_wevent ev;
     if (!kc_watch_decode(s, len, &ev)) {
         cut(r, 200, ev.reason, "%s", ev.msg); /* we may have lost an event: relist */
@@ -804,6 +827,17 @@ bool kc_informer_synced(const kc_informer *inf)
 
 const char *kc_informer_rv(const kc_informer *inf, kc_res r) { return inf->r[r].rv; }
 const char *kc_informer_last_error(const kc_informer *inf) { return inf->last_err; }
+void kc_informer_set_skip(kc_informer *inf, kc_res res, kc_skip_fn fn, void *ctx)
+{
+    inf->skip[res] = fn;
+    inf->skip_ctx[res] = ctx;
+}
+
+uint64_t kc_informer_skipped(const kc_informer *inf)
+{
+    return inf->skipped;
+}
+
 size_t kc_informer_list_peak(const kc_informer *inf) { return inf->list_peak; }
 
 void kc_informer_describe(const kc_informer *inf, de_buf *out)

@@ -3,6 +3,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "log.h"
+#include "jdump.h"
 #include "buf.h"
 
 #include <jansson.h>
@@ -65,7 +66,7 @@ void de_log_kv(de_log_level lvl, int v, const char *file, int line, const char *
             json_object_set_new(o, "v", json_integer(v));
         for (int i = 0; kv && kv[i] && kv[i + 1]; i += 2)
             json_object_set_new(o, kv[i], json_string(kv[i + 1]));
-        char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        char *s = de_json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         de_buf_puts(&b, s ? s : "{}");
         free(s);
         json_decref(o);

@@ -33,6 +33,7 @@
  * as a stream of YAML documents.
  */
 #include "alloc_plan.h"
+#include "../base/jdump.h"
 #include "cli.h"
 #include "objout.h"
 #include "watch.h"
@@ -226,7 +227,7 @@ static void emit_doc(const wstate *w, json_t *doc)
             cli_errorf("allocate", "%s", e.msg);
         return;
     }
-    char *s = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *s = de_json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (s)
         printf("%s\n", s);
     free(s);

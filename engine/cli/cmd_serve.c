@@ -742,6 +742,7 @@ int cli_cmd_serve(int argc, char **argv)
     io.backoff_initial_ns = wbackoff;
     io.jitter_seed = jitter;
     sv.inf = kc_informer_new(sv.cl, &io, on_event, &sv);
+    kc_informer_set_skip(sv.inf, KC_RES_CLAIMS, sch_skip_event, sv.s);
     if (leader_elect)
         sv.lease = kc_lease_new(sv.cl, &lo);
 

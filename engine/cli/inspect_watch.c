@@ -11,6 +11,7 @@
  * replaces).
  */
 #include "cli.h"
+#include "../base/jdump.h"
 #include "inspect.h"
 #include "watch.h"
 
@@ -126,7 +127,7 @@ static void end_cycle(iwatch *w, uint32_t *cycle)
             json_t *doc = json_pack("{s:i, s:O, s:O}", "cycle", (json_int_t)++*cycle, "events", w->events, "errors",
                                     w->errors);
             json_object_set_new(doc, "report", cli_inspect_report(&c, true, stdout));
-            char *text = json_dumps(doc, JSON_COMPACT);
+            char *text = de_json_dumps(doc, JSON_COMPACT);
             printf("%s\n", text);
             free(text);
             json_decref(doc);

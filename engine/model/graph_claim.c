@@ -15,6 +15,7 @@
  * released many times does not grow, and it never goes through JSON.
  */
 #include "graph_int.h"
+#include "../base/jdump.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,7 +168,7 @@ static char *freeze(json_t *j, uint32_t *len)
     *len = 0;
     if (!j)
         return NULL;
-    char *s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+    char *s = de_json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
     size_t n = s ? strlen(s) : 0;
     if (n > UINT32_MAX) { /* a 4 GiB object never gets past the readers' caps */
         free(s);

@@ -89,6 +89,9 @@ void sch_set_hooks(sch_sched *s, const al_hooks *h);
  * the pods it affects.  Invalid objects are counted and logged, never
  * fatal. */
 void sch_observe(sch_sched *s, kc_res res, kc_evtype type, json_t *obj);
+/* The informer's skip filter (kc_skip_fn, ctx the scheduler): drops a
+ * claim's MODIFIED event that the graph holds already (sch_bind.c). */
+bool sch_skip_event(void *sched, kc_res res, const kc_peek *pk, const char *line, size_t len);
 
 /* Schedule pods from the active queue until it is empty or budget_ns has
  * passed; returns the number of scheduling attempts. */
@@ -117,6 +120,7 @@ typedef struct sch_stats {
     uint64_t requeued_by_event, flushed;
     uint64_t popped_from_backoff; /* tried before their backoff ended: nothing else to do */
     uint64_t invalid_objects, stale_events_ignored;
+    uint64_t echoes_skipped; /* our own claim writes coming back, not decoded */
     uint64_t hint_pods_checked;   /* pods a claim event checked (index hits or all unschedulable) */
     uint64_t prehint_narrowed;    /* claim events narrowed by the index (SchedulerPreQueueingHints) */
     /* PreBind waits for binding conditions: begun, bound, failed, timed out */

@@ -33,6 +33,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "sch_int.h"
 
+#include "../base/jdump.h"
+
 #include "../base/log.h"
 
 #include <errno.h>
@@ -78,6 +80,12 @@ typedef struct busy {
     bool has_ev;
     kc_evtype t;
     json_t *ev; /* the newest watch event of the claim while it was busy */
+    /* the newest of those kept undecoded (sch_async_drop): its version,
+     * its watch line; how many were kept so */
+    uint64_t dropped_rv;
+    char *line;
+    size_t line_len;
+    uint32_t dropped;
 } busy;
 
 typedef struct sch_pool sch_pool;
@@ -292,6 +300,23 @@ bool sch_async_claim_busy(const sch_sched *s, uint64_t claim_key)
     return s->pool && de_map_get(&s->pool->busy, claim_key, &v);
 }
 
+bool sch_async_drop(sch_sched *s, uint64_t claim_key, uint64_t rv, const char *line, size_t len)
+{
+    uint64_t v;
+    if (!s->pool || !de_map_get(&s->pool->busy, claim_key, &v))
+        return false;
+    busy *b = (busy *)(uintptr_t)v;
+    b->dropped++;
+    if (rv > b->dropped_rv) {
+        b->dropped_rv = rv;
+        free(b->line);
+        b->line = de_xmalloc(len);
+        memcpy(b->line, line, len);
+        b->line_len = len;
+    }
+    return true;
+}
+
 bool sch_async_defer(sch_sched *s, kc_evtype t, json_t *obj, uint64_t claim_key)
 {
     uint64_t v;
@@ -389,7 +414,7 @@ de_rc sch_async_submit(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choic
         const dg_claim *cl = dg_claim_get(s->g, clid);
         step *st = &j->st[j->n++];
         *st = (step){ST_CLAIM, clid, cl->meta.ns, cl->meta.name, a != NULL, false, sch_binding_gates(s),
-                     json_deep_copy(cj), a ? sch_alloc_json(s, a) : NULL, entry, NULL};
+                     de_json_copy(cj), a ? sch_alloc_json(s, a) : NULL, entry, NULL};
         st->add_finalizer = !sch_has_finalizer(st->obj);
         sch_key_retain(s, sch_key(st->cns, st->cname));
     }
@@ -397,7 +422,7 @@ de_rc sch_async_submit(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choic
         j->st[j->n++] = (step){.kind = ST_NAR, .clid = DG_NONE, .obj = al_nar_json(s->g, c->nar)};
     j->st[j->n++] = (step){.kind = ST_BIND, .clid = DG_NONE};
     if (!s->o.no_events)
-        j->st[j->n++] = (step){.kind = ST_EVENT, .clid = DG_NONE, .obj = json_deep_copy(dg_pod_json(s->g, pid))};
+        j->st[j->n++] = (step){.kind = ST_EVENT, .clid = DG_NONE, .obj = sch_event_ref(dg_pod_json(s->g, pid))};
     for (uint32_t i = 0; i < j->n; i++)
         if (j->st[i].kind == ST_CLAIM) {
             uint64_t key = sch_key(j->st[i].cns, j->st[i].cname);
@@ -418,6 +443,28 @@ de_rc sch_async_submit(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choic
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return DE_OK;
+}
+
+/* The newest event of a claim while its job ran was kept undecoded.  At
+ * or below the version the job wrote last, it is that write's echo (or an
+ * older one): the graph holds its object already, only the requeue is
+ * owed.  Above it (someone else wrote the claim meanwhile, or the job's
+ * write failed), it is decoded now and observed as it would have been. */
+static void dropped_newest(sch_sched *s, const step *st, uint64_t key, const busy *b)
+{
+    uint64_t mine;
+    if (de_map_get(&s->assumed_rv, key, &mine) && b->dropped_rv <= mine) {
+        s->st.echoes_skipped += b->dropped;
+        sch_requeue_claim(s, key);
+        sch_wait_claim(s, key);
+        return;
+    }
+    kc_wevent ev;
+    if (kc_watch_decode(b->line, b->line_len, &ev) && ev.type == KC_W_MODIFIED)
+        sch_observe(s, KC_RES_CLAIMS, KC_EV_MODIFIED, ev.obj);
+    else if (dg_claim_find(s->g, st->cns, st->cname) == st->clid)
+        sch_refresh_claim(s, st->clid); /* it peeked but does not decode: read it */
+    json_decref(ev.obj);
 }
 
 /* Apply one finished job on the scheduler's thread. */
@@ -459,9 +506,17 @@ static void finish(sch_sched *s, job *j)
             continue;
         de_map_del(&s->pool->busy, key);
         busy *b = (busy *)(uintptr_t)v;
-        if (b->has_ev)
+        bool ok;
+        uint64_t kept = b->has_ev ? sch_parse_rv(json_string_value(json_object_get(
+                                                     json_object_get(b->ev, "metadata"), "resourceVersion")),
+                                                 &ok)
+                                  : 0;
+        if (b->dropped_rv > kept)
+            dropped_newest(s, st, key, b);
+        else if (b->has_ev)
             sch_observe(s, KC_RES_CLAIMS, b->t, b->ev);
         json_decref(b->ev);
+        free(b->line);
         free(b);
         sch_key_release(s, key);
     }
@@ -572,6 +627,7 @@ void sch_async_free(sch_sched *s)
     while (de_map_next(&p->busy, &it, &k, &v)) {
         busy *b = (busy *)(uintptr_t)v;
         json_decref(b->ev);
+        free(b->line);
         free(b);
         sch_key_release(s, k);
     }

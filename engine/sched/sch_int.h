@@ -221,6 +221,10 @@ de_rc sch_async_submit(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choic
 bool sch_async_claim_busy(const sch_sched *s, uint64_t claim_key);
 /* true: the event was kept for when the job ends (the claim is busy). */
 bool sch_async_defer(sch_sched *s, kc_evtype t, json_t *obj, uint64_t claim_key);
+/* A MODIFIED event of a claim a job is writing, kept undecoded: true when
+ * the claim is busy (the newest line is kept for the job's end). */
+bool sch_async_drop(sch_sched *s, uint64_t claim_key, uint64_t rv, const char *line, size_t len);
+uint64_t sch_parse_rv(const char *rv, bool *ok);
 void sch_async_hold(sch_sched *s, uint32_t idx);
 void sch_async_drain(sch_sched *s);
 uint32_t sch_async_in_flight(const sch_sched *s);
@@ -242,5 +246,6 @@ de_rc sch_deallocate(sch_sched *s, uint32_t clid, uint32_t pod_uid, de_err *e);
 void sch_event(sch_sched *s, json_t *regarding, const char *type, const char *reason,
                const char *action, const char *note);
 bool sch_claim_event_is_stale(sch_sched *s, json_t *obj);
+json_t *sch_event_ref(json_t *obj); /* the part of obj an Event names */
 
 #endif

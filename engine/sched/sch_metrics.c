@@ -65,6 +65,13 @@ void sch_metrics(const sch_sched *s, de_buf *b)
     sch_prom_head(b, "draengine_scheduler_invalid_objects_total", "counter",
                   "Watched objects refused by validation.");
     sch_prom_sample(b, "draengine_scheduler_invalid_objects_total", "", (double)st.invalid_objects);
+    sch_prom_head(b, "draengine_scheduler_claim_events_ignored_total", "counter",
+                  "ResourceClaim watch events not applied: older than draengine's own last write (stale), "
+                  "or the echo of that write, dropped before decoding (echo).");
+    sch_prom_sample(b, "draengine_scheduler_claim_events_ignored_total", "reason=\"stale\"",
+                    (double)st.stale_events_ignored);
+    sch_prom_sample(b, "draengine_scheduler_claim_events_ignored_total", "reason=\"echo\"",
+                    (double)st.echoes_skipped);
     sch_prom_head(b, "draengine_scheduler_scheduling_attempt_duration_seconds", "histogram",
                   "Scheduling attempt latency (filter, score, writes).");
     sch_prom_hist(b, "draengine_scheduler_scheduling_attempt_duration_seconds", "", &s->attempt_lat);

@@ -3,6 +3,7 @@
  * scheduler binds (sch_shadow.h says how the same state is made and undone).
  */
 #include "sch_shadow.h"
+#include "../base/jdump.h"
 
 #include "sch_http.h"
 
@@ -351,7 +352,7 @@ static void finish(sch_shadow *sh, decision *d, json_t *theirs)
                              theirs ? json_incref(theirs) : json_null(), "ours", ours, "policyRevision",
                              d->revision);
     json_object_set_new(line, "reason", json_string(reason));
-    char *text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *text = de_json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (text) {
         fprintf(sh->o.log, "%s\n", text);
         fflush(sh->o.log);

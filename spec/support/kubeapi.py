@@ -16,7 +16,8 @@ nothing ("none").
 
 Faults on demand (POST /_test/faults): connections dropped mid-watch, any
 error status (with the Status reason and message a rule gives, or a raw
-non-JSON body), 429 with Retry-After, slow answers, a restart that loses the
+non-JSON body), 429 with Retry-After, slow answers (all, or one request a
+rule with delay_ms and no status matches), a restart that loses the
 watch history; watches that end at once ("stream": empty, one_event,
 garbage, error410, error500, drop), lists that page forever ("list":
 endless, repeat, same_items) and huge lists streamed as they are generated
@@ -582,6 +583,9 @@ class Handler(BaseHTTPRequestHandler):
                 elif x < STORE.faults["conflict_rate"] + STORE.faults["error_rate"]:
                     r = {"status": 500}
         if r is None:
+            return None
+        if r.get("delay_ms") and "status" not in r:  # a slow answer to this one request
+            time.sleep(r["delay_ms"] / 1000.0)
             return None
         if r.get("stream") or r.get("list"):
             return r  # a misbehaving watch or list: the caller plays it
