@@ -267,6 +267,31 @@ static int cl_request(lua_State *L)
     return 3;
 }
 
+/* cl:request_peek(method, path, body) -> {namespace, name, resourceVersion}
+ * of the answer's object (kc_request_peek), or nil, message */
+static int cl_request_peek(lua_State *L)
+{
+    lclient *u = chkcl(L, 1);
+    const char *method = luaL_checkstring(L, 2);
+    const char *path = luaL_checkstring(L, 3);
+    json_t *body = lua_istable(L, 4) ? lb_to_json(L, 4) : NULL;
+    kc_peek pk;
+    de_err e;
+    de_err_clear(&e);
+    de_rc rc = kc_request_peek(u->cl, method, path, body, NULL, &pk, &e);
+    json_decref(body);
+    if (rc != DE_OK) {
+        lua_pushnil(L);
+        lua_pushstring(L, e.msg);
+        return 2;
+    }
+    lua_newtable(L);
+    lb_set_str(L, "namespace", pk.ns);
+    lb_set_str(L, "name", pk.name);
+    lb_set_str(L, "resourceVersion", pk.rv);
+    return 1;
+}
+
 static int cl_stats(lua_State *L)
 {
     kc_stats s;
@@ -691,7 +716,8 @@ void lb_open_kube(lua_State *L)
         {"server", cfg_server},   {"source", cfg_source},   {"context", cfg_context},
         {"namespace", cfg_namespace}, {"describe", cfg_describe}, {"redact", cfg_redact},
         {"reload_token", cfg_reload_token}, {"token_problem", cfg_token_problem}, {NULL, NULL}};
-    static const luaL_Reg clm[] = {{"request", cl_request}, {"stats", cl_stats},
+    static const luaL_Reg clm[] = {{"request", cl_request}, {"request_peek", cl_request_peek},
+                                   {"stats", cl_stats},
                                    {"failures", cl_failures}, {"reports", cl_reports},
                                    {"bind", cl_bind},       {"event", cl_event},
                                    {"informer", cl_informer}, {"lease", cl_lease},

@@ -37,6 +37,30 @@ describe("kube writes", function()
     assert.are_not.equal(w[2].sentResourceVersion, w[2].currentResourceVersion)
   end)
 
+  it("reads only the identity of an answer when asked (request_peek)", function()
+    srv:load{ K.claim("default", "c1", "gpu") }
+    local cl = srv:client()
+    local _, c = cl:request("GET", claim_path("c1"))
+    c.metadata.finalizers = { "resource.kubernetes.io/delete-protection" }
+    local id, err = cl:request_peek("PUT", claim_path("c1"), c)
+    assert.is_nil(err)
+    local _, now_c = cl:request("GET", claim_path("c1"))
+    assert.are.same({ namespace = "default", name = "c1", resourceVersion = now_c.metadata.resourceVersion }, id)
+    assert.are_not.equal(c.metadata.resourceVersion, id.resourceVersion)
+    -- an answer the scan cannot read plainly (an escape) is decoded instead
+    srv:faults{ rules = { { method = "PUT", status = 200, content_type = "application/json",
+      body = '{"kind":"ResourceClaim","metadata":{"name":"c\\u0031","namespace":"default","resourceVersion":"99"}}' } } }
+    id, err = cl:request_peek("PUT", claim_path("c1"), now_c)
+    assert.is_nil(err)
+    assert.are.same({ namespace = "default", name = "c1", resourceVersion = "99" }, id)
+    -- and one without a resourceVersion is an error
+    srv:faults{ rules = { { method = "PUT", status = 200, content_type = "application/json",
+      body = '{"kind":"ResourceClaim","metadata":{"name":"c1"}}' } } }
+    id, err = cl:request_peek("PUT", claim_path("c1"), now_c)
+    assert.is_nil(id)
+    assert.truthy(err:find("without metadata.name and resourceVersion", 1, true), err)
+  end)
+
   it("refuses to PUT without a resourceVersion, before anything is sent", function()
     srv:load{ K.claim("default", "c1", "gpu") }
     local cl = srv:client()

@@ -369,9 +369,8 @@ size_t kc_listsplit_held(const kc_listsplit *s);
 /* Full status update of a claim (PUT .../status); `claim` carries the
  * metadata.resourceVersion the decision was made on.  *out = new object. */
 de_rc kc_claim_update_status(kc_client *cl, json_t *claim, json_t **out, de_err *e);
-/* Plain update of the claim object (to add the delete-protection finalizer). */
-de_rc kc_claim_update(kc_client *cl, json_t *claim, json_t **out, de_err *e);
-/* The update, with only the answer's identity read (kc_request_peek). */
+/* Plain update of the claim object (to add the delete-protection
+ * finalizer); only the answer's identity is read (kc_request_peek). */
 de_rc kc_claim_update_peek(kc_client *cl, json_t *claim, struct kc_peek *pk, de_err *e);
 de_rc kc_get(kc_client *cl, kc_res r, const char *ns, const char *name, json_t **out,
              de_err *e);

@@ -32,14 +32,6 @@ de_rc kc_claim_update_status(kc_client *cl, json_t *claim, json_t **out, de_err 
     return kc_request(cl, "PUT", path, claim, NULL, NULL, out, e);
 }
 
-de_rc kc_claim_update(kc_client *cl, json_t *claim, json_t **out, de_err *e)
-{
-    char path[1024];
-    kc_object_path(KC_RES_CLAIMS, md_str(claim, "namespace"), md_str(claim, "name"), NULL, path,
-                   sizeof path);
-    return kc_request(cl, "PUT", path, claim, NULL, NULL, out, e);
-}
-
 de_rc kc_claim_update_peek(kc_client *cl, json_t *claim, kc_peek *pk, de_err *e)
 {
     char path[1024];
