@@ -150,6 +150,7 @@ describe("kube stream decoding", function()
       '{"type":"MODIFIED","object":{"metadata":{"name":"' .. string.rep("n", 300) .. '","resourceVersion":"1"}}}',
       '{"type":"MODIFIED","object":{"spec":{"metadata":{"name":"n","resourceVersion":"1"}}}}', -- not the object's
       '{"type":"MODIFIED","other":{"metadata":{"name":"n","resourceVersion":"1"}}}',  -- not in "object"
+      '{"type":"MODIFIED","object":{"kind":"X"},"other":{"metadata":{"name":"n","resourceVersion":"1"}}}',
       '{"type":"MODIFIED","object":{"metadata":{"name":"n","resourceVersion":"1"', -- cut in metadata
       '{"type":"MODIFIED","object":' .. string.rep("[", 70) .. '}',
     } do

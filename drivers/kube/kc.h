@@ -296,8 +296,6 @@ size_t kc_informer_list_peak(const kc_informer *inf);
 struct kc_peek;
 typedef bool (*kc_skip_fn)(void *ctx, kc_res res, const struct kc_peek *pk, const char *line, size_t len);
 void kc_informer_set_skip(kc_informer *inf, kc_res res, kc_skip_fn fn, void *ctx);
-/* Events a skip filter dropped, since the informer started. */
-uint64_t kc_informer_skipped(const kc_informer *inf);
 
 /* Backoff with jitter, shared by watches and writes: initial * 2^attempt,
  * capped, times a factor in [1, 2) drawn from a seeded xorshift.  With

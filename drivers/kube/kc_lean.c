@@ -236,6 +236,8 @@ static bool peek_meta(const char *s, size_t n, int od, char *type, size_t type_c
                 closed = true; /* metadata ends */
                 break;
             }
+            if (in_obj && depth == od)
+                break; /* the object ends without metadata */
             if (--depth < 1)
                 break;
         }

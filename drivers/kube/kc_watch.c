@@ -123,7 +123,6 @@ struct kc_informer {
     size_t list_peak; /* most bytes list parsing held at once, all resources */
     kc_skip_fn skip[KC_RES_COUNT];
     void *skip_ctx[KC_RES_COUNT];
-    uint64_t skipped;
 };
 
 /* ---- queue ----------------------------------------------------------------- */
@@ -400,7 +399,6 @@ static bool skipped(refl *r, const char *s, size_t len)
         !fn(inf->skip_ctx[r->res], r->res, &pk, s, len))
         return false;
     r->watch_events++;
-    inf->skipped++;
     char key[600];
     snprintf(key, sizeof key, "%s/%s", pk.ns, pk.name);
     json_object_set_new(r->store, key, json_string(pk.rv));
@@ -831,11 +829,6 @@ void kc_informer_set_skip(kc_informer *inf, kc_res res, kc_skip_fn fn, void *ctx
 {
     inf->skip[res] = fn;
     inf->skip_ctx[res] = ctx;
-}
-
-uint64_t kc_informer_skipped(const kc_informer *inf)
-{
-    return inf->skipped;
 }
 
 size_t kc_informer_list_peak(const kc_informer *inf) { return inf->list_peak; }
