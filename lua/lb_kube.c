@@ -657,7 +657,6 @@ static int l_parse_list(lua_State *L)
  * nil, reason, message */
 static int l_decode_watch(lua_State *L)
 {
-    static const char *const T[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "OTHER"};
     size_t n;
     const char *line = luaL_checklstring(L, 1, &n);
     kc_wevent ev;
@@ -667,7 +666,7 @@ static int l_decode_watch(lua_State *L)
         lua_pushstring(L, ev.msg);
         return 3;
     }
-    lua_pushstring(L, T[ev.type]);
+    lua_pushstring(L, kc_wtype_name(ev.type));
     lb_push_json(L, ev.obj);
     json_decref(ev.obj);
     lua_pushinteger(L, ev.code);
@@ -678,7 +677,6 @@ static int l_decode_watch(lua_State *L)
 /* peek_watch(line) -> type, namespace, name, resourceVersion; or nil */
 static int l_peek_watch(lua_State *L)
 {
-    static const char *const T[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "OTHER"};
     size_t n;
     const char *line = luaL_checklstring(L, 1, &n);
     kc_peek pk;
@@ -686,7 +684,7 @@ static int l_peek_watch(lua_State *L)
         lua_pushnil(L);
         return 1;
     }
-    lua_pushstring(L, T[pk.type]);
+    lua_pushstring(L, kc_wtype_name(pk.type));
     lua_pushstring(L, pk.ns);
     lua_pushstring(L, pk.name);
     lua_pushstring(L, pk.rv);

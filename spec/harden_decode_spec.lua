@@ -173,6 +173,13 @@ describe("error messages", function()
     assert.falsy(err:find("kkkk", 1, true), err)
   end)
 
+  it("quote map keys in paths as Go's %q does, whether a key needs escapes or not", function()
+    refused(CLASS .. "  labels:\n    'a\"b\\c': v\n    \"ok/x y\": v\n",
+      'metadata.labels["a\\"b\\\\c"]: Invalid value', 'metadata.labels["ok/x y"]: Invalid value')
+    refused('{"apiVersion":"resource.k8s.io/v1","kind":"DeviceClass","metadata":{"name":"g","labels":{"a\\tb\\u007f":"v"}}}',
+      'metadata.labels["a\\tb\\x7f"]: Invalid value')
+  end)
+
   it("show whole messages and count the ones that do not fit", function()
     local devs = {}
     for i = 1, 30 do

@@ -318,6 +318,9 @@ typedef enum kc_wtype {
     KC_W_ADDED = 0, KC_W_MODIFIED, KC_W_DELETED, KC_W_BOOKMARK, KC_W_ERROR,
     KC_W_OTHER /* a type client-go ignores, as draengine does */
 } kc_wtype;
+/* A watch event's type from its name (KC_W_OTHER for any other), and back. */
+kc_wtype kc_wtype_parse(const char *s);
+const char *kc_wtype_name(kc_wtype t);
 typedef struct kc_wevent {
     kc_wtype type;
     json_t *obj;     /* the caller's reference: the object, or ERROR's Status */
@@ -377,7 +380,7 @@ de_rc kc_pod_bind(kc_client *cl, const char *ns, const char *pod, const char *ui
                   const char *node, de_err *e);
 
 /* events.k8s.io/v1 Event, best effort. regarding = the object (its kind,
- * apiVersion, namespace, name, uid are copied). */
+ * apiVersion, namespace, name, uid, resourceVersion are copied). */
 typedef struct kc_event {
     json_t *regarding;
     const char *type;   /* Normal | Warning */
@@ -388,6 +391,10 @@ typedef struct kc_event {
     const char *reporting_instance;
 } kc_event;
 de_rc kc_event_create(kc_client *cl, const kc_event *ev, de_err *e);
+/* The part of an object kc_event_create reads (kind, apiVersion and
+ * metadata's name, namespace, uid, resourceVersion), as a new object: what
+ * to keep for an Event written later, instead of a copy of it all. */
+json_t *kc_event_regarding(const json_t *obj);
 
 /* RFC 3339 with microseconds (metav1.MicroTime) of a wall-clock time. */
 void kc_format_microtime(int64_t unix_ns, char *buf, size_t cap);

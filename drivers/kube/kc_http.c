@@ -327,7 +327,6 @@ static CURLcode keep_tls_buffers(CURL *h, void *ssl_ctx, void *ud)
     return CURLE_OK;
 }
 
-
 void kc_client_setup_easy(kc_client *cl, CURL *h)
 {
     const kc_blob *ca = kc_config_ca(cl->cfg), *cert = kc_config_cert(cl->cfg),

@@ -73,15 +73,47 @@ static bool key_is(const char *s, size_t from, size_t to, const char *name)
     return to - from == k + 2 && !memcmp(s + from + 1, name, k);
 }
 
-bool kc_managed_span(const char *s, size_t n, int level, size_t *from, size_t *to)
+/* ---- the walk to metadata ---------------------------------------------------- */
+
+/* The plain string value at s[v] into buf: false when it is not a string,
+ * has an escape or does not fit. */
+static bool copy_plain(const char *s, size_t n, size_t v, char *buf, size_t cap)
 {
-    /* depth: containers open at i; meta: inside the object that opened at
-     * meta_at, the value of "metadata" of the object at depth level */
+    if (v >= n || s[v] != '"')
+        return false;
+    size_t k = 0;
+    for (size_t i = v + 1; i < n; i++) {
+        if (s[i] == '"') {
+            buf[k] = 0;
+            return true;
+        }
+        if (s[i] == '\\' || k + 1 >= cap)
+            return false;
+        buf[k++] = s[i];
+    }
+    return false;
+}
+
+/* What a visit of one metadata member tells the walk. */
+enum { WALK_ON, WALK_DONE, WALK_FAIL };
+/* One member of metadata: its key's span [key, key_end) and its value's
+ * first byte. */
+typedef int (*member_fn)(void *ctx, const char *s, size_t n, size_t key, size_t key_end, size_t value);
+
+/* The one byte walk of this file: it follows only strings and nesting, to
+ * the metadata of the object at depth od (1: the text is the object; 2: a
+ * watch line, whose "object" member it is, and whose top-level "type" goes
+ * to type when asked), and hands each of metadata's members to fn.  It
+ * stops where metadata closes, so it costs the bytes before that (kind,
+ * apiVersion, metadata), not the object's.  WALK_DONE: fn said so; WALK_ON:
+ * metadata ended; WALK_FAIL: fn failed, or there is no such metadata (the
+ * object ended without one, the text ended first, nesting past the cap). */
+static int walk_meta(const char *s, size_t n, int od, char *type, size_t type_cap, member_fn fn, void *ctx)
+{
+    bool in_obj = od == 1, in_meta = false;
+    size_t obj_at = SIZE_MAX, meta_at = SIZE_MAX;
     int depth = 0;
-    bool meta = false;
-    size_t meta_at = SIZE_MAX;
-    size_t i = 0;
-    while (i < n) {
+    for (size_t i = 0; i < n;) {
         char c = s[i];
         if (c == '"') {
             size_t end = skip_string(s, n, i);
@@ -90,47 +122,80 @@ bool kc_managed_span(const char *s, size_t n, int level, size_t *from, size_t *t
                 i = end;
                 continue;
             }
-            if (depth == level && key_is(s, i, end, "metadata")) {
-                meta_at = skip_ws(s, n, j + 1);
-            } else if (meta && depth == level + 1 && key_is(s, i, end, "managedFields")) {
-                size_t v = skip_ws(s, n, j + 1);
-                if (v >= n || s[v] != '[')
-                    return false;
-                size_t ve = skip_array(s, n, v);
-                if (ve >= n)
-                    return false;
-                /* one comma goes with it: the one before, or else the one after */
-                size_t b = i;
-                while (b > 0 && kc_ws(s[b - 1]))
-                    b--;
-                if (b > 0 && s[b - 1] == ',') {
-                    *from = b - 1;
-                    *to = ve;
-                } else {
-                    size_t a = skip_ws(s, n, ve);
-                    if (a >= n || (s[a] != ',' && s[a] != '}'))
-                        return false;
-                    *from = i;
-                    *to = s[a] == ',' ? a + 1 : ve;
-                }
-                return true;
+            size_t v = skip_ws(s, n, j + 1);
+            if (od == 2 && depth == 1 && type && key_is(s, i, end, "type")) {
+                if (!copy_plain(s, n, v, type, type_cap))
+                    return WALK_FAIL;
+            } else if (od == 2 && depth == 1 && key_is(s, i, end, "object")) {
+                obj_at = v;
+            } else if (in_obj && !in_meta && depth == od && key_is(s, i, end, "metadata")) {
+                meta_at = v;
+            } else if (in_meta && depth == od + 1) {
+                int r = fn(ctx, s, n, i, end, v);
+                if (r != WALK_ON)
+                    return r;
             }
             i = j + 1;
             continue;
         }
         if (c == '{' || c == '[') {
             if (++depth > LEAN_MAX_DEPTH)
-                return false;
-            if (i == meta_at && c == '{')
-                meta = true;
+                return WALK_FAIL;
+            if (i == obj_at && c == '{' && depth == 2)
+                in_obj = true;
+            else if (i == meta_at && c == '{' && depth == od + 1)
+                in_meta = true;
         } else if (c == '}' || c == ']') {
-            if (meta && depth == level + 1)
-                return false; /* past metadata: it has none */
-            depth--;
+            if (in_meta && depth == od + 1)
+                return WALK_ON; /* metadata ends */
+            if ((in_obj && depth == od) || --depth < 1)
+                return WALK_FAIL; /* the object (or the text) ends without metadata */
         }
         i++;
     }
-    return false;
+    return WALK_FAIL;
+}
+
+typedef struct span {
+    size_t from, to;
+} span;
+
+/* metadata.managedFields, an array, with one comma: the one before, or
+ * else the one after */
+static int managed_member(void *ctx, const char *s, size_t n, size_t key, size_t key_end, size_t v)
+{
+    span *sp = ctx;
+    if (!key_is(s, key, key_end, "managedFields"))
+        return WALK_ON;
+    if (v >= n || s[v] != '[')
+        return WALK_FAIL;
+    size_t ve = skip_array(s, n, v);
+    if (ve >= n)
+        return WALK_FAIL;
+    size_t b = key;
+    while (b > 0 && kc_ws(s[b - 1]))
+        b--;
+    if (b > 0 && s[b - 1] == ',') {
+        sp->from = b - 1;
+        sp->to = ve;
+        return WALK_DONE;
+    }
+    size_t a = skip_ws(s, n, ve);
+    if (a >= n || (s[a] != ',' && s[a] != '}'))
+        return WALK_FAIL;
+    sp->from = key;
+    sp->to = s[a] == ',' ? a + 1 : ve;
+    return WALK_DONE;
+}
+
+bool kc_managed_span(const char *s, size_t n, int level, size_t *from, size_t *to)
+{
+    span sp;
+    if (walk_meta(s, n, level, NULL, 0, managed_member, &sp) != WALK_DONE)
+        return false;
+    *from = sp.from;
+    *to = sp.to;
+    return true;
 }
 
 typedef struct two_piece {
@@ -164,98 +229,32 @@ json_t *kc_loadb_lean(const char *s, size_t n, int level, size_t flags, json_err
 
 /* ---- the identity of a watch event, without decoding it --------------------------------- */
 
-/* The plain string value at s[v] into buf: false when it is not a string,
- * has an escape or does not fit. */
-static bool copy_plain(const char *s, size_t n, size_t v, char *buf, size_t cap)
+/* the names of kc_peek, plain strings */
+static int peek_member(void *ctx, const char *s, size_t n, size_t key, size_t key_end, size_t v)
 {
-    if (v >= n || s[v] != '"')
-        return false;
-    size_t k = 0;
-    for (size_t i = v + 1; i < n; i++) {
-        if (s[i] == '"') {
-            buf[k] = 0;
-            return true;
-        }
-        if (s[i] == '\\' || k + 1 >= cap)
-            return false;
-        buf[k++] = s[i];
-    }
-    return false;
+    kc_peek *pk = ctx;
+    bool ok = true;
+    if (key_is(s, key, key_end, "namespace"))
+        ok = copy_plain(s, n, v, pk->ns, sizeof pk->ns);
+    else if (key_is(s, key, key_end, "name"))
+        ok = copy_plain(s, n, v, pk->name, sizeof pk->name);
+    else if (key_is(s, key, key_end, "resourceVersion"))
+        ok = copy_plain(s, n, v, pk->rv, sizeof pk->rv);
+    return ok ? WALK_ON : WALK_FAIL;
 }
 
-/* The same walk as kc_managed_span: in a watch line (od 2) the top-level
- * "type" and the "object" member's metadata; in an object (od 1) its own
- * metadata.  It stops when metadata closes, so the cost is the bytes before
- * it (kind, apiVersion, metadata), not the object's. */
 static bool peek_meta(const char *s, size_t n, int od, char *type, size_t type_cap, kc_peek *pk)
 {
-    bool has_name = false, has_rv = false, in_obj = od == 1, in_meta = false, closed = false;
-    size_t obj_at = SIZE_MAX, meta_at = SIZE_MAX;
-    int depth = 0;
     pk->ns[0] = pk->name[0] = pk->rv[0] = 0;
-    for (size_t i = 0; i < n;) {
-        char c = s[i];
-        if (c == '"') {
-            size_t end = skip_string(s, n, i);
-            size_t j = skip_ws(s, n, end);
-            if (j >= n || s[j] != ':') {
-                i = end;
-                continue;
-            }
-            size_t v = skip_ws(s, n, j + 1);
-            if (od == 2 && depth == 1 && key_is(s, i, end, "type")) {
-                if (!copy_plain(s, n, v, type, type_cap))
-                    return false;
-            } else if (od == 2 && depth == 1 && key_is(s, i, end, "object")) {
-                obj_at = v;
-            } else if (in_obj && !in_meta && depth == od && key_is(s, i, end, "metadata")) {
-                meta_at = v;
-            } else if (in_meta && depth == od + 1) {
-                bool ok = true;
-                if (key_is(s, i, end, "namespace"))
-                    ok = copy_plain(s, n, v, pk->ns, sizeof pk->ns);
-                else if (key_is(s, i, end, "name"))
-                    ok = has_name = copy_plain(s, n, v, pk->name, sizeof pk->name);
-                else if (key_is(s, i, end, "resourceVersion"))
-                    ok = has_rv = copy_plain(s, n, v, pk->rv, sizeof pk->rv);
-                if (!ok)
-                    return false;
-            }
-            i = j + 1;
-            continue;
-        }
-        if (c == '{' || c == '[') {
-            if (++depth > LEAN_MAX_DEPTH)
-                return false;
-            if (i == obj_at && c == '{' && depth == 2)
-                in_obj = true;
-            else if (i == meta_at && c == '{' && depth == od + 1)
-                in_meta = true;
-        } else if (c == '}' || c == ']') {
-            if (in_meta && depth == od + 1) {
-                closed = true; /* metadata ends */
-                break;
-            }
-            if (in_obj && depth == od)
-                break; /* the object ends without metadata */
-            if (--depth < 1)
-                break;
-        }
-        i++;
-    }
-    return closed && has_name && has_rv;
+    return walk_meta(s, n, od, type, type_cap, peek_member, pk) == WALK_ON && pk->name[0] && pk->rv[0];
 }
 
 bool kc_watch_peek(const char *s, size_t n, kc_peek *pk)
 {
-    static const char *const types[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
     char type[16] = "";
     if (!peek_meta(s, n, 2, type, sizeof type, pk) || !type[0])
         return false;
-    pk->type = KC_W_OTHER;
-    for (size_t t = 0; t < DE_ARRAY_LEN(types); t++)
-        if (!strcmp(type, types[t]))
-            pk->type = (kc_wtype)t;
+    pk->type = kc_wtype_parse(type);
     return true;
 }
 

@@ -375,6 +375,21 @@ json_t *kc_listsplit_finish(kc_listsplit *s, const char **err)
 
 /* ---- watch events ------------------------------------------------------------ */
 
+static const char *const WTYPES[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR", "OTHER"};
+
+kc_wtype kc_wtype_parse(const char *s)
+{
+    for (size_t i = 0; i < KC_W_OTHER; i++)
+        if (!strcmp(s, WTYPES[i]))
+            return (kc_wtype)i;
+    return KC_W_OTHER;
+}
+
+const char *kc_wtype_name(kc_wtype t)
+{
+    return WTYPES[t <= KC_W_OTHER ? t : KC_W_OTHER];
+}
+
 bool kc_watch_decode(const char *line, size_t len, kc_wevent *ev)
 {
     memset(ev, 0, sizeof *ev);
@@ -395,11 +410,7 @@ bool kc_watch_decode(const char *line, size_t len, kc_wevent *ev)
         snprintf(ev->msg, sizeof ev->msg, "event without type or object");
         return false;
     }
-    static const char *const names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
-    ev->type = KC_W_OTHER;
-    for (size_t i = 0; i < DE_ARRAY_LEN(names); i++)
-        if (!strcmp(type, names[i]))
-            ev->type = (kc_wtype)i;
+    ev->type = kc_wtype_parse(type);
     if (ev->type == KC_W_ERROR) {
         json_int_t code = json_integer_value(json_object_get(obj, "code"));
         const char *msg = json_string_value(json_object_get(obj, "message"));

@@ -80,10 +80,17 @@ bool sch_skip_event(void *sched, kc_res res, const kc_peek *pk, const char *line
         s->st.stale_events_ignored++;
         return true;
     }
-    s->st.echoes_skipped++;
+    sch_claim_echoed(s, key, 1);
+    return true;
+}
+
+/* n echoes of the claim's last write were dropped: what observing them
+ * would still have done beyond applying an object the graph holds. */
+void sch_claim_echoed(sch_sched *s, uint64_t key, uint32_t n)
+{
+    s->st.echoes_skipped += n;
     sch_requeue_claim(s, key);
     sch_wait_claim(s, key);
-    return true;
 }
 
 void sch_remember_written(sch_sched *s, json_t *obj)
@@ -102,27 +109,6 @@ void sch_forget_written(sch_sched *s, uint64_t key)
 {
     if (de_map_del(&s->assumed_rv, key))
         sch_key_release(s, key);
-}
-
-/* What an Event needs of the object it is about (kc_event_create): its
- * kind, apiVersion and the names of its metadata, not a copy of it all. */
-json_t *sch_event_ref(json_t *obj)
-{
-    static const char *const top[] = {"apiVersion", "kind"};
-    static const char *const meta[] = {"name", "namespace", "uid", "resourceVersion"};
-    json_t *ref = json_object(), *md = json_object(), *omd = json_object_get(obj, "metadata");
-    for (size_t i = 0; i < DE_ARRAY_LEN(top); i++) {
-        json_t *v = json_object_get(obj, top[i]);
-        if (json_is_string(v))
-            json_object_set_new(ref, top[i], json_string(json_string_value(v)));
-    }
-    for (size_t i = 0; i < DE_ARRAY_LEN(meta); i++) {
-        json_t *v = json_object_get(omd, meta[i]);
-        if (json_is_string(v))
-            json_object_set_new(md, meta[i], json_string(json_string_value(v)));
-    }
-    json_object_set_new(ref, "metadata", md);
-    return ref;
 }
 
 void sch_event(sch_sched *s, json_t *regarding, const char *type, const char *reason,

@@ -246,6 +246,6 @@ de_rc sch_deallocate(sch_sched *s, uint32_t clid, uint32_t pod_uid, de_err *e);
 void sch_event(sch_sched *s, json_t *regarding, const char *type, const char *reason,
                const char *action, const char *note);
 bool sch_claim_event_is_stale(sch_sched *s, json_t *obj);
-json_t *sch_event_ref(json_t *obj); /* the part of obj an Event names */
+void sch_claim_echoed(sch_sched *s, uint64_t claim_key, uint32_t n);
 
 #endif
