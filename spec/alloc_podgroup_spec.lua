@@ -88,6 +88,28 @@ describe("PodGroup claims in allocate", function()
     for _, r in ipairs(lc.status.allocation.devices.results) do assert.is_nil(used[r.pool .. "/" .. r.device]) end
   end)
 
+  it("the alpha workloadRef names the group too; an empty podGroupName names none", function()
+    local objs = cluster()
+    objs[#objs + 1] = podgroup("train", PG_UID, { TEMPLATE_ENTRY })
+    local a = member("alpha-1", nil, TEMPLATE_ENTRY)
+    a.spec.workloadRef = { podGroupName = "train" }
+    -- schedulingGroup without a name: the workloadRef is read instead
+    local b = member("alpha-2", nil, TEMPLATE_ENTRY)
+    b.spec.schedulingGroup = { }
+    b.spec.workloadRef = { podGroupName = "train" }
+    -- an empty name is no group, and the workloadRef beside it is not read
+    local c = member("empty", "", TEMPLATE_ENTRY)
+    c.spec.workloadRef = { podGroupName = "train" }
+    objs[#objs + 1], objs[#objs + 2], objs[#objs + 3] = a, b, c
+    local rc, pods, claims, err = run(objs, GATES)
+    assert.are.equal(0, rc, err)
+    local shared = claim_name(pods["alpha-1"])
+    assert.matches("^train%-gpu%-", shared)
+    assert.are.equal(shared, claim_name(pods["alpha-2"]))
+    assert.are.equal("PodGroup", claims[shared].metadata.ownerReferences[1].kind)
+    assert.matches("^empty%-gpu%-", claim_name(pods.empty))
+  end)
+
   it("without DRAWorkloadResourceClaims each pod gets its own claim", function()
     local objs = cluster()
     objs[#objs + 1] = podgroup("train", PG_UID, { TEMPLATE_ENTRY })

@@ -109,6 +109,15 @@ describe("binding conditions in serve", function()
     local d = claim_of(srv, "fab-pod").status.devices[1]
     assert.are.equal("True", d.conditions[1].status)
     assert.are.equal(1, #events(srv, "fab-pod", "Scheduled"))
+    -- both Events refer to their pod as kube-scheduler's do: kind, version,
+    -- namespace, name and uid (the one bound after its wait, the other by a
+    -- binding worker)
+    for _, name in ipairs{ "fab-pod", "gpu-pod" } do
+      local r = events(srv, name, "Scheduled")[1].regarding
+      assert.are.same({ "Pod", "v1", "default", name, pod_of(srv, name).metadata.uid },
+        { r.kind, r.apiVersion, r.namespace, r.name, r.uid })
+      assert.truthy(r.resourceVersion)
+    end
     local _, metrics = p:http("/metrics")
     assert.matches('draengine_scheduler_binding_conditions_total{status="success"} 1', metrics, 1, true)
   end)

@@ -391,10 +391,6 @@ typedef struct kc_event {
     const char *reporting_instance;
 } kc_event;
 de_rc kc_event_create(kc_client *cl, const kc_event *ev, de_err *e);
-/* The part of an object kc_event_create reads (kind, apiVersion and
- * metadata's name, namespace, uid, resourceVersion), as a new object: what
- * to keep for an Event written later, instead of a copy of it all. */
-json_t *kc_event_regarding(const json_t *obj);
 
 /* RFC 3339 with microseconds (metav1.MicroTime) of a wall-clock time. */
 void kc_format_microtime(int64_t unix_ns, char *buf, size_t cap);

@@ -121,25 +121,6 @@ static json_t *utf8_cut(const char *s, size_t max)
     return json_stringn(s, max);
 }
 
-json_t *kc_event_regarding(const json_t *obj)
-{
-    static const char *const top[] = {"apiVersion", "kind"};
-    static const char *const meta[] = {"name", "namespace", "uid", "resourceVersion"};
-    json_t *ref = json_object(), *md = json_object(), *omd = json_object_get(obj, "metadata");
-    for (size_t i = 0; i < DE_ARRAY_LEN(top); i++) {
-        json_t *v = json_object_get(obj, top[i]);
-        if (json_is_string(v))
-            json_object_set_new(ref, top[i], json_string(json_string_value(v)));
-    }
-    for (size_t i = 0; i < DE_ARRAY_LEN(meta); i++) {
-        json_t *v = json_object_get(omd, meta[i]);
-        if (json_is_string(v))
-            json_object_set_new(md, meta[i], json_string(json_string_value(v)));
-    }
-    json_object_set_new(ref, "metadata", md);
-    return ref;
-}
-
 de_rc kc_event_create(kc_client *cl, const kc_event *ev, de_err *e)
 {
     json_t *reg = ev->regarding;

@@ -61,7 +61,8 @@ const char *al_pod_json_group_name(json_t *pod)
 
 const char *al_pod_group_name(const dg_graph *g, uint32_t pod)
 {
-    return al_pod_json_group_name(dg_pod_json(g, pod));
+    const dg_pod *p = dg_pod_get(g, pod);
+    return p && p->group ? de_intern_str(dg_intern(g), p->group) : NULL;
 }
 
 json_t *al_podgroup_find(const dg_graph *g, json_t *map, uint32_t pod)

@@ -306,14 +306,15 @@ static void cleanup(ctl_serve *c)
 static void pod_event(ctl_serve *c, uint32_t pid, const char *type, const char *reason, const char *action,
                       const char *note)
 {
-    json_t *pod = dg_pod_json(c->g, pid);
-    if (c->no_events || !pod)
+    json_t *pod = c->no_events ? NULL : dg_pod_ref_json(c->g, pid);
+    if (!pod)
         return;
     kc_event ev = {pod, type, reason, action, note, "draengine", c->identity};
     de_err e;
     de_err_clear(&e);
     if (kc_event_create(c->cl, &ev, &e) != DE_OK)
         DE_INFO(2, "event not written: %s", e.msg);
+    json_decref(pod);
 }
 
 static void rfc3339(int64_t t, char *buf, size_t cap)

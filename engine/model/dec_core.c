@@ -361,6 +361,15 @@ dg_pod *dec_pod(dec *d, json_t *obj)
         return p;
     }
     dec_known(d, spec, pod_spec_fields, NULL);
+    /* KEP-5729: the pod's PodGroup (schedulingGroup, or the alpha workloadRef
+     * some 1.35-era manifests still carry), asked for on every scheduling
+     * attempt under GenericWorkload: kept here, so that no attempt parses
+     * the pod's text for it. */
+    json_t *grp = json_object_get(spec, "schedulingGroup");
+    if (!json_is_string(json_object_get(grp, "podGroupName")))
+        grp = json_object_get(spec, "workloadRef");
+    if (json_string_length(json_object_get(grp, "podGroupName")))
+        dec_get_cid(d, grp, "podGroupName", &p->group);
     dec_get_id(d, spec, "nodeName", &p->node_name);
     dec_get_id(d, spec, "schedulerName", &p->scheduler_name);
     uint32_t policy = 0;

@@ -175,6 +175,9 @@ uint32_t dg_pod_id_limit(const dg_graph *g);
 const dg_pod *dg_pod_get(const dg_graph *g, uint32_t pid);
 uint32_t dg_pod_find(const dg_graph *g, uint32_t ns, uint32_t name);
 json_t *dg_pod_json(const dg_graph *g, uint32_t pid);
+/* A new reference to the pod (apiVersion, kind, metadata name, namespace,
+ * uid, resourceVersion), as an Event's regarding, or NULL. */
+json_t *dg_pod_ref_json(const dg_graph *g, uint32_t pid);
 
 uint32_t dg_namespace_find(const dg_graph *g, uint32_t name);
 /* adminAccess admission: true when the namespace carries

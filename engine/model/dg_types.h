@@ -510,6 +510,7 @@ typedef struct dg_pod {
     bool preempt_never;       /* spec.preemptionPolicy: Never */
     dg_pod_nar_status *nar_statuses;
     uint32_t nnar_statuses;
+    uint32_t group;           /* KEP-5729 podGroupName (counted); 0 = none */
 } dg_pod;
 
 typedef struct dg_namespace {

@@ -160,7 +160,7 @@ static uint32_t group_pods(sch_sched *s, uint32_t ns, const char *group)
         const dg_pod *q = dg_pod_get(s->g, i);
         if (!q || q->meta.ns != ns || q->meta.deleting || terminal(s, q))
             continue;
-        const char *gn = al_pod_json_group_name(dg_pod_json(s->g, i));
+        const char *gn = al_pod_group_name(s->g, i);
         n += gn && !strcmp(gn, group);
     }
     return n;
@@ -414,7 +414,7 @@ static void unschedulable(sch_sched *s, uint32_t idx, uint32_t pid, unsigned wai
      * 1, 2, 4, 8, ... */
     bool same = sp->last_msg && !strcmp(sp->last_msg, msg);
     if (!same || (sp->attempts & (sp->attempts - 1)) == 0)
-        sch_event(s, dg_pod_json(s->g, pid), "Warning", "FailedScheduling", "Scheduling", msg);
+        sch_pod_event(s, pid, "Warning", "FailedScheduling", "Scheduling", msg);
     if (!same) {
         free(sp->last_msg);
         sp->last_msg = de_xstrdup(msg);
@@ -477,7 +477,7 @@ static void schedule_one(sch_sched *s, uint32_t idx)
      * and a gang waits until minCount of its pods exist.  (Its Permit, which
      * holds every member until minCount are placed, is not modelled: the
      * members bind one by one.) */
-    const char *gn = s->o.generic_workload ? al_pod_json_group_name(dg_pod_json(s->g, pid)) : NULL;
+    const char *gn = s->o.generic_workload ? al_pod_group_name(s->g, pid) : NULL;
     if (gn) {
         pg = al_podgroup_find(s->g, s->podgroups, pid);
         snprintf(pgname, sizeof pgname, "%s", gn);
@@ -764,7 +764,7 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         s->st.errors++;
         s->by_result[2]++;
         snprintf(msg, sizeof msg, "%s", herr.msg);
-        sch_event(s, dg_pod_json(s->g, pid), "Warning", "FailedScheduling", "Scheduling", msg);
+        sch_pod_event(s, pid, "Warning", "FailedScheduling", "Scheduling", msg);
         DE_INFO(1, "scheduling error: pod %s/%s: %s", pns, de_intern_str(s->in, p->meta.name), msg);
         sch_to_backoff(s, idx);
         sch_hist_observe(&s->attempt_lat, (double)(de_now_ns() - t0) / 1e9);
@@ -893,7 +893,7 @@ static void schedule_one(sch_sched *s, uint32_t idx)
     de_err_clear(&be);
     char podname[512];
     snprintf(podname, sizeof podname, "%s/%s", pns, de_intern_str(s->in, p->meta.name));
-    json_t *podjson = json_incref(dg_pod_json(s->g, pid));
+    json_t *podjson = dg_pod_ref_json(s->g, pid);
     bool waiting = false, in_flight = false;
     de_rc rc = sch_bind(s, idx, pid, &ch, &waiting, &in_flight, &be);
     DROP_EXT();

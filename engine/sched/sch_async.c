@@ -422,7 +422,7 @@ de_rc sch_async_submit(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choic
         j->st[j->n++] = (step){.kind = ST_NAR, .clid = DG_NONE, .obj = al_nar_json(s->g, c->nar)};
     j->st[j->n++] = (step){.kind = ST_BIND, .clid = DG_NONE};
     if (!s->o.no_events)
-        j->st[j->n++] = (step){.kind = ST_EVENT, .clid = DG_NONE, .obj = kc_event_regarding(dg_pod_json(s->g, pid))};
+        j->st[j->n++] = (step){.kind = ST_EVENT, .clid = DG_NONE, .obj = dg_pod_ref_json(s->g, pid)};
     for (uint32_t i = 0; i < j->n; i++)
         if (j->st[i].kind == ST_CLAIM) {
             uint64_t key = sch_key(j->st[i].cns, j->st[i].cname);

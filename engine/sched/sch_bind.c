@@ -111,6 +111,16 @@ void sch_forget_written(sch_sched *s, uint64_t key)
         sch_key_release(s, key);
 }
 
+void sch_pod_event(sch_sched *s, uint32_t pid, const char *type, const char *reason, const char *action,
+                   const char *note)
+{
+    if (!s->cl || s->o.no_events)
+        return;
+    json_t *reg = dg_pod_ref_json(s->g, pid);
+    sch_event(s, reg, type, reason, action, note);
+    json_decref(reg);
+}
+
 void sch_event(sch_sched *s, json_t *regarding, const char *type, const char *reason,
                const char *action, const char *note)
 {

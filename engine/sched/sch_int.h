@@ -243,6 +243,8 @@ void sch_wait_due(sch_sched *s);                        /* deadlines passed */
 uint64_t sch_wait_next_ns(const sch_sched *s);
 void sch_wait_drop(sch_sched *s, uint32_t idx);         /* forget the wait (no writes) */
 de_rc sch_deallocate(sch_sched *s, uint32_t clid, uint32_t pod_uid, de_err *e);
+void sch_pod_event(sch_sched *s, uint32_t pid, const char *type, const char *reason, const char *action,
+                   const char *note);
 void sch_event(sch_sched *s, json_t *regarding, const char *type, const char *reason,
                const char *action, const char *note);
 bool sch_claim_event_is_stale(sch_sched *s, json_t *obj);

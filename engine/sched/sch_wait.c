@@ -135,7 +135,7 @@ static void fail(sch_sched *s, uint32_t idx, const char *label, const char *err)
     DE_INFO(1, "binding conditions %s: pod %s/%s: %s", label, de_intern_str(s->in, sp->ns),
             de_intern_str(s->in, sp->name), msg);
     if (p)
-        sch_event(s, dg_pod_json(s->g, pid), "Warning", "FailedScheduling", "Scheduling", msg);
+        sch_pod_event(s, pid, "Warning", "FailedScheduling", "Scheduling", msg);
     unreserve(s, sp, p);
     if (pid != DG_NONE)
         al_pod_forget(s->al, pid);
@@ -162,7 +162,7 @@ static void done(sch_sched *s, uint32_t idx)
     }
     de_err e;
     de_err_clear(&e);
-    json_t *podjson = json_incref(dg_pod_json(s->g, pid));
+    json_t *podjson = dg_pod_ref_json(s->g, pid);
     uint32_t node = sp->node;
     de_rc rc = sch_bind_pod(s, pid, node, &e);
     if (rc != DE_OK) {

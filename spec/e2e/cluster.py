@@ -312,7 +312,7 @@ current-context: e2e
                 "--audit-policy-file=" + self.path("audit-policy.yaml"),
                 "--audit-log-path=" + self.path("audit.log"), "--audit-log-format=json",
                 "--audit-log-maxsize=0",
-                "--profiling=false", "--v=1"],
+                "--profiling=" + ("true" if os.environ.get("E2E_APISERVER_PROFILING") else "false"), "--v=1"],
             "kube-controller-manager": [
                 b("kube-controller-manager"),
                 "--kubeconfig=" + self.path("admin.kubeconfig"),
