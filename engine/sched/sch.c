@@ -893,7 +893,6 @@ static void schedule_one(sch_sched *s, uint32_t idx)
     de_err_clear(&be);
     char podname[512];
     snprintf(podname, sizeof podname, "%s/%s", pns, de_intern_str(s->in, p->meta.name));
-    json_t *podjson = dg_pod_ref_json(s->g, pid);
     bool waiting = false, in_flight = false;
     de_rc rc = sch_bind(s, idx, pid, &ch, &waiting, &in_flight, &be);
     DROP_EXT();
@@ -906,7 +905,7 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         snprintf(note, sizeof note, "waiting for binding conditions for device on node %s",
                  de_intern_str(s->in, ch.node_name));
         DE_INFO(2, "pod %s: %s", podname, note);
-        sch_event(s, podjson, "Normal", "BindingConditionsPending", "Scheduling", note);
+        sch_pod_event(s, pid, "Normal", "BindingConditionsPending", "Scheduling", note);
         sch_wait_first_check(s, idx);
     } else if (rc == DE_OK) {
         s->st.scheduled++;
@@ -915,7 +914,7 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         snprintf(note, sizeof note, "Successfully assigned %s to %s", podname,
                  de_intern_str(s->in, ch.node_name));
         DE_INFO(2, "%s", note);
-        sch_event(s, podjson, "Normal", "Scheduled", "Binding", note);
+        sch_pod_event(s, pid, "Normal", "Scheduled", "Binding", note);
     } else if (rc == DE_ECONFLICT) {
         s->st.conflicts++;
         DE_INFO(1, "conflict, retrying: pod %s: %s", podname, be.msg);
@@ -930,7 +929,6 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         DE_WARN("binding failed: pod %s: %s", podname, be.msg);
         sch_to_backoff(s, idx);
     }
-    json_decref(podjson);
 }
 
 void sch_set_write_deadline(sch_sched *s, uint64_t until_ns)
