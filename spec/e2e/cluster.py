@@ -20,6 +20,10 @@ The dir, with every component's log, is kept when CMD fails or with --keep.
 
 CMD sees: E2E_DIR, E2E_K8S_BIN, E2E_SERVER, E2E_ADMIN_KUBECONFIG,
 E2E_DRAENGINE_KUBECONFIG, E2E_FEATURE_GATES, E2E_AUDIT_LOG, E2E_CLUSTER (this script).
+
+E2E_APISERVER_PROFILING=1 starts kube-apiserver with --profiling, so that
+`go tool pprof` can read its /debug/pprof/profile with the admin token (where
+a bench run spends the server's CPU); off by default, as in the specs' runs.
 """
 import json
 import os
