@@ -394,8 +394,8 @@ void al_set_now(al_allocator *a, int64_t unix_seconds);
  * JSON in a map "namespace/name" -> object. */
 void al_podgroups_put(json_t *map, json_t *obj);
 void al_podgroups_del(json_t *map, const char *ns, const char *name);
-/* spec.schedulingGroup.podGroupName, or NULL */
-const char *al_pod_json_group_name(json_t *pod);
+/* spec.schedulingGroup.podGroupName (or the alpha workloadRef's), as decoded
+ * with the pod (dg_pod.group), or NULL */
 const char *al_pod_group_name(const dg_graph *g, uint32_t pod);
 /* The pod's PodGroup in the map, or NULL (none named, or not there) */
 json_t *al_podgroup_find(const dg_graph *g, json_t *map, uint32_t pod);

@@ -50,15 +50,8 @@ void al_podgroups_del(json_t *map, const char *ns, const char *name)
     json_object_del(map, k);
 }
 
-const char *al_pod_json_group_name(json_t *pod)
-{
-    json_t *spec = json_object_get(pod, "spec");
-    const char *gn = jstr(json_object_get(spec, "schedulingGroup"), "podGroupName");
-    if (!gn) /* the alpha shape some 1.35-era manifests still carry */
-        gn = jstr(json_object_get(spec, "workloadRef"), "podGroupName");
-    return gn && *gn ? gn : NULL;
-}
-
+/* The name is read once, where the pod is decoded (dec_pod: schedulingGroup,
+ * or the alpha workloadRef), not from its text on every ask. */
 const char *al_pod_group_name(const dg_graph *g, uint32_t pod)
 {
     const dg_pod *p = dg_pod_get(g, pod);

@@ -229,7 +229,7 @@ static void pod_event_key(sch_sched *s, kc_evtype t, json_t *obj, uint32_t ns, u
         return;
     }
     /* a new member may complete a gang (GangScheduling's pod-added hint) */
-    const char *group = s->o.generic_workload ? al_pod_json_group_name(obj) : NULL;
+    const char *group = s->o.generic_workload ? al_pod_group_name(s->g, pid) : NULL;
     if (group && t == KC_EV_ADDED)
         sch_requeue_claim(s, podgroup_key_find(s, md(obj, "namespace"), group));
     bool ours = p->scheduler_name == s->sched_name && !p->meta.deleting && !terminal(s, p);

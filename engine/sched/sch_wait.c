@@ -162,13 +162,11 @@ static void done(sch_sched *s, uint32_t idx)
     }
     de_err e;
     de_err_clear(&e);
-    json_t *podjson = dg_pod_ref_json(s->g, pid);
     uint32_t node = sp->node;
     de_rc rc = sch_bind_pod(s, pid, node, &e);
     if (rc != DE_OK) {
         char err[DE_ERR_MSG_MAX + 64];
         snprintf(err, sizeof err, "binding: %s", e.msg);
-        json_decref(podjson);
         /* not a PreBind failure: upstream's Unreserve all the same */
         fail(s, idx, "bind", err);
         return;
@@ -183,8 +181,7 @@ static void done(sch_sched *s, uint32_t idx)
     snprintf(note, sizeof note, "Successfully assigned %s/%s to %s", de_intern_str(s->in, sp->ns),
              de_intern_str(s->in, sp->name), de_intern_str(s->in, node));
     DE_INFO(2, "%s", note);
-    sch_event(s, podjson, "Normal", "Scheduled", "Binding", note);
-    json_decref(podjson);
+    sch_pod_event(s, pid, "Normal", "Scheduled", "Binding", note);
 }
 
 /* isPodReadyForBinding over the pod's claims, in pod order. */
