@@ -24,6 +24,7 @@ static const struct {
     {"policy-overhead", "gpu-nic-5000 with shipped policies on vs off", bench_policy_overhead},
     {"allocate-scale", "draengine allocate on 500- and 5,000-node sim snapshots, 300 pods", bench_allocate_scale},
     {"churn", "create, schedule, delete with 2,000 pods live: heap bytes per cycle", bench_churn},
+    {"json-read", "serve's most read JSON texts: jansson's json_loadb beside draengine's reader", bench_json_read},
 };
 
 static bench_fn lookup(const char *name)

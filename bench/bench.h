@@ -24,6 +24,7 @@ int bench_reload_100k(FILE *out, int argc, char **argv);
 int bench_policy_overhead(FILE *out, int argc, char **argv);
 int bench_allocate_scale(FILE *out, int argc, char **argv);
 int bench_churn(FILE *out, int argc, char **argv);
+int bench_json_read(FILE *out, int argc, char **argv);
 
 /* Shared helpers. */
 /* This thread's CPU time: other processes sharing the machine do not

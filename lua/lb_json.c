@@ -8,6 +8,7 @@
 #include "../engine/base/buf.h"
 #include "../engine/base/doc.h"
 #include "../engine/base/jdump.h"
+#include "../engine/base/jload.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -373,6 +374,53 @@ static int l_json_redump(lua_State *L)
     return 3;
 }
 
+/* json_reload(text, flags) -> de_json_parse's tree and json_loadb's, each
+ * as compact text (nil where it gave none), json_loadb's error text, and
+ * de_json_loadb's (which must be json_loadb's): the readers side by side,
+ * for jload's spec. */
+static int l_json_reload(lua_State *L)
+{
+    size_t n;
+    const char *s = luaL_checklstring(L, 1, &n);
+    luaL_checktype(L, 2, LUA_TTABLE);
+    static const struct { const char *name; size_t flag; } F[] = {
+        {"reject_duplicates", JSON_REJECT_DUPLICATES}, {"decode_any", JSON_DECODE_ANY},
+        {"allow_nul", JSON_ALLOW_NUL}, {"disable_eof_check", JSON_DISABLE_EOF_CHECK},
+        {"int_as_real", JSON_DECODE_INT_AS_REAL}};
+    size_t flags = 0;
+    for (size_t i = 0; i < DE_ARRAY_LEN(F); i++) {
+        lua_getfield(L, 2, F[i].name);
+        if (lua_toboolean(L, -1))
+            flags |= F[i].flag;
+        lua_pop(L, 1);
+    }
+    json_error_t je, de;
+    json_t *v[3] = {de_json_parse(s, n, flags), json_loadb(s, n, flags, &je), de_json_loadb(s, n, flags, &de)};
+    if (v[0] && v[1] && !json_equal(v[0], v[1]))
+        lua_pushliteral(L, "json_equal differs"); /* dumps alone would not show it */
+    else
+        lua_pushnil(L);
+    for (int i = 0; i < 2; i++) {
+        char *t = v[i] ? json_dumps(v[i], JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+        if (t)
+            lua_pushstring(L, t);
+        else
+            lua_pushnil(L);
+        free(t);
+    }
+    if (v[1])
+        lua_pushnil(L);
+    else
+        lua_pushfstring(L, "%d:%d:%d: %s", je.line, je.column, je.position, je.text);
+    if (v[2])
+        lua_pushnil(L);
+    else
+        lua_pushfstring(L, "%d:%d:%d: %s", de.line, de.column, de.position, de.text);
+    for (int i = 0; i < 3; i++)
+        json_decref(v[i]);
+    return 5;
+}
+
 typedef struct luactx {
     lua_State *L;
     int table;
@@ -466,6 +514,7 @@ void lb_open_json(lua_State *L)
         {"json_decode", l_json_decode},
         {"json_encode", l_json_encode},
         {"json_redump", l_json_redump},
+        {"json_reload", l_json_reload},
         {"yaml_decode", l_yaml_decode},
         {"yaml_encode", l_yaml_encode},
         {"load_docs", l_load_docs},

@@ -14,17 +14,20 @@
  * brings about ten watch events and three write answers.
  *
  * So the text is scanned for the member's span first: a byte loop that only
- * follows strings and nesting, and stops once it is past metadata.  jansson
- * then parses the text around the span through a two-piece reader, without
- * a copy.  Only a member of the object's own metadata is left out, and only
+ * follows strings and nesting, and stops once it is past metadata.  The
+ * text around the span is copied together (a memcpy, far below the parse)
+ * and read by de_json_parse (engine/base/jload.h), or by jansson where that
+ * does not answer.  Only a member of the object's own metadata is left out, and only
  * when its value is an array (an annotation or label of that name is a
  * string; deeper "metadata", such as a template's, is not looked at).  If
  * the short parse fails, the whole text is parsed again, so an error quotes
  * the real text and its positions, exactly as before.
  */
 #include "kc_int.h"
+#include "../../engine/base/jload.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LEAN_MAX_DEPTH 64
@@ -198,33 +201,25 @@ bool kc_managed_span(const char *s, size_t n, int level, size_t *from, size_t *t
     return true;
 }
 
-typedef struct two_piece {
-    const char *s;
-    size_t pos, from, to, n;
-} two_piece;
-
-static size_t read_piece(void *buf, size_t len, void *data)
-{
-    two_piece *p = data;
-    if (p->pos == p->from)
-        p->pos = p->to;
-    size_t end = p->pos < p->from ? p->from : p->n;
-    size_t k = DE_MIN(len, end - p->pos);
-    memcpy(buf, p->s + p->pos, k);
-    p->pos += k;
-    return k;
-}
-
 json_t *kc_loadb_lean(const char *s, size_t n, int level, size_t flags, json_error_t *je)
 {
     size_t from, to;
     if (kc_managed_span(s, n, level, &from, &to)) {
-        two_piece p = {s, 0, from, to, n};
-        json_t *j = json_load_callback(read_piece, &p, flags, je);
+        size_t m = n - (to - from);
+        char *t = malloc(m + 1);
+        json_t *j = NULL;
+        if (t) {
+            memcpy(t, s, from);
+            memcpy(t + from, s + to, n - to);
+            j = de_json_parse(t, m, flags);
+            if (!j)
+                j = json_loadb(t, m, flags, je);
+            free(t);
+        }
         if (j)
             return j;
     }
-    return json_loadb(s, n, flags, je);
+    return de_json_loadb(s, n, flags, je);
 }
 
 /* ---- the identity of a watch event, without decoding it --------------------------------- */

@@ -16,6 +16,7 @@
 #include "doc_int.h"
 
 #include "dir.h"
+#include "jload.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -557,7 +558,7 @@ json_t *de_doc_parse_one(const char *name, const char *text, size_t len, de_err 
     len -= b;
     if (looks_json(name, text, len) || has_suffix(name, ".json")) {
         json_error_t je;
-        json_t *v = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+        json_t *v = de_json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
         if (v)
             return v;
         if (has_suffix(name, ".json") || looks_json(name, text, len)) {

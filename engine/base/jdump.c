@@ -3,6 +3,7 @@
  * says why).
  */
 #include "jdump.h"
+#include "utf8.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,40 +17,6 @@
 #define SUPPORTED                                                                                         \
     (JSON_COMPACT | JSON_ENCODE_ANY | JSON_ENSURE_ASCII | JSON_ESCAPE_SLASH | JSON_PRESERVE_ORDER |         \
      JSON_REAL_PRECISION(31))
-
-/* A UTF-8 sequence at s (n bytes left), as jansson's utf8_iterate judges
- * it: its length, 0 when invalid (overlong, surrogate, past U+10FFFF, cut). */
-static size_t utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned char c = s[0];
-    size_t len;
-    uint32_t v;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    if (c < 0xC2)
-        return 0;
-    if (c < 0xE0)
-        len = 2, v = c & 0x1F;
-    else if (c < 0xF0)
-        len = 3, v = c & 0x0F;
-    else if (c < 0xF5)
-        len = 4, v = c & 0x07;
-    else
-        return 0;
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF) || (len == 3 && v < 0x800) || (len == 4 && v < 0x10000))
-        return 0;
-    *cp = v;
-    return len;
-}
 
 static de_rc put_escape(de_buf *b, uint32_t cp)
 {
@@ -97,7 +64,7 @@ static de_rc put_string(de_buf *b, const char *str, size_t len, size_t flags)
             continue;
         }
         uint32_t cp;
-        size_t k = utf8_seq(s + i, len - i, &cp);
+        size_t k = de_utf8_seq(s + i, len - i, &cp);
         if (!k)
             return DE_EINVAL;
         if (cp >= 0x80 && !ascii) {

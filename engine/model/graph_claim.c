@@ -16,6 +16,7 @@
  */
 #include "graph_int.h"
 #include "../base/jdump.h"
+#include "../base/jload.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,7 +181,7 @@ static char *freeze(json_t *j, uint32_t *len)
 
 static json_t *thaw(const char *text, size_t len)
 {
-    json_t *j = text ? json_loadb(text, len, JSON_ALLOW_NUL, NULL) : NULL;
+    json_t *j = text ? de_json_loadb(text, len, JSON_ALLOW_NUL, NULL) : NULL;
     return j ? j : json_object();
 }
 

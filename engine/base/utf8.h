@@ -1,0 +1,47 @@
+/*
+ * utf8.h - one UTF-8 sequence judged as jansson 2.14 judges it, for the
+ * JSON reader and writer that stand in for jansson's (jload.c, jdump.c):
+ * both must refuse exactly the bytes jansson refuses.
+ */
+#ifndef DE_UTF8_H
+#define DE_UTF8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The sequence at s (n bytes left): its length, and its code point in cp;
+ * 0 when invalid (a stray continuation byte, overlong, a surrogate, past
+ * U+10FFFF, cut short). */
+static inline size_t de_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    unsigned char c = s[0];
+    size_t len;
+    uint32_t v;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    if (c < 0xC2)
+        return 0;
+    if (c < 0xE0)
+        len = 2, v = c & 0x1F;
+    else if (c < 0xF0)
+        len = 3, v = c & 0x0F;
+    else if (c < 0xF5)
+        len = 4, v = c & 0x07;
+    else
+        return 0;
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    if (v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF) || (len == 3 && v < 0x800) || (len == 4 && v < 0x10000))
+        return 0;
+    *cp = v;
+    return len;
+}
+
+#endif
