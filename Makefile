@@ -5,7 +5,7 @@
 #   make test       the busted specs (ends with "N passed, N failed")
 #   make test-asan  the same specs under AddressSanitizer + UBSan + LeakSanitizer
 #   make fuzz       libFuzzer targets, one after the other (fuzz-cel, fuzz-manifest,
-#                   fuzz-kubeconfig, fuzz-watch, fuzz-policy; clang; FUZZ_SECONDS each)
+#                   fuzz-kubeconfig, fuzz-watch, fuzz-policy, fuzz-json; clang; FUZZ_SECONDS each)
 #   make bench-instructions  policy overhead in callgrind instructions (needs valgrind)
 #   make deps       check the Debian packages the build needs (installs them as root)
 #
@@ -172,6 +172,7 @@ bench-serve: all
 #   fuzz-kubeconfig  the kubeconfig loader
 #   fuzz-watch       the watch-stream line cutter and event decoder
 #   fuzz-policy      the policy loader and the hooks it accepts
+#   fuzz-json        draengine's JSON reader against jansson's, differentially
 # Each runs FUZZ_SECONDS (default 600) on build-fuzz/corpus-NAME, seeded from
 # spec/fuzz/corpus-NAME (kept small: minimised inputs and regressions).
 # `make fuzz` runs them one after the other (each uses one core).
@@ -179,7 +180,7 @@ FUZZ_SECONDS ?= 600
 FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS)
 FUZZ_RUN = -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
 
-.PHONY: fuzz fuzz-lib fuzz-manifest fuzz-kubeconfig fuzz-watch fuzz-policy
+.PHONY: fuzz fuzz-lib fuzz-manifest fuzz-kubeconfig fuzz-watch fuzz-policy fuzz-json
 fuzz-lib: | $(STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang OPT=-O1 \
 	  SANITIZE="-fsanitize=fuzzer-no-link,address,undefined" build-fuzz/libdraengine.a
@@ -192,12 +193,12 @@ fuzz-cel: build-fuzz/fuzz-cel
 	python3 spec/fuzz/seed_cel.py ../shared/conformance/cel build-fuzz/corpus-cel spec/fuzz/corpus-cel
 	./build-fuzz/fuzz-cel $(FUZZ_RUN) -max_len=4096 build-fuzz/corpus-cel
 
-fuzz-manifest fuzz-kubeconfig fuzz-watch fuzz-policy: fuzz-%: build-fuzz/fuzz-%
+fuzz-manifest fuzz-kubeconfig fuzz-watch fuzz-policy fuzz-json: fuzz-%: build-fuzz/fuzz-%
 	@mkdir -p build-fuzz/corpus-$*
 	./build-fuzz/fuzz-$* $(FUZZ_RUN) -max_len=65536 build-fuzz/corpus-$* spec/fuzz/corpus-$*
 
 fuzz:
-	@for t in cel manifest kubeconfig watch policy; do \
+	@for t in cel manifest kubeconfig watch policy json; do \
 	  $(MAKE) --no-print-directory fuzz-$$t || exit 1; done
 
 # ---- conformance -----------------------------------------------------------

@@ -278,6 +278,46 @@ spec:
       "    claim victim-gpu, device gpu.example.com/pool-a/gpu-0: taint xid=79:NoExecute from ResourceSlice a-gpus gpu.example.com/pool-a/gpu-0 taint #0, not tolerated\n", out, 1, true)
   end)
 
+  it("finds a PodGroup's pods as the scheduler does: schedulingGroup, else the alpha workloadRef", function()
+    local function member(name, spec_extra)
+      return string.format([[
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: default, uid: uid-%s}
+spec:
+  nodeName: node-a
+  containers: [{name: c, image: x}]
+  resourceClaims: [{name: gpu, resourceClaimName: grp-gpu}]
+%s]], name, name, spec_extra)
+    end
+    local text = BASE .. string.format([[
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: grp-gpu, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu.example.com}
+status:
+  allocation:
+    devices:
+      results:
+      - {request: gpu, driver: gpu.example.com, pool: pool-a, device: gpu-0}
+  reservedFor:
+  - {apiGroup: scheduling.k8s.io, resource: podgroups, name: grp, uid: uid-grp}
+]]) .. member("member", "  schedulingGroup: {podGroupName: grp}\n") ..
+      member("alpha", "  workloadRef: {podGroupName: grp}\n") ..
+      member("outsider", "  schedulingGroup: {podGroupName: other}\n")
+    local d = json(text, "--feature-gates=DRAWorkloadResourceClaims=true,GenericWorkload=true")
+    local names = {}
+    for _, e in ipairs(d.evictions) do names[#names + 1] = e.name end
+    table.sort(names)
+    assert.are.same({ "alpha", "member" }, names)
+  end)
+
   it("follow the gates: no controller without DRADeviceTaints, no rules without DRADeviceTaintRules", function()
     local text = BASE .. RULE .. holder("victim", "gpu-0") .. holder("drained", "gpu-2")
     local d = json(text, "--feature-gates=DRADeviceTaintRules=false")

@@ -661,6 +661,7 @@ int cli_cmd_serve(int argc, char **argv)
     kc_client_set_failure_fn(sv.cl, on_kube_failure, &sv);
     dg_opts gopts = {0};
     gopts.gates = &gates;
+    gopts.no_pod_text = true; /* nothing in serve reads a pod's text */
     sv.g = dg_new(NULL, &gopts);
     al_opts ao = {0};
     ao.gates = gates;

@@ -138,14 +138,6 @@ static void claim_reasons(const ectx *c, const dg_claim *cl, rvec *rv)
     }
 }
 
-/* The pod's PodGroup name (spec.schedulingGroup.podGroupName), 0 = none. */
-static uint32_t pod_group(const ectx *c, uint32_t pid)
-{
-    json_t *spec = json_object_get(dg_pod_json(c->g, pid), "spec");
-    const char *gn = json_string_value(json_object_get(json_object_get(spec, "schedulingGroup"), "podGroupName"));
-    return gn && *gn ? de_intern_cstr(c->in, gn) : 0;
-}
-
 static bool reserved_for(const ectx *c, const dg_claim *cl, const dg_pod *p, uint32_t group)
 {
     for (uint32_t i = 0; i < cl->nreserved_for; i++) {
@@ -208,7 +200,10 @@ void ctl_evictions(const dg_graph *g, const de_gates *gates, de_arena *a, ctl_ev
         const dg_pod *p = dg_pod_get(g, pid);
         if (!p || !p->node_name || p->meta.deleting || !p->nclaims)
             continue;
-        uint32_t group = c.groups ? pod_group(&c, pid) : 0;
+        /* the PodGroup as the scheduler reads it (dec_pod: schedulingGroup,
+         * else the alpha workloadRef), so that a claim reserved for the
+         * group through either is found here too */
+        uint32_t group = c.groups ? p->group : 0;
         rvec rv = {0};
         for (uint32_t i = 0; i < p->nclaims; i++) {
             const dg_pod_claim_ref *ref = &p->claims[i];

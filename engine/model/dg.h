@@ -68,6 +68,11 @@ typedef struct dg_opts {
     bool skip_validation; /* decode only (trusted input, e.g. our own simulator) */
     bool keep_going;      /* dg_load_path/dg_load_text: try every object, report all errors */
     bool no_fast_path;    /* JSON List snapshots: always use jansson + the full decoder (specs) */
+    /* Keep no pod's input text (dg_pod_json then gives NULL): for `serve`,
+     * which reads pods only through their structs.  Dumping each pod event's
+     * tree to text was about 5 % of serve's instructions a pod, and the text
+     * about 1.6 KB a pod held for nothing.  allocate's output needs it. */
+    bool no_pod_text;
     /* Called for each invalid object while loading (implies keep_going);
      * the load then ends with DE_EINVAL "N invalid objects". */
     void (*on_error)(void *ctx, const de_err *e);
@@ -174,6 +179,9 @@ uint32_t dg_node_find(const dg_graph *g, uint32_t name);
 uint32_t dg_pod_id_limit(const dg_graph *g);
 const dg_pod *dg_pod_get(const dg_graph *g, uint32_t pid);
 uint32_t dg_pod_find(const dg_graph *g, uint32_t ns, uint32_t name);
+/* The pod as its input gave it (borrowed, cached until the pod changes),
+ * with the status's resourceClaimStatuses the graph holds; NULL for no
+ * such pod, or when dg_opts.no_pod_text keeps no text. */
 json_t *dg_pod_json(const dg_graph *g, uint32_t pid);
 /* A new reference to the pod (apiVersion, kind, metadata name, namespace,
  * uid, resourceVersion), as an Event's regarding, or NULL. */

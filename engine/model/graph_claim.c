@@ -493,7 +493,8 @@ void dg_pod_upsert(dg_graph *g, dg_pod *p, de_arena *a, json_t *json, const uint
     pe->a = a;
     pe->refs = (uint32_t *)refs;
     pe->nrefs = nrefs;
-    pe->text = freeze(json, &pe->text_len);
+    if (!g->opts.no_pod_text)
+        pe->text = freeze(json, &pe->text_len);
     pe->gen = dg_bump(g);
     *pid = id;
     dg_notify(g, DG_KIND_POD, had ? DG_OP_UPDATE : DG_OP_ADD, id);
@@ -549,7 +550,7 @@ json_t *dg_pod_ref_json(const dg_graph *g, uint32_t pid)
 
 json_t *dg_pod_json(const dg_graph *g, uint32_t pid)
 {
-    if (pid >= g->npods || !g->pods[pid].p)
+    if (pid >= g->npods || !g->pods[pid].p || g->opts.no_pod_text)
         return NULL;
     pod_ent *pe = &((dg_graph *)g)->pods[pid];
     if (pe->jcache && pe->jcache_gen == pe->gen)
