@@ -322,6 +322,24 @@ static int l_json_encode(lua_State *L)
     return 1;
 }
 
+/* The flags named true in the table at idx (the specs' spelling). */
+typedef struct flagname {
+    const char *name;
+    size_t flag;
+} flagname;
+
+static size_t flags_of(lua_State *L, int idx, const flagname *f, size_t n)
+{
+    size_t flags = 0;
+    for (size_t i = 0; i < n; i++) {
+        lua_getfield(L, idx, f[i].name);
+        if (lua_toboolean(L, -1))
+            flags |= f[i].flag;
+        lua_pop(L, 1);
+    }
+    return flags;
+}
+
 /* json_redump(text, flags) -> draengine's dump, json_dumps's, json_dumps's
  * of draengine's deep copy (nil for a refusal): the writers side by side,
  * for jdump's spec.  With
@@ -332,17 +350,11 @@ static int l_json_redump(lua_State *L)
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     luaL_checktype(L, 2, LUA_TTABLE);
-    static const struct { const char *name; size_t flag; } F[] = {
+    static const flagname F[] = {
         {"compact", JSON_COMPACT},       {"encode_any", JSON_ENCODE_ANY}, {"ensure_ascii", JSON_ENSURE_ASCII},
         {"escape_slash", JSON_ESCAPE_SLASH}, {"sort_keys", JSON_SORT_KEYS}, {"embed", JSON_EMBED},
         {"preserve_order", JSON_PRESERVE_ORDER}};
-    size_t flags = 0;
-    for (size_t i = 0; i < DE_ARRAY_LEN(F); i++) {
-        lua_getfield(L, 2, F[i].name);
-        if (lua_toboolean(L, -1))
-            flags |= F[i].flag;
-        lua_pop(L, 1);
-    }
+    size_t flags = flags_of(L, 2, F, DE_ARRAY_LEN(F));
     lua_getfield(L, 2, "indent");
     flags |= JSON_INDENT((int)luaL_optinteger(L, -1, 0));
     lua_getfield(L, 2, "precision");
@@ -383,17 +395,11 @@ static int l_json_reload(lua_State *L)
     size_t n;
     const char *s = luaL_checklstring(L, 1, &n);
     luaL_checktype(L, 2, LUA_TTABLE);
-    static const struct { const char *name; size_t flag; } F[] = {
+    static const flagname F[] = {
         {"reject_duplicates", JSON_REJECT_DUPLICATES}, {"decode_any", JSON_DECODE_ANY},
         {"allow_nul", JSON_ALLOW_NUL}, {"disable_eof_check", JSON_DISABLE_EOF_CHECK},
         {"int_as_real", JSON_DECODE_INT_AS_REAL}};
-    size_t flags = 0;
-    for (size_t i = 0; i < DE_ARRAY_LEN(F); i++) {
-        lua_getfield(L, 2, F[i].name);
-        if (lua_toboolean(L, -1))
-            flags |= F[i].flag;
-        lua_pop(L, 1);
-    }
+    size_t flags = flags_of(L, 2, F, DE_ARRAY_LEN(F));
     json_error_t je, de;
     json_t *v[3] = {de_json_parse(s, n, flags), json_loadb(s, n, flags, &je), de_json_loadb(s, n, flags, &de)};
     if (v[0] && v[1] && !json_equal(v[0], v[1]))

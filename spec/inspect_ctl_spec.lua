@@ -34,7 +34,11 @@ spec:
 %s]], name, pool, extra and extra.gen or 1, extra and extra.count or 1, extra and extra.spec or "", devices)
 end
 
+-- reserved: the pod the claim is reserved for, or a whole reservedFor entry
+-- (a flow mapping, for a PodGroup)
 local function claim(name, results, reserved)
+  local entry = reserved and (reserved:sub(1, 1) == "{" and reserved or
+    ("{resource: pods, name: " .. reserved .. ", uid: uid-" .. reserved .. "}"))
   return string.format([[
 ---
 apiVersion: resource.k8s.io/v1
@@ -49,7 +53,7 @@ status:
   allocation:
     devices:
       results:
-%s%s]], name, results, reserved and ("  reservedFor:\n  - {resource: pods, name: " .. reserved .. ", uid: uid-" .. reserved .. "}\n") or "")
+%s%s]], name, results, entry and ("  reservedFor:\n  - " .. entry .. "\n") or "")
 end
 
 local function request(name, spec)
@@ -291,24 +295,8 @@ spec:
   resourceClaims: [{name: gpu, resourceClaimName: grp-gpu}]
 %s]], name, name, spec_extra)
     end
-    local text = BASE .. string.format([[
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {name: grp-gpu, namespace: default}
-spec:
-  devices:
-    requests:
-    - name: gpu
-      exactly: {deviceClassName: gpu.example.com}
-status:
-  allocation:
-    devices:
-      results:
-      - {request: gpu, driver: gpu.example.com, pool: pool-a, device: gpu-0}
-  reservedFor:
-  - {apiGroup: scheduling.k8s.io, resource: podgroups, name: grp, uid: uid-grp}
-]]) .. member("member", "  schedulingGroup: {podGroupName: grp}\n") ..
+    local text = BASE .. claim("grp-gpu", "      - {request: gpu, driver: gpu.example.com, pool: pool-a, device: gpu-0}\n",
+      "{apiGroup: scheduling.k8s.io, resource: podgroups, name: grp, uid: uid-grp}") .. member("member", "  schedulingGroup: {podGroupName: grp}\n") ..
       member("alpha", "  workloadRef: {podGroupName: grp}\n") ..
       member("outsider", "  schedulingGroup: {podGroupName: other}\n")
     local d = json(text, "--feature-gates=DRAWorkloadResourceClaims=true,GenericWorkload=true")

@@ -29,13 +29,7 @@ local function same(text, what)
   return wrote
 end
 
-local function files(dir, pat)
-  local out = {}
-  local p = io.popen("find " .. H.shell_quote(dir) .. " -name '" .. pat .. "' | LC_ALL=C sort")
-  for f in p:lines() do out[#out + 1] = f end
-  p:close()
-  return out
-end
+local files = H.find_files
 
 describe("jdump", function()
   it("writes every corpus and conformance object as json_dumps does", function()

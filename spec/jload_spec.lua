@@ -27,13 +27,7 @@ local function compare(text, flags, what)
   return ours, theirs
 end
 
-local function files(dir, pat)
-  local out = {}
-  local p = io.popen("find " .. H.shell_quote(dir) .. " -name '" .. pat .. "' | LC_ALL=C sort")
-  for f in p:lines() do out[#out + 1] = f end
-  p:close()
-  return out
-end
+local files = H.find_files
 
 -- a deterministic stream of numbers in [0, n)
 local function lcg(seed)

@@ -17,8 +17,8 @@
  * follows strings and nesting, and stops once it is past metadata.  The
  * text around the span is copied together (a memcpy, far below the parse)
  * and read by de_json_parse (engine/base/jload.h), or by jansson where that
- * does not answer.  Only a member of the object's own metadata is left out, and only
- * when its value is an array (an annotation or label of that name is a
+ * does not answer.  Only a member of the object's own metadata is left out,
+ * and only when its value is an array (an annotation or label of that name is a
  * string; deeper "metadata", such as a template's, is not looked at).  If
  * the short parse fails, the whole text is parsed again, so an error quotes
  * the real text and its positions, exactly as before.

@@ -85,6 +85,16 @@ function M.write_temp(content, suffix)
   return p
 end
 
+-- The files below dir whose names match the find(1) pattern pat, sorted
+-- bytewise (the same order on every machine).
+function M.find_files(dir, pat)
+  local out = {}
+  local p = io.popen("find " .. shell_quote(dir) .. " -name '" .. pat .. "' | LC_ALL=C sort")
+  for f in p:lines() do out[#out + 1] = f end
+  p:close()
+  return out
+end
+
 function M.read_file(p)
   local f = assert(io.open(p, "rb")); local s = f:read("a"); f:close(); return s
 end
