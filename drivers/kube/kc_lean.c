@@ -204,22 +204,22 @@ bool kc_managed_span(const char *s, size_t n, int level, size_t *from, size_t *t
 json_t *kc_loadb_lean(const char *s, size_t n, int level, size_t flags, json_error_t *je)
 {
     size_t from, to;
-    if (kc_managed_span(s, n, level, &from, &to)) {
-        size_t m = n - (to - from);
-        char *t = malloc(m + 1);
-        json_t *j = NULL;
-        if (t) {
-            memcpy(t, s, from);
-            memcpy(t + from, s + to, n - to);
-            j = de_json_parse(t, m, flags);
-            if (!j)
-                j = json_loadb(t, m, flags, je);
-            free(t);
-        }
-        if (j)
-            return j;
+    if (!kc_managed_span(s, n, level, &from, &to))
+        return de_json_loadb(s, n, flags, je);
+    size_t m = n - (to - from);
+    char *t = malloc(m + 1);
+    json_t *j = NULL;
+    if (t) {
+        memcpy(t, s, from);
+        memcpy(t + from, s + to, n - to);
+        j = de_json_parse(t, m, flags);
+        if (!j)
+            j = json_loadb(t, m, flags, je);
+        free(t);
     }
-    return de_json_loadb(s, n, flags, je);
+    /* neither reader took the shorter text: jansson reads the whole one,
+     * so that an error quotes the real text and its positions */
+    return j ? j : json_loadb(s, n, flags, je);
 }
 
 /* ---- the identity of a watch event, without decoding it --------------------------------- */

@@ -79,30 +79,6 @@ static int hex4(const unsigned char *p)
     return v;
 }
 
-static size_t put_utf8(char *t, uint32_t cp)
-{
-    if (cp < 0x80) {
-        t[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        t[0] = (char)(0xC0 | (cp >> 6));
-        t[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        t[0] = (char)(0xE0 | (cp >> 12));
-        t[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        t[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    t[0] = (char)(0xF0 | (cp >> 18));
-    t[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    t[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    t[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* The escape at p (its backslash), decoded to t: the bytes written, and p
  * moved past it; 0 for what jansson refuses, and for \u0000. */
 static size_t unescape(const unsigned char **pp, const unsigned char *end, char *t)
@@ -132,7 +108,7 @@ static size_t unescape(const unsigned char **pp, const unsigned char *end, char 
             p += 6;
         }
         *pp = p;
-        return put_utf8(t, cp);
+        return de_utf8_put(t, cp);
     }
     default: return 0;
     }
@@ -255,6 +231,20 @@ static json_t *number(jr *r)
 
 static json_t *value(jr *r);
 
+/* After a member or an element: 1 past a ',' (more follow), 0 past the
+ * closing byte, -1 for anything else. */
+static int next(jr *r, unsigned char close)
+{
+    ws(r);
+    if (r->p < r->end && (*r->p == ',' || *r->p == close)) {
+        bool more = *r->p++ == ',';
+        if (more)
+            ws(r);
+        return more;
+    }
+    return -1;
+}
+
 static json_t *object(jr *r)
 {
     json_t *o = json_object();
@@ -283,16 +273,11 @@ static json_t *object(jr *r)
         if (!v || json_object_setn_new_nocheck(o, key, klen, v) || json_object_size(o) == had)
             break;
         r->top = top;
-        ws(r);
-        if (r->p < r->end && *r->p == ',') {
-            r->p++;
-            ws(r);
-        } else if (r->p < r->end && *r->p == '}') {
-            r->p++;
+        int more = next(r, '}');
+        if (more == 0)
             return o;
-        } else {
+        if (more < 0)
             break;
-        }
     }
     json_decref(o);
     return NULL;
@@ -313,16 +298,11 @@ static json_t *array(jr *r)
         json_t *v = value(r);
         if (!v || json_array_append_new(a, v))
             break;
-        ws(r);
-        if (r->p < r->end && *r->p == ',') {
-            r->p++;
-            ws(r);
-        } else if (r->p < r->end && *r->p == ']') {
-            r->p++;
+        int more = next(r, ']');
+        if (more == 0)
             return a;
-        } else {
+        if (more < 0)
             break;
-        }
     }
     json_decref(a);
     return NULL;

@@ -1,7 +1,8 @@
 /*
- * utf8.h - one UTF-8 sequence judged as jansson 2.14 judges it, for the
- * JSON reader and writer that stand in for jansson's (jload.c, jdump.c):
- * both must refuse exactly the bytes jansson refuses.
+ * utf8.h - UTF-8 in one place: a sequence judged as jansson 2.14 judges it,
+ * for the JSON reader and writer that stand in for jansson's (jload.c,
+ * jdump.c; both must refuse exactly the bytes jansson refuses), and a code
+ * point written out (those, and CEL's string literals and regex atoms).
  */
 #ifndef DE_UTF8_H
 #define DE_UTF8_H
@@ -42,6 +43,32 @@ static inline size_t de_utf8_seq(const unsigned char *s, size_t n, uint32_t *cp)
         return 0;
     *cp = v;
     return len;
+}
+
+/* The code point cp (at most U+10FFFF; the caller has refused the rest)
+ * written to o: its length, 1 to 4 bytes. */
+static inline size_t de_utf8_put(char *o, uint32_t cp)
+{
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | (cp >> 6));
+        o[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | (cp >> 12));
+        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | (cp >> 18));
+    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
 }
 
 #endif

@@ -9,6 +9,7 @@
  * cel-go does before unescaping.
  */
 #include "lex.h"
+#include "../base/utf8.h"
 
 #include <string.h>
 
@@ -275,30 +276,6 @@ cel_token cel_lex_next(cel_lexer *lx)
 
 /* ---- literal decoding ---------------------------------------------------- */
 
-static size_t utf8_put(char *o, uint32_t cp)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 static bool valid_rune(uint32_t cp)
 {
     return cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
@@ -385,7 +362,7 @@ bool cel_unescape(const char *tok, size_t n, bool bytes, de_arena *a, const char
                     *why = "invalid unicode code point";
                     return false;
                 }
-                k += utf8_put(o + k, v);
+                k += de_utf8_put(o + k, v);
             }
             break;
         }
@@ -401,7 +378,7 @@ bool cel_unescape(const char *tok, size_t n, bool bytes, de_arena *a, const char
             if (bytes)
                 o[k++] = (char)v;
             else
-                k += utf8_put(o + k, v);
+                k += de_utf8_put(o + k, v);
             break;
         }
         default:

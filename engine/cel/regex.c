@@ -31,6 +31,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "cel_int.h"
 #include "re_nfa.h"
+#include "../base/utf8.h"
 
 #include <pcre2.h>
 #include <pthread.h>
@@ -645,22 +646,10 @@ cel_re_atom *cel_re_atom_new(const char *re2, size_t n)
 
 bool cel_re_atom_test(cel_re_atom *a, uint32_t cp)
 {
-    unsigned char b[4];
-    size_t w;
-    if (cp < 0x80) {
-        b[0] = (unsigned char)cp, w = 1;
-    } else if (cp < 0x800) {
-        b[0] = (unsigned char)(0xC0 | (cp >> 6)), b[1] = (unsigned char)(0x80 | (cp & 0x3F)), w = 2;
-    } else if (cp < 0x10000) {
-        b[0] = (unsigned char)(0xE0 | (cp >> 12)), b[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-        b[2] = (unsigned char)(0x80 | (cp & 0x3F)), w = 3;
-    } else {
-        b[0] = (unsigned char)(0xF0 | (cp >> 18)), b[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-        b[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F)), b[3] = (unsigned char)(0x80 | (cp & 0x3F));
-        w = 4;
-    }
+    char b[4];
+    size_t w = de_utf8_put(b, cp);
     /* one character cannot backtrack: the default limits never bind */
-    int rc = pcre2_match(a->code, b, w, 0, 0, a->md, NULL);
+    int rc = pcre2_match(a->code, (PCRE2_SPTR)b, w, 0, 0, a->md, NULL);
     return rc > 0 && pcre2_get_ovector_pointer(a->md)[1] == w;
 }
 
