@@ -4,6 +4,8 @@
  */
 #include "lb.h"
 
+#include "../engine/base/jalloc.h"
+
 int lb_raise(lua_State *L, const de_err *e)
 {
     return luaL_error(L, "%s", e && e->msg[0] ? e->msg : de_rc_str(e ? e->rc : DE_EINTERNAL));
@@ -30,6 +32,7 @@ int luaopen_draengine_core(lua_State *L)
         lb_open_base, lb_open_graph, lb_open_cel,   lb_open_alloc,
         lb_open_policy, lb_open_sim, lb_open_sched, lb_open_kube,
     };
+    de_jalloc_install(); /* before the first tree: see jalloc.h */
     lua_newtable(L);
     for (size_t i = 0; i < sizeof openers / sizeof openers[0]; i++)
         openers[i](L);

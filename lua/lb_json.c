@@ -7,6 +7,7 @@
 
 #include "../engine/base/buf.h"
 #include "../engine/base/doc.h"
+#include "../engine/base/jalloc.h"
 #include "../engine/base/jdump.h"
 #include "../engine/base/jload.h"
 
@@ -427,6 +428,16 @@ static int l_json_reload(lua_State *L)
     return 5;
 }
 
+/* jalloc_stats() -> installed, this thread's cached blocks, their bytes */
+static int l_jalloc_stats(lua_State *L)
+{
+    size_t blocks, bytes;
+    lua_pushboolean(L, de_jalloc_stats(&blocks, &bytes));
+    lua_pushinteger(L, (lua_Integer)blocks);
+    lua_pushinteger(L, (lua_Integer)bytes);
+    return 3;
+}
+
 typedef struct luactx {
     lua_State *L;
     int table;
@@ -521,6 +532,7 @@ void lb_open_json(lua_State *L)
         {"json_encode", l_json_encode},
         {"json_redump", l_json_redump},
         {"json_reload", l_json_reload},
+        {"jalloc_stats", l_jalloc_stats},
         {"yaml_decode", l_yaml_decode},
         {"yaml_encode", l_yaml_encode},
         {"load_docs", l_load_docs},

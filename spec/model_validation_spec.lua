@@ -524,3 +524,34 @@ items:
     assert.truthy(err:find('<string>: document 1: items[1]: DeviceClass "Bad": metadata.name: Invalid value: "Bad"', 1, true), err)
   end)
 end)
+
+describe("timestamps", function()
+  local function node(ts)
+    return { apiVersion = "v1", kind = "Node", metadata = { name = "n", creationTimestamp = ts } }
+  end
+
+  it("read RFC 3339 with fractions and offsets, to the second", function()
+    local cases = {
+      ["1970-01-01T00:00:00Z"] = 0,
+      ["2024-05-06T07:08:09Z"] = 1714979289,
+      ["2024-05-06T07:08:09.123456Z"] = 1714979289,
+      ["2024-05-06T09:08:09+02:00"] = 1714979289,
+      ["2024-05-06T02:38:09-04:30"] = 1714979289,
+      ["2024-02-29T23:59:60z"] = 1709251200,
+    }
+    for ts, want in pairs(cases) do
+      local g = core.graph()
+      g:apply(node(ts))
+      assert.are.equal(want, g:node("n").creation, ts)
+    end
+  end)
+
+  it("refuse anything else, signs and spaces inside the fields included", function()
+    for _, ts in ipairs({ "2024-05-06T07:08:09", "2024-05-06 07:08:09Z", " 2024-05-06T07:08:09Z",
+                          "2024-+5-06T07:08:09Z", "2024-05-06T07:08: 9Z", "2024-13-06T07:08:09Z",
+                          "2024-05-06T24:08:09Z", "2024-05-06T07:08:09+0200", "2024-05-06T07:08:09+02:0x",
+                          "2024-05-06T07:08:09Zjunk", "yesterday", "" }) do
+      fails(node(ts), "must be an RFC 3339 timestamp", core.graph())
+    end
+  end)
+end)

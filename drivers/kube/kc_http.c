@@ -18,6 +18,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "kc_int.h"
+#include "kc_raw.h"
 #include "../../engine/base/jdump.h"
 
 #include "../../engine/base/log.h"
@@ -36,6 +37,8 @@
 struct kc_client {
     kc_config *cfg;
     CURL *h;
+    kc_raw *raw; /* requests' own HTTP/1.1 framing (kc_raw.c), when raw_ok */
+    bool raw_ok;
     kc_client_opts o;
     char *ua;
     char *extra_header;
@@ -89,6 +92,7 @@ kc_client *kc_client_new(kc_config *cfg, const kc_client_opts *o)
     cl->tokens = cl->o.burst;
     cl->last_refill = de_now_ns();
     cl->h = curl_easy_init();
+    cl->raw_ok = kc_raw_usable(kc_config_url(cfg), cl->o.http2);
     cl->write_until = UINT64_MAX;
     pthread_mutex_init(&cl->mu, NULL);
     kc_backoff_init(&cl->bo, 100000000ull, 5000000000ull, 0x5eed);
@@ -112,6 +116,7 @@ kc_client *kc_client_clone(kc_client *parent)
     cl->token_problem_seq = root->token_problem_seq;
     unlock(root);
     cl->h = curl_easy_init();
+    cl->raw_ok = root->raw_ok;
     cl->write_until = UINT64_MAX;
     kc_backoff_init(&cl->bo, 100000000ull, 5000000000ull, 0x5eed ^ (uint64_t)(uintptr_t)cl);
     return cl;
@@ -125,6 +130,7 @@ void kc_client_free(kc_client *cl)
         pthread_mutex_destroy(&cl->mu);
     if (cl->h)
         curl_easy_cleanup(cl->h);
+    kc_raw_free(cl->raw);
     free(cl->ua);
     free(cl->extra_header);
     free(cl);
@@ -529,6 +535,37 @@ static bool answer_peek(const char *p, size_t n, kc_peek *pk)
 static de_rc request(kc_client *cl, const char *method, const char *path, json_t *body,
                      const char *content_type, long *status_out, json_t **out, kc_peek *pk, de_err *e);
 
+/* One attempt through libcurl's own HTTP (HTTP/2, proxies, odd URLs). */
+static CURLcode perform_curl(kc_client *cl, const char *method, const char *url,
+                             struct curl_slist *hl, const char *payload, resp *r, long *status)
+{
+    CURL *h = cl->h;
+    curl_easy_reset(h);
+    kc_client_setup_easy(cl, h);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, cl->o.timeout_ms);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cl->errbuf);
+    if (!strcmp(method, "GET")) {
+        curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    } else {
+        if (strcmp(method, "POST"))
+            curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+        else
+            curl_easy_setopt(h, CURLOPT_POST, 1L);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload ? payload : "");
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)(payload ? strlen(payload) : 0));
+    }
+    CURLcode cc = curl_easy_perform(h);
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    return cc;
+}
+
 de_rc kc_request(kc_client *cl, const char *method, const char *path, json_t *body,
                  const char *content_type, long *status_out, json_t **out, de_err *e)
 {
@@ -588,39 +625,25 @@ static de_rc request(kc_client *cl, const char *method, const char *path, json_t
         r.cl = cl;
         r.method = method;
         r.path = path;
-        CURL *h = cl->h;
-        curl_easy_reset(h);
-        kc_client_setup_easy(cl, h);
         struct curl_slist *hl = kc_client_headers(
             cl, token_retry, payload ? (content_type ? content_type : "application/json") : NULL);
-        curl_easy_setopt(h, CURLOPT_URL, url);
-        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, cl->o.timeout_ms);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &r);
-        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-        curl_easy_setopt(h, CURLOPT_HEADERDATA, &r);
+        long status = 0;
+        CURLcode cc;
         cl->errbuf[0] = 0;
-        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cl->errbuf);
-        if (!strcmp(method, "GET")) {
-            curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+        if (cl->raw_ok) {
+            if (!cl->raw)
+                cl->raw = kc_raw_new();
+            cc = kc_raw_perform(cl, cl->raw, method, url, hl, cl->ua, payload,
+                                payload ? strlen(payload) : 0, cl->o.timeout_ms, on_header, on_body,
+                                &r, &status, cl->errbuf);
         } else {
-            if (strcmp(method, "POST"))
-                curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-            else
-                curl_easy_setopt(h, CURLOPT_POST, 1L);
-            curl_easy_setopt(h, CURLOPT_POSTFIELDS, payload ? payload : "");
-            curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)(payload ? strlen(payload) : 0));
+            cc = perform_curl(cl, method, url, hl, payload, &r, &status);
         }
-        CURLcode cc = curl_easy_perform(h);
         /* The header list holds the token: wipe before freeing. */
         for (struct curl_slist *s = hl; s; s = s->next)
             if (!strncmp(s->data, "Authorization:", 14))
                 memset(s->data, 0, strlen(s->data));
         curl_slist_free_all(hl);
-        long status = 0;
-        if (cc == CURLE_OK)
-            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
         kc_client_count(cl, cc == CURLE_OK ? status : 0);
         if (status_out)
             *status_out = status;

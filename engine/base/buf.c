@@ -45,7 +45,7 @@ static de_rc reserve(de_buf *b, size_t extra)
     return DE_OK;
 }
 
-de_rc de_buf_add(de_buf *b, const void *p, size_t n)
+de_rc de_buf_add_slow(de_buf *b, const void *p, size_t n)
 {
     DE_TRY(reserve(b, n));
     if (n)
@@ -58,11 +58,6 @@ de_rc de_buf_add(de_buf *b, const void *p, size_t n)
 de_rc de_buf_puts(de_buf *b, const char *s)
 {
     return de_buf_add(b, s, strlen(s));
-}
-
-de_rc de_buf_putc(de_buf *b, char c)
-{
-    return de_buf_add(b, &c, 1);
 }
 
 de_rc de_buf_vprintf(de_buf *b, const char *fmt, va_list ap)

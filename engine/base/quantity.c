@@ -589,7 +589,10 @@ static int64_t scaled_value(de_qty q, int s)
         v = 1;
     } else {
         u128 p = pow10u((int)-d);
-        v = m / p + (m % p ? 1 : 0);
+        if (!(m >> 64) && !(p >> 64)) /* the usual case: a 64-bit division, not a call */
+            v = (uint64_t)m / (uint64_t)p + ((uint64_t)m % (uint64_t)p ? 1 : 0);
+        else
+            v = m / p + (m % p ? 1 : 0);
         if (v > lim)
             v = lim;
     }

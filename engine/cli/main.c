@@ -5,6 +5,7 @@
 #include "flags.h"
 
 #include "../base/dir.h"
+#include "../base/jalloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -152,6 +153,7 @@ int cli_cmd_help(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    de_jalloc_install();
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_INVALID;
