@@ -38,9 +38,12 @@ static const uint32_t *cap_keys(al_call *c, uint32_t dev)
     return c->capkeys[dev];
 }
 
+/* whole and within int64: upstream's q == Value(q) (Value saturates), in
+ * one exact test instead of a rounding, a conversion and a comparison */
 static bool integral(de_qty q)
 {
-    return de_qty_cmp(q, de_qty_from_int(de_qty_value(q), DE_QFMT_DECIMAL_SI)) == 0;
+    int64_t v;
+    return de_qty_int64_exact(q, &v);
 }
 
 /* milli arithmetic only for fractional values that milli units represent

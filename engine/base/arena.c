@@ -3,6 +3,7 @@
  */
 #include "arena.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +200,14 @@ void de_arena_rewind(de_arena *a, de_arena_mark m)
         a->h.ptr = a->h.lim = NULL;
         a->tbase = m.total;
     }
+}
+
+size_t de_arena_first_left(const de_arena *a)
+{
+    const chunk *c = a->cur;
+    if (!c || c->next)
+        return SIZE_MAX;
+    return c->size - (size_t)(a->h.ptr - c->data);
 }
 
 size_t de_arena_used(const de_arena *a)

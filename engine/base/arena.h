@@ -46,6 +46,9 @@ de_arena *de_arena_new_sized(size_t cap, size_t first_chunk);
  * malloc block as the arena (objects decoded into a measured size). */
 de_arena *de_arena_new_exact(size_t cap, size_t size);
 void de_arena_free(de_arena *a);
+/* The bytes left in the first chunk of an arena that never needed a second
+ * one, or SIZE_MAX when it did (a measured-size arena that fit). */
+size_t de_arena_first_left(const de_arena *a);
 
 /* Drop every allocation but keep the first chunk for reuse. */
 void de_arena_reset(de_arena *a);

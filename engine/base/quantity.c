@@ -619,9 +619,15 @@ static bool exact_at(de_qty q, int s, int64_t *out)
         if (-d > 38)
             return false;
         u128 p = pow10u((int)-d);
-        if (m % p)
-            return false;
-        v = m / p;
+        if (!(m >> 64) && !(p >> 64)) {
+            if ((uint64_t)m % (uint64_t)p)
+                return false;
+            v = (uint64_t)m / (uint64_t)p;
+        } else {
+            if (m % p)
+                return false;
+            v = m / p;
+        }
         if (v > lim)
             return false;
     }

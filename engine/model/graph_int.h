@@ -217,6 +217,7 @@ struct dg_graph {
     uint32_t fast_path_slices, fast_path_nodes;
     cel_env *cel; /* validation of expressions in manifests (dg_cel) */
     de_arena *scratch; /* slices are decoded here, then copied (dg_scratch) */
+    size_t size_guess[2]; /* the last claim's and pod's arena, to decode them once (graph_load.c) */
 };
 
 /* graph_load.c */
