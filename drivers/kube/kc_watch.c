@@ -286,8 +286,10 @@ static size_t watch_bytes(refl *r, const char *p, size_t len)
 {
     size_t start = 0;
     for (size_t i = 0; i < len; i++) {
-        if (p[i] != '\n')
-            continue;
+        const char *nl = memchr(p + i, '\n', len - i);
+        if (!nl)
+            break;
+        i = (size_t)(nl - p);
         if (r->line.len + (i - start) > r->inf->o.max_line) {
             r->overflow = true;
             return 0;
