@@ -300,7 +300,22 @@ static CURLcode deliver(const char *p, size_t n, kc_raw_cb on_body, void *ud, ch
     return CURLE_OK;
 }
 
-/* The body, by its framing; *partial when the connection ended inside it. */
+/* The end ('\n') of the line at r->at, reading more as needed. */
+static CURLcode next_line(kc_raw *r, uint64_t deadline, size_t max, const char *too_long, const char *cut,
+                          char **nl, char *errbuf)
+{
+    bool eof;
+    while (!(*nl = memchr(r->in + r->at, '\n', r->len - r->at))) {
+        if (r->len - r->at > max)
+            return fail(errbuf, CURLE_WEIRD_SERVER_REPLY, "%s", too_long);
+        DE_TRY_CURL(fill(r, deadline, &eof, errbuf));
+        if (eof)
+            return fail(errbuf, CURLE_PARTIAL_FILE, "%s", cut);
+    }
+    return CURLE_OK;
+}
+
+/* The body, by its framing. */
 static CURLcode read_body(kc_raw *r, const head *h, uint64_t deadline, kc_raw_cb on_body, void *ud,
                           bool *until_eof, char *errbuf)
 {
@@ -335,13 +350,8 @@ static CURLcode read_body(kc_raw *r, const head *h, uint64_t deadline, kc_raw_cb
     }
     for (;;) { /* chunked: size line, data, CRLF; a 0 size, trailers, blank line */
         char *nl;
-        while (!(nl = memchr(r->in + r->at, '\n', r->len - r->at))) {
-            if (r->len - r->at > 1024)
-                return fail(errbuf, CURLE_WEIRD_SERVER_REPLY, "%s", "a chunk size line past 1 KiB");
-            DE_TRY_CURL(fill(r, deadline, &eof, errbuf));
-            if (eof)
-                return fail(errbuf, CURLE_PARTIAL_FILE, "%s", "the connection ended inside a chunked answer");
-        }
+        DE_TRY_CURL(next_line(r, deadline, 1024, "a chunk size line past 1 KiB",
+                              "the connection ended inside a chunked answer", &nl, errbuf));
         char *stop;
         const char *sp = r->in + r->at;
         if (!isxdigit((unsigned char)*sp))
@@ -368,13 +378,8 @@ static CURLcode read_body(kc_raw *r, const head *h, uint64_t deadline, kc_raw_cb
     }
     for (;;) { /* trailers up to the blank line */
         char *nl;
-        while (!(nl = memchr(r->in + r->at, '\n', r->len - r->at))) {
-            if (r->len - r->at > RAW_HEAD_MAX)
-                return fail(errbuf, CURLE_WEIRD_SERVER_REPLY, "%s", "trailers past 64 KiB");
-            DE_TRY_CURL(fill(r, deadline, &eof, errbuf));
-            if (eof)
-                return fail(errbuf, CURLE_PARTIAL_FILE, "%s", "the connection ended inside the trailers");
-        }
+        DE_TRY_CURL(next_line(r, deadline, RAW_HEAD_MAX, "trailers past 64 KiB",
+                              "the connection ended inside the trailers", &nl, errbuf));
         bool blank = nl == r->in + r->at || (nl == r->in + r->at + 1 && r->in[r->at] == '\r');
         r->at = (size_t)(nl + 1 - r->in);
         if (blank)
