@@ -315,6 +315,26 @@ static CURLcode next_line(kc_raw *r, uint64_t deadline, size_t max, const char *
     return CURLE_OK;
 }
 
+/* Hand over the next len bytes but their last `skip` (a chunk's CRLF). */
+static CURLcode pass(kc_raw *r, uint64_t deadline, uint64_t len, uint64_t skip, const char *cut,
+                     kc_raw_cb on_body, void *ud, char *errbuf)
+{
+    bool eof;
+    while (len) {
+        if (r->at == r->len) {
+            DE_TRY_CURL(fill(r, deadline, &eof, errbuf));
+            if (eof)
+                return fail(errbuf, CURLE_PARTIAL_FILE, "%s", cut);
+        }
+        size_t k = (size_t)DE_MIN(len, (uint64_t)(r->len - r->at));
+        size_t data = len > skip ? (size_t)DE_MIN((uint64_t)k, len - skip) : 0;
+        DE_TRY_CURL(deliver(r->in + r->at, data, on_body, ud, errbuf));
+        r->at += k;
+        len -= k;
+    }
+    return CURLE_OK;
+}
+
 /* The body, by its framing. */
 static CURLcode read_body(kc_raw *r, const head *h, uint64_t deadline, kc_raw_cb on_body, void *ud,
                           bool *until_eof, char *errbuf)
@@ -323,21 +343,9 @@ static CURLcode read_body(kc_raw *r, const head *h, uint64_t deadline, kc_raw_cb
     *until_eof = false;
     if (h->status == 204 || h->status == 304)
         return CURLE_OK;
-    if (!h->chunked && h->has_length) {
-        uint64_t left = h->length;
-        while (left) {
-            if (r->at == r->len) {
-                DE_TRY_CURL(fill(r, deadline, &eof, errbuf));
-                if (eof)
-                    return fail(errbuf, CURLE_PARTIAL_FILE, "%s", "the connection ended inside the answer's body");
-            }
-            size_t k = (size_t)DE_MIN(left, (uint64_t)(r->len - r->at));
-            DE_TRY_CURL(deliver(r->in + r->at, k, on_body, ud, errbuf));
-            r->at += k;
-            left -= k;
-        }
-        return CURLE_OK;
-    }
+    if (!h->chunked && h->has_length)
+        return pass(r, deadline, h->length, 0, "the connection ended inside the answer's body", on_body, ud,
+                    errbuf);
     if (!h->chunked) { /* to the end of the connection */
         *until_eof = true;
         for (;;) {
@@ -362,19 +370,8 @@ static CURLcode read_body(kc_raw *r, const head *h, uint64_t deadline, kc_raw_cb
         r->at = (size_t)(nl + 1 - r->in);
         if (!size)
             break;
-        uint64_t left = size + 2; /* the data and its CRLF */
-        while (left) {
-            if (r->at == r->len) {
-                DE_TRY_CURL(fill(r, deadline, &eof, errbuf));
-                if (eof)
-                    return fail(errbuf, CURLE_PARTIAL_FILE, "%s", "the connection ended inside a chunk");
-            }
-            size_t k = (size_t)DE_MIN(left, (uint64_t)(r->len - r->at));
-            size_t data = left > 2 ? (size_t)DE_MIN((uint64_t)k, left - 2) : 0;
-            DE_TRY_CURL(deliver(r->in + r->at, data, on_body, ud, errbuf));
-            r->at += k;
-            left -= k;
-        }
+        /* the data and its CRLF */
+        DE_TRY_CURL(pass(r, deadline, size + 2, 2, "the connection ended inside a chunk", on_body, ud, errbuf));
     }
     for (;;) { /* trailers up to the blank line */
         char *nl;
