@@ -42,7 +42,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #define RAW_HEAD_MAX ((size_t)64 << 10)  /* an answer's head; past it, an error */
 #define RAW_OUT_MAX ((size_t)64 << 20)   /* a request, head and body */
@@ -64,12 +63,8 @@ struct kc_raw {
     de_buf out;
 };
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
+/* deadlines are in milliseconds of the project's monotonic clock */
+static uint64_t now_ms(void) { return de_now_ns() / 1000000u; }
 
 static bool proxy_env(void)
 {
@@ -425,7 +420,7 @@ static CURLcode raw_connect(kc_client *cl, kc_raw *r, uint64_t deadline, char *e
     kc_client_setup_easy(cl, r->h);
     char url[600];
     snprintf(url, sizeof url, "%s/", r->origin);
-    uint64_t left = deadline > now_ms() ? deadline - now_ms() : 1;
+    uint64_t now = now_ms(), left = deadline > now ? deadline - now : 1;
     curl_easy_setopt(r->h, CURLOPT_URL, url);
     curl_easy_setopt(r->h, CURLOPT_CONNECT_ONLY, 1L);
     curl_easy_setopt(r->h, CURLOPT_CONNECTTIMEOUT_MS, (long)DE_MIN(left, 10000u));

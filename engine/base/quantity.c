@@ -573,6 +573,19 @@ de_rc de_qty_sub(de_qty a, de_qty b, de_qty *out) { return addsub(a, b, true, ou
 
 /* ---- integers ---------------------------------------------------------- */
 
+/* m / 10^k and its remainder (k <= 38); in 64-bit arithmetic when both
+ * fit, the usual case, where the 128-bit division is a library call */
+static u128 div_pow10(u128 m, int k, u128 *rem)
+{
+    u128 p = pow10u(k);
+    if (!(m >> 64) && !(p >> 64)) {
+        *rem = (uint64_t)m % (uint64_t)p;
+        return (uint64_t)m / (uint64_t)p;
+    }
+    *rem = m % p;
+    return m / p;
+}
+
 /* value * 10^-s rounded away from zero, saturated (ScaledValue). */
 static int64_t scaled_value(de_qty q, int s)
 {
@@ -588,11 +601,8 @@ static int64_t scaled_value(de_qty q, int s)
     } else if (-d > 38) {
         v = 1;
     } else {
-        u128 p = pow10u((int)-d);
-        if (!(m >> 64) && !(p >> 64)) /* the usual case: a 64-bit division, not a call */
-            v = (uint64_t)m / (uint64_t)p + ((uint64_t)m % (uint64_t)p ? 1 : 0);
-        else
-            v = m / p + (m % p ? 1 : 0);
+        u128 rem;
+        v = div_pow10(m, (int)-d, &rem) + (rem ? 1 : 0);
         if (v > lim)
             v = lim;
     }
@@ -618,16 +628,10 @@ static bool exact_at(de_qty q, int s, int64_t *out)
     } else {
         if (-d > 38)
             return false;
-        u128 p = pow10u((int)-d);
-        if (!(m >> 64) && !(p >> 64)) {
-            if ((uint64_t)m % (uint64_t)p)
-                return false;
-            v = (uint64_t)m / (uint64_t)p;
-        } else {
-            if (m % p)
-                return false;
-            v = m / p;
-        }
+        u128 rem;
+        v = div_pow10(m, (int)-d, &rem);
+        if (rem)
+            return false;
         if (v > lim)
             return false;
     }
