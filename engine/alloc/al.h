@@ -148,6 +148,7 @@ const de_gates *al_gates(const al_allocator *a);
  * every pod evaluates every node (Allocate + score) - the reference the
  * cache must agree with, for specs. */
 void al_set_choice_cache(al_allocator *a, bool on);
+
 /* Whether a failed al_allocate explains itself (out->why), on by default.
  * A caller that reads the words of one failed node only (serve's Filter
  * loop) turns it off for the others: the words are most of a failed call's
@@ -260,6 +261,35 @@ typedef struct al_amount {
     uint32_t name;  /* interned resource name */
     int64_t milli;  /* milli-units */
 } al_amount;
+
+/* Serve's Filter memo (al_memo.c).  kube-scheduler's Filter runs every
+ * plugin on every node it looks at, for every pod; pods made from one
+ * template ask the same of a node that has not changed since the last such
+ * pod, and get the same answer.  A table per pod signature (al_choose.c:
+ * everything the filters and Allocate see of a pod, not claim names) keeps,
+ * per node, the node generation it was evaluated at and the outcome: the
+ * Filter's reason bits (0: feasible), the least-allocated score and the
+ * Allocate score.  An entry is used only while the node's generation, the
+ * allocator epoch (policies), the node order and the class generation are
+ * those it was made under (al_node_changed moves a node's generation on
+ * every change of its devices' usage, slices, taints, Node object and
+ * pods).  The caller runs Allocate again on the node it picks, for this
+ * pod's claims, so results and shareIDs are this pod's own.  NULL from
+ * al_memo_open: no memo for this pod (off, no nodes). */
+typedef struct al_memo_tab al_memo_tab;
+typedef struct al_memo_ent {
+    unsigned bits;  /* the caller's reason bits, 0 = feasible */
+    double rscore;  /* least-allocated */
+    int64_t k8s;    /* Allocate's score (al_outcome.k8s_score) */
+} al_memo_ent;
+al_memo_tab *al_memo_open(al_allocator *a, const dg_pod *pod, uint32_t podid, const uint32_t *claims,
+                          uint32_t nclaims, const al_amount *req, uint32_t nreq);
+bool al_memo_get(al_allocator *a, al_memo_tab *t, uint32_t node_name, al_memo_ent *out);
+void al_memo_put(al_allocator *a, al_memo_tab *t, uint32_t node_name, const al_memo_ent *in);
+/* Forget every entry of t (the caller found one wrong). */
+void al_memo_reset(al_allocator *a, al_memo_tab *t);
+/* Off: al_memo_open gives NULL (serve --filter-memo=false). */
+void al_set_memo(al_allocator *a, bool on);
 
 enum {
     AL_FIT_UNSCHEDULABLE = 1u << 0, /* node.spec.unschedulable */
@@ -514,6 +544,10 @@ typedef struct al_stats {
     uint64_t choice_reused;      /* winners whose evaluation was this pod's own */
     uint64_t choice_tables;      /* score tables (re)built from scratch */
     uint64_t choice_saved;       /* winners whose allocation an earlier pod saved */
+    /* serve's Filter memo (al_memo.c) */
+    uint64_t memo_hits;          /* nodes answered from the memo */
+    uint64_t memo_puts;          /* nodes evaluated and remembered */
+    uint64_t memo_tables;        /* memo tables (re)started */
     /* capped caches (al_sync): what they hold now, and how often they were emptied */
     uint64_t selector_sets, cel_programs, cache_flushes;
     /* compiled claims by spec (al_ccache.c): reused, and compiled and kept */

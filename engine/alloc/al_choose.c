@@ -968,14 +968,28 @@ static const char *k8s_summary(al_allocator *a, const al_podctx *p, stable *t, d
     return s;
 }
 
-de_rc al_choose(al_allocator *a, const al_podctx *p, de_arena *ar, al_choice *ch, de_err *e)
+static void chooser_get(al_allocator *a)
 {
-    memset(ch, 0, sizeof *ch);
-    ch->rank = NONE;
     if (!a->chooser) {
         a->chooser = de_xcalloc(1, sizeof *a->chooser);
         de_map_init(&a->chooser->by_hash);
     }
+}
+
+uint64_t al_choice_sig(al_allocator *a, const al_podctx *p, const uint32_t **sig, uint32_t *nsig)
+{
+    chooser_get(a); /* from here on al_node_changed keeps the generations */
+    build_sig(a, p);
+    *sig = a->chooser->sig;
+    *nsig = a->chooser->nsig;
+    return sig_hash(a->chooser->sig, a->chooser->nsig);
+}
+
+de_rc al_choose(al_allocator *a, const al_podctx *p, de_arena *ar, al_choice *ch, de_err *e)
+{
+    memset(ch, 0, sizeof *ch);
+    ch->rank = NONE;
+    chooser_get(a);
     a->stats.choice_pods++;
     log_trim(a);
     build_sig(a, p);

@@ -185,6 +185,7 @@ void al_free(al_allocator *a)
         return;
     dg_remove_listener(a->g, on_change, a);
     dg_remove_device_listener(a->g, on_device, a);
+    al_memo_free(a);
     al_choose_free(a);
     al_counts_free(a);
     al_usage_free(a);

@@ -320,6 +320,7 @@ struct al_allocator {
     uint32_t clog_cap;
     uint64_t clog_mark;      /* clog_end at the last sync of any score table */
     uint64_t ngen_next;
+    struct al_memo *fmemo;   /* serve's per node Filter outcomes (al_memo.c) */
     uint64_t choice_gen;     /* bumped by changes that affect every node (classes) */
     uint32_t nfailed_tabs;   /* tables whose last build failed */
     uint64_t prep_key;       /* what the last complete al_prepare saw (al_prepare.c) */
@@ -400,6 +401,14 @@ typedef struct al_choice {
     const char *why;         /* DE_EUNSAT */
     const char *k8s_why;     /* DE_EUNSAT: kube-scheduler's message */
 } al_choice;
+
+/* The pod's signature (al_choose.c: everything the filters and Allocate see
+ * of it), in the chooser's scratch until the next call, and its hash.  Makes
+ * the chooser, so node generations are kept from then on. */
+uint64_t al_choice_sig(al_allocator *a, const al_podctx *p, const uint32_t **sig, uint32_t *nsig);
+
+/* al_memo.c */
+void al_memo_free(al_allocator *a);
 
 /* Choose the node for a pod whose claims are all pending or allocated (no
  * extended resource claim) and admitted, with a score hook: DE_OK (ch

@@ -73,6 +73,10 @@ static void usage(FILE *f)
         "  --parallel-binds N                    pods whose writes (claim status, binding, Event) run\n"
         "                                        at once on worker threads, 1-64 (default 8; 1: one\n"
         "                                        after the other on the scheduler's thread)\n"
+        "  --filter-memo[=true|false]            remember each node's Filter outcome for pods whose\n"
+        "                                        claims have one spec (one template) until the node\n"
+        "                                        changes (default true; false: every node evaluated\n"
+        "                                        for every pod, as kube-scheduler does)\n"
         "  --dra-filter-timeout DURATION         limit of one node's device search (filterTimeout;\n"
         "                                        default 10s, 0s: none; DRASchedulerFilterTimeout)\n"
         "  --dra-binding-timeout DURATION        longest wait in PreBind for device binding conditions\n"
@@ -341,7 +345,7 @@ enum {
     O_MBACKOFF, O_NOEVENTS, O_LE, O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_NAME, O_LE_NS,
     O_LE_ID, O_BIND, O_PORT, O_LOGFMT, O_WBACKOFF, O_JITTER, O_POLDIR, O_POLWATCH, O_POLRESCAN,
     O_FIELDVAL, O_POOLSTATUS, O_FILTERTIMEOUT, O_BINDTIMEOUT, O_PARBINDS, O_SHADOW, O_SHADOW_OF, O_SHADOW_LOG,
-    O_HTTP2,
+    O_HTTP2, O_FILTERMEMO,
 };
 
 /* What a walk of the policy directory skipped, as a log line. */
@@ -430,6 +434,7 @@ int cli_cmd_serve(int argc, char **argv)
         {"pod-initial-backoff", required_argument, NULL, O_IBACKOFF},
         {"pod-max-backoff", required_argument, NULL, O_MBACKOFF},
         {"no-events", no_argument, NULL, O_NOEVENTS},
+        {"filter-memo", optional_argument, NULL, O_FILTERMEMO},
         {"kube-api-http2", optional_argument, NULL, O_HTTP2},
         {"leader-elect", optional_argument, NULL, O_LE},
         {"leader-elect-lease-duration", required_argument, NULL, O_LE_LEASE},
@@ -528,6 +533,13 @@ int cli_cmd_serve(int argc, char **argv)
             break;
         }
         case O_NOEVENTS: so.no_events = true; break;
+        case O_FILTERMEMO: {
+            bool on = true;
+            if (!cli_flag_bool("serve", "--filter-memo", optarg, &on))
+                return CLI_EXIT_INVALID;
+            so.no_filter_memo = !on;
+            break;
+        }
         case O_HTTP2:
             if (!cli_flag_bool("serve", "--kube-api-http2", optarg, &clo.http2))
                 return CLI_EXIT_INVALID;

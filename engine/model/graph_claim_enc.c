@@ -214,8 +214,28 @@ static bool dumps_alike(const json_t *a, const json_t *b, int depth)
     }
 }
 
+/* The encoder writes apiVersion, kind, metadata, spec and a non-empty
+ * status, in that order.  The API server writes kind first and an empty
+ * status ({}), so in serve no claim could ever compare equal; building the
+ * encoded tree to find that out was 3 % of serve's instructions. */
+static bool top_keys_alike(const json_t *input)
+{
+    static const char *const order[] = {"apiVersion", "kind", "metadata", "spec", "status"};
+    if (!json_is_object(input))
+        return false;
+    size_t i = 0;
+    for (void *it = json_object_iter((json_t *)input); it; it = json_object_iter_next((json_t *)input, it), i++)
+        if (i == DE_ARRAY_LEN(order) || strcmp(json_object_iter_key(it), order[i]))
+            return false;
+    if (i < 4)
+        return false;
+    return i == 4 || json_object_size(json_object_get(input, "status")) > 0;
+}
+
 bool dg_claim_encodes_as(const dg_graph *g, const dg_claim *c, const json_t *input)
 {
+    if (!top_keys_alike(input))
+        return false;
     json_t *o = dg_encode_claim_object(g, c);
     bool same = dumps_alike(o, input, 0);
     json_decref(o);

@@ -386,7 +386,8 @@ typedef struct feas {
     double score;
     int64_t k8s;
     al_outcome out;
-    int ext; /* extended-resource claim variant used, -1 = none */
+    int ext;   /* extended-resource claim variant used, -1 = none */
+    bool memo; /* from the Filter memo: out is empty until it wins */
 } feas;
 
 /* How many feasible nodes to look for (kube-scheduler's adaptive
@@ -649,11 +650,33 @@ static void schedule_one(sch_sched *s, uint32_t idx)
     de_err herr;
     de_err_clear(&herr);
     uint64_t alloc_ns = 0;
+    /* The Filter memo (al.h, al_memo_open) for pods whose claims are all
+     * their own and pending: not with extended resources (a claim per node
+     * shape), claims shared with a PodGroup, or a score hook (it reads
+     * every feasible node's allocation). */
+    bool shared = false;
+    for (uint32_t i = 0; i < nrefs; i++)
+        shared |= group[i];
+    al_memo_tab *memo_tab = !ne && np && np == nall && !shared && !s->hooks.score && !s->o.no_filter_memo
+                                ? al_memo_open(s->al, p, pid, claims, nall, req, nreq)
+                                : NULL;
+    al_memo_tab *memo = memo_tab;
+    bool memo_used = false;
+filter:
     for (k = 0; k < N && nf < want; k++) {
         uint32_t nid = s->nodes[(s->next_start + k) % N];
         const dg_node *n = dg_node_get(s->g, nid);
         if (!n)
             continue;
+        al_memo_ent me;
+        if (memo && al_memo_get(s->al, memo, n->meta.name, &me)) {
+            memo_used = true;
+            reason_bits |= me.bits;
+            if (!me.bits)
+                fs[nf++] = (feas){nid, n->meta.name, me.rscore, me.k8s, {0}, -1, true};
+            continue;
+        }
+        bool budget = false;
         char why[256];
         double rscore = 0;
         unsigned bits = sch_fit(s, p, req, nreq, n, why, sizeof why, &rscore);
@@ -707,6 +730,7 @@ static void schedule_one(sch_sched *s, uint32_t idx)
                 rc = al_allocate(s->al, n->meta.name, npend, nuse, s->cycle, &out, &ae);
             }
             alloc_ns += de_now_ns() - a0;
+            budget = rc == DE_EBUDGET;
             if (rc == DE_EUNSAT || rc == DE_EBUDGET) {
                 bits = SCH_FIT_DEVICES;
                 snprintf(why, sizeof why, "cannot allocate all claims");
@@ -732,6 +756,8 @@ static void schedule_one(sch_sched *s, uint32_t idx)
                 break;
             }
         }
+        if (memo && !budget)
+            al_memo_put(s->al, memo, n->meta.name, &(al_memo_ent){bits, rscore, bits ? 0 : out.k8s_score});
         if (bits) {
             reason_bits |= bits;
             for (int b = 0; b < 6; b++)
@@ -742,8 +768,19 @@ static void schedule_one(sch_sched *s, uint32_t idx)
                 }
             continue;
         }
-        fs[nf] = (feas){nid, n->meta.name, rscore, out.k8s_score, out, variant};
+        fs[nf] = (feas){nid, n->meta.name, rscore, out.k8s_score, out, variant, false};
         nf++;
+    }
+    if (memo_used && nf == 0 && hard == DE_OK) {
+        /* unschedulable: the reasons are worded by the evaluations
+         * themselves, so look again without the memo */
+        memo = NULL;
+        memo_used = false;
+        reason_bits = 0;
+        memset(counts, 0, sizeof counts);
+        memset(first_why, 0, sizeof first_why);
+        dev_why[0] = 0;
+        goto filter;
     }
     if (N)
         s->next_start = (s->next_start + k) % N;
@@ -865,6 +902,27 @@ static void schedule_one(sch_sched *s, uint32_t idx)
         unschedulable(s, idx, pid, WAIT_DEVICES | WAIT_NODE, keys, nk, msg);
         sch_hist_observe(&s->attempt_lat, (double)(de_now_ns() - t0) / 1e9);
         return;
+    }
+    if (fs[best].memo) {
+        /* the winner's allocation, for this pod's claims */
+        de_err ae;
+        de_err_clear(&ae);
+        al_set_explain(s->al, false);
+        de_rc rc = al_allocate(s->al, fs[best].name, npend, np, s->cycle, &fs[best].out, &ae);
+        al_set_explain(s->al, true);
+        if (rc != DE_OK || fs[best].out.k8s_score != fs[best].k8s) {
+            /* an entry outlived a change no generation recorded: a bug,
+             * but not one that places the pod wrongly */
+            DE_WARN("filter memo: node %s no longer gives pod %s/%s what it remembered (%s); deciding again",
+                    de_intern_str(s->in, fs[best].name), pns, de_intern_str(s->in, p->meta.name),
+                    rc != DE_OK ? ae.msg : "another score");
+            al_memo_reset(s->al, memo_tab);
+            s->st.memo_stale++;
+            DROP_EXT();
+            sch_activate(s, idx);
+            sch_hist_observe(&s->attempt_lat, (double)(de_now_ns() - t0) / 1e9);
+            return;
+        }
     }
     uint32_t nchosen = np;
     uint32_t ext_clid = DG_NONE;

@@ -73,6 +73,7 @@ typedef struct sch_opts {
     uint64_t binding_timeout_ns; /* PreBind's wait for binding conditions (KEP-5007); 600 s */
     unsigned parallel_binds;     /* PreBind/Bind jobs in flight at once (worker threads);
                                   * 0 or 1: on the scheduler's thread */
+    bool no_filter_memo;         /* every node evaluated for every pod (al_memo_open) */
 } sch_opts;
 
 /* g, al and cl must outlive the scheduler; cl may be NULL (dry run: the
@@ -123,6 +124,7 @@ typedef struct sch_stats {
     uint64_t echoes_skipped; /* our own claim writes coming back, not decoded */
     uint64_t hint_pods_checked;   /* pods a claim event checked (index hits or all unschedulable) */
     uint64_t prehint_narrowed;    /* claim events narrowed by the index (SchedulerPreQueueingHints) */
+    uint64_t memo_stale;          /* Filter memo winners that did not allocate again (a bug) */
     /* PreBind waits for binding conditions: begun, bound, failed, timed out */
     uint64_t waiting_started, waiting_ready, waiting_failed, waiting_timeout;
     uint32_t active, backoff, unschedulable_now, assumed, waiting;

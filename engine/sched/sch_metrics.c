@@ -98,4 +98,13 @@ void sch_metrics(const sch_sched *s, de_buf *b)
     sch_prom_head(b, "draengine_candidate_sets_built_total", "counter",
                   "Candidate sets (one selector set evaluated on one node table) built by the allocator.");
     sch_prom_sample(b, "draengine_candidate_sets_built_total", "", (double)as.candidate_sets_built);
+    sch_prom_head(b, "draengine_scheduler_filter_memo_nodes_total", "counter",
+                  "Nodes of Filter answered from the memo (hit), evaluated and remembered (evaluated), "
+                  "and winners the memo had wrong, decided again (stale; always 0 unless a change "
+                  "escaped the node generations).");
+    sch_prom_sample(b, "draengine_scheduler_filter_memo_nodes_total", "result=\"hit\"", (double)as.memo_hits);
+    sch_prom_sample(b, "draengine_scheduler_filter_memo_nodes_total", "result=\"evaluated\"",
+                    (double)as.memo_puts);
+    sch_prom_sample(b, "draengine_scheduler_filter_memo_nodes_total", "result=\"stale\"",
+                    (double)st.memo_stale);
 }

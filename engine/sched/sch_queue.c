@@ -276,6 +276,10 @@ void sch_to_unschedulable(sch_sched *s, uint32_t idx, unsigned waits, const uint
 {
     spod *p = &s->pods[idx];
     p->state = SP_UNSCHED;
+    if (!p->in_ulist) {
+        vpush(&s->ulist, idx);
+        p->in_ulist = true;
+    }
     p->waits = (uint8_t)waits;
     p->backoff_until = de_now_ns() + backoff_for(s, p->attempts);
     p->unsched_since = de_now_ns();
@@ -315,6 +319,12 @@ void sch_leave_waiting(sch_sched *s, uint32_t idx)
     }
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
 static bool pod_refs_claim(const spod *p, uint64_t key)
 {
     for (uint32_t i = 0; i < p->nclaims; i++)
@@ -326,14 +336,32 @@ static bool pod_refs_claim(const spod *p, uint64_t key)
 void sch_requeue_claim(sch_sched *s, uint64_t key)
 {
     if (!s->o.pre_queueing_hints) {
-        /* every pod in the unschedulable pool gets the queueing hint */
-        for (uint32_t idx = 0; idx < s->npods; idx++) {
-            spod *p = &s->pods[idx];
-            if (p->state != SP_UNSCHED)
-                continue;
+        /* every pod in the unschedulable pool gets the queueing hint, in
+         * index order as a scan of all pods would give them */
+        vec32 *u = &s->ulist;
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < u->n; i++) {
+            uint32_t idx = u->v[i];
+            if (idx < s->npods && s->pods[idx].state == SP_UNSCHED)
+                u->v[k++] = idx;
+            else if (idx < s->npods)
+                s->pods[idx].in_ulist = false;
+        }
+        u->n = k;
+        if (!k)
+            return;
+        qsort(u->v, k, sizeof *u->v, cmp_u32);
+        uint32_t m = 0;
+        for (uint32_t i = 0; i < k; i++)
+            if (!m || u->v[m - 1] != u->v[i])
+                u->v[m++] = u->v[i];
+        u->n = m;
+        for (uint32_t i = 0; i < m; i++) {
+            spod *p = &s->pods[u->v[i]];
+            p->in_ulist = true;
             s->st.hint_pods_checked++;
             if (pod_refs_claim(p, key))
-                sch_leave_waiting(s, idx);
+                sch_leave_waiting(s, u->v[i]);
         }
         return;
     }
@@ -524,6 +552,7 @@ void sch_queue_free(sch_sched *s)
     free(s->flush.v);
     for (unsigned b = 0; b < WAIT_NBITS; b++)
         free(s->bucket[b].v);
+    free(s->ulist.v);
     for (uint32_t i = 0; i < s->nvecs; i++)
         free(s->vecs[i].v);
     free(s->vecs);
