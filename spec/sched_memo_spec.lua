@@ -194,4 +194,50 @@ describe("serve's Filter memo", function()
     for _, note in pairs(with.out.note) do seen[#seen + 1] = note end
     assert.is_true(#seen > 0)
   end)
+
+  it("leaves a claim the admit hook refuses to the claim's own words", function()
+    -- the hook reads the claim's name, which no signature holds: a memo
+    -- filled by admitted claims must not answer for a refused one
+    local dir = os.tmpname(); os.remove(dir); os.execute("mkdir -p " .. dir)
+    local f = assert(io.open(dir .. "/gate.lua", "w"))
+    f:write([[
+return {
+  name = "gate", version = "1.0.0", api = 1, domains = {}, weight = 1,
+  admit = function(claim)
+    if claim.name:find("deny", 1, true) then return false, "claims named deny are refused" end
+    return true
+  end,
+}
+]])
+    f:close()
+    local srv = K.start{ seed = 18 }
+    srv:load(cluster())
+    local p = S.start(srv, { "--leader-elect=false", "--parallel-binds=1", "--pod-initial-backoff=30s",
+      "--pod-max-backoff=30s", "--policy-dir", dir })
+    local ok, err = pcall(function()
+      assert.truthy(p.port, "serve did not start: " .. p:stderr())
+      local list = pods(srv, "ok", 6)
+      srv:load(list)
+      local c = K.claim("default", "deny-1", "gpu", 1)
+      srv:load{ c }
+      K.sleep(0.3)
+      srv:load{ K.pod("default", "deny-1", { claims = { { name = "gpu", resourceClaimName = "deny-1" } },
+        requests = { cpu = "300m", memory = "1Gi" } }) }
+      local names = names_of(list)
+      names[#names + 1] = "deny-1"
+      assert.is_true(K.wait_for(function() return settled(srv, names) end, 30 * SLOW, 0.2), p:stderr():sub(-2000))
+      local o = outcome(srv)
+      for _, n in ipairs(names_of(list)) do assert.are_not.equal("-", o.node[n], n) end
+      assert.are.equal("-", o.node["deny-1"])
+      assert.matches("claims named deny are refused", o.note["deny-1"], 1, true)
+      local _, metrics = p:http("/metrics")
+      assert.are.equal("0", metrics:match('draengine_scheduler_filter_memo_nodes_total{result="stale"} (%d+)'))
+      assert.is_true(tonumber(metrics:match('draengine_scheduler_filter_memo_nodes_total{result="hit"} (%d+)')) > 0)
+    end)
+    local _, report = p:stop()
+    srv:stop()
+    os.execute("rm -rf " .. dir)
+    assert.is_true(ok, tostring(err))
+    assert.is_nil(report)
+  end)
 end)

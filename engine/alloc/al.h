@@ -275,7 +275,8 @@ typedef struct al_amount {
  * every change of its devices' usage, slices, taints, Node object and
  * pods).  The caller runs Allocate again on the node it picks, for this
  * pod's claims, so results and shareIDs are this pod's own.  NULL from
- * al_memo_open: no memo for this pod (off, no nodes). */
+ * al_memo_open: no memo for this pod (off, no nodes, a claim the admit hook
+ * refuses). */
 typedef struct al_memo_tab al_memo_tab;
 typedef struct al_memo_ent {
     unsigned bits;  /* the caller's reason bits, 0 = feasible */

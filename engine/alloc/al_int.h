@@ -407,6 +407,12 @@ typedef struct al_choice {
  * the chooser, so node generations are kept from then on. */
 uint64_t al_choice_sig(al_allocator *a, const al_podctx *p, const uint32_t **sig, uint32_t *nsig);
 
+/* Every claim admitted by the policies (the host caches answers per claim
+ * generation): the choice cache and the Filter memo assume admission is not
+ * in question, since an admit hook may read a claim's name or labels, which
+ * no signature holds. */
+bool al_all_admitted(al_allocator *a, const uint32_t *claims, uint32_t n);
+
 /* al_memo.c */
 void al_memo_free(al_allocator *a);
 

@@ -102,6 +102,8 @@ al_memo_tab *al_memo_open(al_allocator *a, const dg_pod *pod, uint32_t podid, co
     al_node_order(a);
     if (!a->nnodes || a->node_stub)
         return NULL; /* no Node objects: serve never schedules there */
+    if (!al_all_admitted(a, claims, nclaims))
+        return NULL; /* refused everywhere, in words the claim's own */
     al_podctx pc = {.pod = pod, .podid = podid, .claims = claims, .nclaims = nclaims, .req = req, .nreq = nreq};
     const uint32_t *sig;
     uint32_t nsig;

@@ -481,11 +481,9 @@ static de_rc place(al_allocator *a, const al_podctx *pc, al_pod_outcome *out, ui
     return DE_OK;
 }
 
-/* Every pending claim admitted by the policies (answers are cached per claim
- * generation): the choice cache assumes admission is not in question. */
-static bool all_admitted(al_allocator *a, const uint32_t *claims, uint32_t n)
+bool al_all_admitted(al_allocator *a, const uint32_t *claims, uint32_t n)
 {
-    for (uint32_t i = 0; a->hooks.admit && i < n; i++) {
+    for (uint32_t i = 0; a->has_hooks && a->hooks.admit && i < n; i++) {
         de_err why;
         de_err_clear(&why);
         if (a->hooks.admit(a->hooks.ctx, a->g, claims[i], &why) != DE_OK)
@@ -729,7 +727,7 @@ static de_rc schedule_req(al_allocator *a, const dg_pod *pod, uint32_t podid, de
     /* with a score hook: the cached choice (al_choose.c), unless the pod has
      * an extended resource claim (one per node shape) or nothing pending or
      * a claim the policies refuse (the loop below says why on every node) */
-    if (scoring && !a->choice_off && !next && npending && all_admitted(a, pending, npending)) {
+    if (scoring && !a->choice_off && !next && npending && al_all_admitted(a, pending, npending)) {
         al_choice ch;
         rc = al_choose(a, &pc, ar, &ch, e);
         out->nodes_feasible = ch.feasible;
