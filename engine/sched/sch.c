@@ -74,24 +74,6 @@ void sch_set_hooks(sch_sched *s, const al_hooks *h)
         memset(&s->hooks, 0, sizeof s->hooks);
 }
 
-void sch_get_stats(const sch_sched *s, sch_stats *out)
-{
-    *out = s->st;
-    out->active = out->backoff = out->unschedulable_now = out->assumed = 0;
-    for (uint32_t i = 0; i < s->npods; i++) {
-        switch (s->pods[i].state) {
-        case SP_ACTIVE: out->active++; break;
-        case SP_BACKOFF: out->backoff++; break;
-        case SP_UNSCHED: out->unschedulable_now++; break;
-        case SP_ASSUMED: out->assumed++; break;
-        case SP_WAITING: out->waiting++; break;
-        case SP_BINDING: out->binding++; break;
-        case SP_HELD: out->held++; break;
-        default: break;
-        }
-    }
-}
-
 /* ---- events -------------------------------------------------------------- */
 
 static dg_kind kind_of(kc_res r)
@@ -1030,21 +1012,4 @@ unsigned sch_run(sch_sched *s, uint64_t budget_ns)
     if (idle && used < budget_ns)
         al_prepare(s->al, budget_ns - used);
     return n;
-}
-
-unsigned sch_node_fit(sch_sched *s, uint32_t pod, uint32_t node, char *why, size_t cap)
-{
-    const dg_pod *p = dg_pod_get(s->g, pod);
-    const dg_node *n = dg_node_get(s->g, node);
-    if (!p || !n) {
-        snprintf(why, cap, "no such pod or node");
-        return SCH_FIT_SELECTOR;
-    }
-    al_amount *req = NULL;
-    uint32_t nreq = al_pod_requests(p, &req);
-    unsigned bits = sch_fit(s, p, req, nreq, n, why, cap, NULL);
-    free(req);
-    if (!bits)
-        why[0] = 0;
-    return bits;
 }

@@ -7,6 +7,7 @@
 #include "sch_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 unsigned sch_fit(sch_sched *s, const dg_pod *p, const al_amount *req, uint32_t nreq, const dg_node *n, char *why,
@@ -51,4 +52,21 @@ unsigned sch_nar(sch_sched *s, const dg_pod *p, const uint32_t *claims, uint32_t
         return 0;
     al_fit_text(&f, why, cap);
     return f.bit;
+}
+
+unsigned sch_node_fit(sch_sched *s, uint32_t pod, uint32_t node, char *why, size_t cap)
+{
+    const dg_pod *p = dg_pod_get(s->g, pod);
+    const dg_node *n = dg_node_get(s->g, node);
+    if (!p || !n) {
+        snprintf(why, cap, "no such pod or node");
+        return SCH_FIT_SELECTOR;
+    }
+    al_amount *req = NULL;
+    uint32_t nreq = al_pod_requests(p, &req);
+    unsigned bits = sch_fit(s, p, req, nreq, n, why, cap, NULL);
+    free(req);
+    if (!bits)
+        why[0] = 0;
+    return bits;
 }

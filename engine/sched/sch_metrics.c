@@ -4,6 +4,24 @@
  */
 #include "sch_int.h"
 
+void sch_get_stats(const sch_sched *s, sch_stats *out)
+{
+    *out = s->st;
+    out->active = out->backoff = out->unschedulable_now = out->assumed = 0;
+    for (uint32_t i = 0; i < s->npods; i++) {
+        switch (s->pods[i].state) {
+        case SP_ACTIVE: out->active++; break;
+        case SP_BACKOFF: out->backoff++; break;
+        case SP_UNSCHED: out->unschedulable_now++; break;
+        case SP_ASSUMED: out->assumed++; break;
+        case SP_WAITING: out->waiting++; break;
+        case SP_BINDING: out->binding++; break;
+        case SP_HELD: out->held++; break;
+        default: break;
+        }
+    }
+}
+
 void sch_metrics(const sch_sched *s, de_buf *b)
 {
     sch_stats st;
