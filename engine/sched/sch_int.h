@@ -36,7 +36,6 @@ typedef struct spod {
     uint8_t state;
     uint8_t waits;     /* WAIT_* */
     bool in_active;
-    bool in_ulist;        /* its index is in sch_sched.ulist */
     uint32_t attempts;
     uint64_t backoff_until;
     uint64_t first_seen;  /* for the end-to-end latency */
@@ -88,10 +87,6 @@ struct sch_sched {
     heap ebackoff;  /* by backoff_until: pods whose attempt or writes failed (sch_to_backoff) */
     heap flush;     /* unschedulable pods by unsched_since + max */
     vec32 bucket[WAIT_NBITS];
-    /* every SP_UNSCHED pod's index, and some stale ones (sch_requeue_claim
-     * drops those): the claim hint without SchedulerPreQueueingHints looked
-     * at every pod serve knew, for every claim event */
-    vec32 ulist;
     vec32 waiting;  /* SP_WAITING pods */
 
     /* indexes */

@@ -276,10 +276,6 @@ void sch_to_unschedulable(sch_sched *s, uint32_t idx, unsigned waits, const uint
 {
     spod *p = &s->pods[idx];
     p->state = SP_UNSCHED;
-    if (!p->in_ulist) {
-        vpush(&s->ulist, idx);
-        p->in_ulist = true;
-    }
     p->waits = (uint8_t)waits;
     p->backoff_until = de_now_ns() + backoff_for(s, p->attempts);
     p->unsched_since = de_now_ns();
@@ -325,6 +321,14 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* A flush-heap entry is live while its pod is still unschedulable since the
+ * time it was pushed for: every unschedulable pod has one. */
+static bool flush_live(const sch_sched *s, heapent h)
+{
+    const spod *p = &s->pods[h.pod];
+    return p->state == SP_UNSCHED && p->unsched_since + s->o.unschedulable_max_ns == h.at;
+}
+
 static bool pod_refs_claim(const spod *p, uint64_t key)
 {
     for (uint32_t i = 0; i < p->nclaims; i++)
@@ -337,32 +341,23 @@ void sch_requeue_claim(sch_sched *s, uint64_t key)
 {
     if (!s->o.pre_queueing_hints) {
         /* every pod in the unschedulable pool gets the queueing hint, in
-         * index order as a scan of all pods would give them */
-        vec32 *u = &s->ulist;
-        uint32_t k = 0;
-        for (uint32_t i = 0; i < u->n; i++) {
-            uint32_t idx = u->v[i];
-            if (idx < s->npods && s->pods[idx].state == SP_UNSCHED)
-                u->v[k++] = idx;
-            else if (idx < s->npods)
-                s->pods[idx].in_ulist = false;
-        }
-        u->n = k;
-        if (!k)
-            return;
-        qsort(u->v, k, sizeof *u->v, cmp_u32);
-        uint32_t m = 0;
-        for (uint32_t i = 0; i < k; i++)
-            if (!m || u->v[m - 1] != u->v[i])
-                u->v[m++] = u->v[i];
-        u->n = m;
-        for (uint32_t i = 0; i < m; i++) {
-            spod *p = &s->pods[u->v[i]];
-            p->in_ulist = true;
+         * index order as a scan of all pods would give them; the pool is
+         * the flush heap's live entries (a scan of every pod serve knew,
+         * for every claim event, grew with the cluster) */
+        uint32_t k = 0, *v = s->flush.n ? de_xmalloc(s->flush.n * sizeof *v) : NULL;
+        for (uint32_t i = 0; i < s->flush.n; i++)
+            if (flush_live(s, s->flush.v[i]))
+                v[k++] = s->flush.v[i].pod;
+        if (k)
+            qsort(v, k, sizeof *v, cmp_u32);
+        for (uint32_t i = 0; i < k; i++) {
+            if (i && v[i] == v[i - 1])
+                continue; /* pushed twice within one clock tick */
             s->st.hint_pods_checked++;
-            if (pod_refs_claim(p, key))
-                sch_leave_waiting(s, u->v[i]);
+            if (pod_refs_claim(&s->pods[v[i]], key))
+                sch_leave_waiting(s, v[i]);
         }
+        free(v);
         return;
     }
     uint64_t v;
@@ -507,8 +502,7 @@ void sch_promote_due(sch_sched *s)
     promote_heap(s, &s->ebackoff, now);
     while (s->flush.n && s->flush.v[0].at <= now) {
         heapent h = hpop(&s->flush);
-        spod *p = &s->pods[h.pod];
-        if (p->state == SP_UNSCHED && p->unsched_since + s->o.unschedulable_max_ns == h.at) {
+        if (flush_live(s, h)) {
             s->st.flushed++;
             sch_activate(s, h.pod);
         }
@@ -552,7 +546,6 @@ void sch_queue_free(sch_sched *s)
     free(s->flush.v);
     for (unsigned b = 0; b < WAIT_NBITS; b++)
         free(s->bucket[b].v);
-    free(s->ulist.v);
     for (uint32_t i = 0; i < s->nvecs; i++)
         free(s->vecs[i].v);
     free(s->vecs);
