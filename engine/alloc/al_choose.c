@@ -20,7 +20,7 @@
  *    between two syncs).  Changes that affect every node (DeviceClasses, the
  *    hooks or the policy revision = the allocator epoch, the node order)
  *    invalidate every table below.
- *  - Score tables.  A pod's *signature* is everything the filters, Allocate
+ *  - Score tables.  A pod's *signature* (al_sig.c) is everything the filters, Allocate
  *    and the score can see of it: its nodeName, nodeSelector, required
  *    affinity, tolerations and requests (NodeResourcesFit: a node's usage
  *    moves its generation), the node selectors of its allocated claims,
@@ -123,8 +123,7 @@ struct al_chooser {
     stable **t;
     uint32_t n;
     uint64_t tick;
-    uint32_t *sig;    /* scratch signature */
-    uint32_t nsig, capsig;
+    al_sigbuf sig;    /* scratch signature (al_sig.c) */
     size_t saved_bytes; /* saved allocations of every table */
 };
 
@@ -207,17 +206,6 @@ static void log_trim(al_allocator *a)
 
 /* ---- tables --------------------------------------------------------------------------- */
 
-static uint64_t sig_hash(const uint32_t *w, uint32_t n)
-{
-    uint64_t h = 0x84222325cbf29ce4ULL ^ n;
-    uint32_t i = 0;
-    for (; i + 1 < n; i += 2)
-        h = (h ^ ((uint64_t)w[i] | (uint64_t)w[i + 1] << 32)) * 0x9e3779b97f4a7c15ULL + (h >> 29);
-    if (i < n)
-        h = (h ^ w[i]) * 0x9e3779b97f4a7c15ULL;
-    return de_hash_u64(h);
-}
-
 static void st_free(struct al_chooser *c, stable *t)
 {
     for (uint32_t r = 0; r < t->n && t->e; r++)
@@ -242,7 +230,7 @@ void al_choose_free(al_allocator *a)
         for (uint32_t i = 0; i < c->n; i++)
             st_free(c, c->t[i]);
         free(c->t);
-        free(c->sig);
+        free(c->sig.w);
         de_map_destroy(&c->by_hash);
         free(c);
         a->chooser = NULL;
@@ -306,10 +294,10 @@ static void reindex(struct al_chooser *c)
 static stable *st_get(al_allocator *a)
 {
     struct al_chooser *c = a->chooser;
-    uint64_t h = sig_hash(c->sig, c->nsig), v;
+    uint64_t h = al_sig_hash(c->sig.w, c->sig.n), v;
     for (uint64_t k = h; de_map_get(&c->by_hash, k, &v); k++) {
         stable *t = c->t[v - 1];
-        if (t->hash == h && t->nsig == c->nsig && !memcmp(t->sig, c->sig, c->nsig * sizeof *c->sig))
+        if (t->hash == h && t->nsig == c->sig.n && !memcmp(t->sig, c->sig.w, c->sig.n * sizeof *c->sig.w))
             return t;
     }
     if (c->n == MAX_TABLES) {
@@ -323,9 +311,9 @@ static stable *st_get(al_allocator *a)
     }
     stable *t = de_xcalloc(1, sizeof *t);
     t->hash = h;
-    t->nsig = c->nsig;
-    t->sig = de_xmalloc((c->nsig ? c->nsig : 1) * sizeof *t->sig);
-    memcpy(t->sig, c->sig, c->nsig * sizeof *t->sig);
+    t->nsig = c->sig.n;
+    t->sig = de_xmalloc((c->sig.n ? c->sig.n : 1) * sizeof *t->sig);
+    memcpy(t->sig, c->sig.w, c->sig.n * sizeof *t->sig);
     de_map_init(&t->ridx);
     c->t = de_xrealloc(c->t, (c->n + 1) * sizeof *c->t);
     c->t[c->n++] = t;
@@ -695,234 +683,6 @@ static void sync(al_allocator *a, const al_podctx *p, stable *t, de_arena *ar, m
         a->clog_mark = end;
 }
 
-/* ---- signatures ------------------------------------------------------------------------ */
-
-/* Words are written through a cursor after reserving a bound, so the hot
- * path (one claim per pod, a few dozen words) does no per-word checks. */
-static __attribute__((noinline)) void grow(struct al_chooser *c, uint32_t need)
-{
-    while (c->capsig < need)
-        c->capsig = c->capsig ? c->capsig * 2 : 256;
-    c->sig = de_xrealloc(c->sig, c->capsig * sizeof *c->sig);
-}
-
-static inline uint32_t *reserve(struct al_chooser *c, uint32_t k)
-{
-    if (c->nsig + k > c->capsig)
-        grow(c, c->nsig + k);
-    return c->sig + c->nsig;
-}
-
-static inline void done(struct al_chooser *c, const uint32_t *w)
-{
-    c->nsig = (uint32_t)(w - c->sig);
-}
-
-static inline uint32_t *w64(uint32_t *w, uint64_t v)
-{
-    w[0] = (uint32_t)v;
-    w[1] = (uint32_t)(v >> 32);
-    return w + 2;
-}
-
-static void put_reqs(struct al_chooser *c, const dg_requirement *r, uint32_t n)
-{
-    uint32_t need = 1;
-    for (uint32_t i = 0; i < n; i++)
-        need += 3 + r[i].nvalues;
-    uint32_t *w = reserve(c, need);
-    *w++ = n;
-    for (uint32_t i = 0; i < n; i++) {
-        *w++ = r[i].key;
-        *w++ = r[i].op;
-        *w++ = r[i].nvalues;
-        for (uint32_t k = 0; k < r[i].nvalues; k++)
-            *w++ = r[i].values[k];
-    }
-    done(c, w);
-}
-
-static void put_nodesel(struct al_chooser *c, const dg_nodesel *s)
-{
-    *reserve(c, 1) = s->nterms;
-    c->nsig++;
-    for (uint32_t i = 0; i < s->nterms; i++) {
-        put_reqs(c, s->terms[i].exprs, s->terms[i].nexprs);
-        put_reqs(c, s->terms[i].fields, s->terms[i].nfields);
-    }
-}
-
-static void put_exact(struct al_chooser *c, const dg_exact *x)
-{
-    uint32_t *w = reserve(c, 15 + 2 * x->nselectors + 9 * x->ntolerations + 11 * x->ncapacity + 4 * x->nderived);
-    *w++ = x->name;
-    *w++ = x->class_name;
-    *w++ = x->nselectors;
-    for (uint32_t i = 0; i < x->nselectors; i++) {
-        *w++ = x->selectors[i].expr;
-        *w++ = x->selectors[i].has_cel;
-    }
-    *w++ = x->mode;
-    *w++ = x->mode_raw;
-    w = w64(w, (uint64_t)x->count);
-    *w++ = x->count_set;
-    *w++ = (uint32_t)(int32_t)x->admin_access;
-    *w++ = x->ntolerations;
-    for (uint32_t i = 0; i < x->ntolerations; i++) {
-        const dg_toleration *t = &x->tolerations[i];
-        *w++ = t->key;
-        *w++ = t->value;
-        *w++ = t->op;
-        *w++ = t->op_raw;
-        *w++ = t->effect;
-        *w++ = t->effect_raw;
-        *w++ = t->has_seconds;
-        w = w64(w, (uint64_t)t->seconds);
-    }
-    *w++ = x->has_capacity;
-    *w++ = x->ncapacity;
-    for (uint32_t i = 0; i < x->ncapacity; i++) {
-        const dg_capreq *q = &x->capacity[i];
-        *w++ = q->key;
-        *w++ = q->domain;
-        *w++ = q->name;
-        w = w64(w, (uint64_t)q->value.mant);
-        w = w64(w, (uint64_t)(q->value.mant >> 64));
-        *w++ = (uint32_t)q->value.exp;
-        *w++ = (uint32_t)q->value.gscale;
-        *w++ = q->value.gdec;
-        *w++ = q->value.fmt;
-    }
-    *w++ = x->nderived;
-    for (uint32_t i = 0; i < x->nderived; i++) {
-        *w++ = x->derived[i].name;
-        *w++ = x->derived[i].domain;
-        *w++ = x->derived[i].id;
-        *w++ = x->derived[i].expr;
-    }
-    done(c, w);
-}
-
-/* Everything of dg_claim_spec (a field added there must be added here;
- * `ident` is made of the fields below). */
-static void put_claim(struct al_chooser *c, const dg_claim *cl)
-{
-    const dg_claim_spec *s = &cl->spec;
-    uint32_t *w = reserve(c, 2);
-    *w++ = cl->meta.ns;
-    *w++ = s->nrequests;
-    done(c, w);
-    for (uint32_t i = 0; i < s->nrequests; i++) {
-        const dg_request *r = &s->requests[i];
-        w = reserve(c, 2);
-        *w++ = r->name;
-        *w++ = r->has_exactly;
-        done(c, w);
-        if (r->has_exactly)
-            put_exact(c, &r->exactly);
-        *reserve(c, 1) = r->nsubs;
-        c->nsig++;
-        for (uint32_t k = 0; k < r->nsubs; k++)
-            put_exact(c, &r->subs[k]);
-    }
-    uint32_t need = 2;
-    for (uint32_t i = 0; i < s->nconstraints; i++)
-        need += 7 + s->constraints[i].nrequests;
-    for (uint32_t i = 0; i < s->nconfig; i++)
-        need += 4 + s->config[i].nrequests;
-    w = reserve(c, need);
-    *w++ = s->nconstraints;
-    for (uint32_t i = 0; i < s->nconstraints; i++) {
-        const dg_constraint *k = &s->constraints[i];
-        *w++ = k->nrequests;
-        for (uint32_t j = 0; j < k->nrequests; j++)
-            *w++ = k->requests[j];
-        *w++ = k->match_attribute;
-        *w++ = k->distinct_attribute;
-        *w++ = k->ma_domain;
-        *w++ = k->ma_id;
-        *w++ = k->da_domain;
-        *w++ = k->da_id;
-    }
-    *w++ = s->nconfig;
-    for (uint32_t i = 0; i < s->nconfig; i++) {
-        const dg_claim_config *k = &s->config[i];
-        *w++ = k->nrequests;
-        for (uint32_t j = 0; j < k->nrequests; j++)
-            *w++ = k->requests[j];
-        *w++ = k->has_opaque;
-        *w++ = k->opaque.driver;
-        *w++ = k->opaque.params;
-    }
-    done(c, w);
-}
-
-static void build_sig(al_allocator *a, const al_podctx *p)
-{
-    struct al_chooser *c = a->chooser;
-    const dg_pod *pod = p->pod;
-    c->nsig = 0;
-    uint32_t *w = reserve(c, 5 + 2 * pod->nnode_selector + 4 * pod->ntolerations);
-    *w++ = 1; /* format */
-    *w++ = pod->node_name;
-    *w++ = pod->nnode_selector;
-    for (uint32_t i = 0; i < pod->nnode_selector; i++) {
-        *w++ = pod->node_selector[i].key;
-        *w++ = pod->node_selector[i].value;
-    }
-    *w++ = pod->ntolerations;
-    for (uint32_t i = 0; i < pod->ntolerations; i++) {
-        const dg_pod_toleration *t = &pod->tolerations[i];
-        *w++ = t->key;
-        *w++ = t->value;
-        *w++ = t->op;
-        *w++ = t->effect;
-    }
-    *w++ = pod->has_required_affinity;
-    done(c, w);
-    w = reserve(c, 1 + 3 * p->nreq);
-    *w++ = p->nreq;
-    for (uint32_t i = 0; i < p->nreq; i++) {
-        *w++ = p->req[i].name;
-        w = w64(w, (uint64_t)p->req[i].milli);
-    }
-    done(c, w);
-    if (a->opts.gates.on[DE_GATE_NODE_ALLOCATABLE_RESOURCES]) {
-        /* which containers name which claim: perContainer overheads */
-        for (uint32_t i = 0; i < pod->ncontainers; i++) {
-            const dg_container *k = &pod->containers[i];
-            w = reserve(c, 2 + k->nclaims);
-            *w++ = k->name;
-            *w++ = k->nclaims;
-            for (uint32_t j = 0; j < k->nclaims; j++)
-                *w++ = k->claims[j].name;
-            done(c, w);
-        }
-    }
-    if (pod->has_required_affinity)
-        put_nodesel(c, &pod->required_affinity);
-    *reserve(c, 1) = p->nclaims;
-    c->nsig++;
-    for (uint32_t i = 0; i < p->nclaims; i++) {
-        const dg_claim *cl = p->claims[i] == DG_NONE ? NULL : dg_claim_get(a->g, p->claims[i]);
-        if (!cl) {
-            *reserve(c, 1) = 0;
-            c->nsig++;
-        } else if (cl->allocated) {
-            w = reserve(c, 2);
-            *w++ = 1;
-            *w++ = cl->allocation.has_node_selector;
-            done(c, w);
-            if (cl->allocation.has_node_selector)
-                put_nodesel(c, &cl->allocation.node_selector);
-        } else {
-            *reserve(c, 1) = 2;
-            c->nsig++;
-            put_claim(c, cl);
-        }
-    }
-}
-
 /* ---- choosing ---------------------------------------------------------------------------- */
 
 static const char *summary(al_allocator *a, const al_podctx *p, stable *t, de_arena *ar)
@@ -979,10 +739,10 @@ static void chooser_get(al_allocator *a)
 uint64_t al_choice_sig(al_allocator *a, const al_podctx *p, const uint32_t **sig, uint32_t *nsig)
 {
     chooser_get(a); /* from here on al_node_changed keeps the generations */
-    build_sig(a, p);
-    *sig = a->chooser->sig;
-    *nsig = a->chooser->nsig;
-    return sig_hash(a->chooser->sig, a->chooser->nsig);
+    al_sig_build(a, p, &a->chooser->sig);
+    *sig = a->chooser->sig.w;
+    *nsig = a->chooser->sig.n;
+    return al_sig_hash(a->chooser->sig.w, a->chooser->sig.n);
 }
 
 de_rc al_choose(al_allocator *a, const al_podctx *p, de_arena *ar, al_choice *ch, de_err *e)
@@ -992,7 +752,7 @@ de_rc al_choose(al_allocator *a, const al_podctx *p, de_arena *ar, al_choice *ch
     chooser_get(a);
     a->stats.choice_pods++;
     log_trim(a);
-    build_sig(a, p);
+    al_sig_build(a, p, &a->chooser->sig);
     stable *t = st_get(a);
     t->used = ++a->chooser->tick;
     if (t->epoch != a->epoch || t->order_gen != a->order_gen || t->choice_gen != a->choice_gen ||

@@ -402,7 +402,16 @@ typedef struct al_choice {
     const char *k8s_why;     /* DE_EUNSAT: kube-scheduler's message */
 } al_choice;
 
-/* The pod's signature (al_choose.c: everything the filters and Allocate see
+/* A pod's signature (al_sig.c): words in a growable buffer, reused. */
+typedef struct al_sigbuf {
+    uint32_t *w;
+    uint32_t n, cap;
+} al_sigbuf;
+
+void al_sig_build(al_allocator *a, const al_podctx *p, al_sigbuf *b);
+uint64_t al_sig_hash(const uint32_t *w, uint32_t n);
+
+/* The pod's signature (al_sig.c: everything the filters and Allocate see
  * of it), in the chooser's scratch until the next call, and its hash.  Makes
  * the chooser, so node generations are kept from then on. */
 uint64_t al_choice_sig(al_allocator *a, const al_podctx *p, const uint32_t **sig, uint32_t *nsig);
