@@ -87,6 +87,14 @@ describe("loading a policy directory", function()
     assert.truthy(err:find(d .. "/boom.lua:2: no config", 1, true), err)
   end)
 
+  it("names the file when the top level's error carries no position", function()
+    -- a table as the error object, a yield, a binary chunk: Lua's message has no "file:line:"
+    for _, text in ipairs({ "error({})\n", "coroutine.yield()\n", "\27Lua" }) do
+      local err, d = load_error({ ["bad.lua"] = text })
+      assert.truthy(err:find(d .. "/bad.lua: ", 1, true), err)
+    end
+  end)
+
   it("bounds the top level with the load budget", function()
     -- the wall-clock deadline far away, so that a loaded machine (ASan, CI
     -- building Kubernetes beside it) cannot make it fire first

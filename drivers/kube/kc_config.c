@@ -593,11 +593,20 @@ static de_rc from_in_cluster(kc_config *c, const kc_config_opts *o, const char *
     return DE_OK;
 }
 
+/* The request and watch URLs are built in fixed buffers (kc_http.c,
+ * kc_watch.c, kc_raw.c) that a path of bounded names always fits after a
+ * server URL of at most this many bytes; real ones, path prefix included,
+ * are a few dozen. */
+#define KC_SERVER_MAX 512
+
 /* Validate the server URL and split off its userinfo for redaction. */
 static de_rc check_server(kc_config *c, de_err *e)
 {
     /* Strip a trailing '/' so paths join cleanly. */
     size_t sl = strlen(c->server);
+    if (sl > KC_SERVER_MAX)
+        return de_errf(e, DE_EINVAL, "server URL: %zu bytes long, more than the %d allowed", sl,
+                       KC_SERVER_MAX);
     while (sl > 0 && c->server[sl - 1] == '/')
         c->server[--sl] = 0;
     const char *auth = strstr(c->server, "://");

@@ -331,7 +331,7 @@ static void start(refl *r)
     if (r->state == RS_LIST) {
         int n = snprintf(url, sizeof url, "%s%s?limit=%d", kc_config_url(cfg), RES[r->res].path,
                          inf->o.page_limit);
-        if (r->cont) {
+        if (r->cont && n > 0 && (size_t)n < sizeof url) {
             char *esc = curl_easy_escape(r->h, r->cont, 0);
             snprintf(url + n, sizeof url - (size_t)n, "&continue=%s", esc);
             curl_free(esc);

@@ -156,6 +156,21 @@ static const char *jstr(json_t *o, const char *k)
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+/* The identity of kind, namespace and name, hashed part by part: names are
+ * not bounded here (the checker only warns of a long one), so no fixed
+ * buffer may hold them. */
+static uint64_t key_hash(const char *kind, const char *ns, const char *name)
+{
+    const char *parts[] = {kind, ns ? ns : "", name};
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int i = 0; i < 3; i++) {
+        for (const unsigned char *q = (const unsigned char *)parts[i]; *q; q++)
+            h = (h ^ *q) * 0x100000001b3ULL;
+        h = (h ^ 0x1f) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
 static de_rc on_object(void *vctx, json_t *obj, const de_origin *o, de_err *e)
 {
     lctx *c = vctx;
@@ -165,9 +180,7 @@ static de_rc on_object(void *vctx, json_t *obj, const de_origin *o, de_err *e)
     json_t *meta = json_object_get(obj, "metadata");
     const char *name = jstr(meta, "name"), *ns = jstr(meta, "namespace");
     if (kind && name) {
-        char key[1024];
-        int n = snprintf(key, sizeof key, "%s\x1f%s\x1f%s", kind, ns ? ns : "", name);
-        uint64_t h = de_hash_bytes(key, (size_t)(n > 0 ? n : 0)), v;
+        uint64_t h = key_hash(kind, ns, name), v;
         if (!in->dedup) {
             in->dedup = de_xcalloc(1, sizeof *in->dedup);
             de_map_init(&in->dedup->at);
@@ -187,11 +200,11 @@ static de_rc on_object(void *vctx, json_t *obj, const de_origin *o, de_err *e)
                                where, kind, ns ? ns : "", ns ? "/" : "", name);
             /* keep both, as a list handed to the allocator would: the second
              * one gets a distinct name (sorted after the first) */
-            char nn[600];
+            size_t nl = strlen(name) + 16;
+            char *nn = de_xmalloc(nl);
             for (uint32_t k = 2;; k++) {
-                snprintf(nn, sizeof nn, "%s~%u", name, k);
-                n = snprintf(key, sizeof key, "%s\x1f%s\x1f%s", kind, ns ? ns : "", nn);
-                h = de_hash_bytes(key, (size_t)(n > 0 ? n : 0));
+                snprintf(nn, nl, "%s~%u", name, k);
+                h = key_hash(kind, ns, nn);
                 if (!de_map_get(&in->seen, h, &v))
                     break;
             }
@@ -203,6 +216,7 @@ static de_rc on_object(void *vctx, json_t *obj, const de_origin *o, de_err *e)
                 in->warn(in->warn_ctx, &w);
             }
             json_object_set_new(meta, "name", json_string(nn));
+            free(nn);
             name = jstr(meta, "name");
         }
         if (!body && file == UINT32_MAX)
@@ -256,10 +270,7 @@ void al_input_init(al_input *in)
  * ordinary way, which compares the copies.  (Neither is namespaced.) */
 static uint64_t fast_key(lctx *c, dg_kind kind, uint32_t name)
 {
-    const char *nm = de_intern_str(dg_intern(c->g), name);
-    char key[1024];
-    int n = snprintf(key, sizeof key, "%s\x1f\x1f%s", dg_kind_name(kind), nm);
-    return de_hash_bytes(key, (size_t)(n > 0 ? n : 0));
+    return key_hash(dg_kind_name(kind), NULL, de_intern_str(dg_intern(c->g), name));
 }
 
 static int fast_item(void *vctx, dg_kind kind, uint32_t name, const de_origin *o)

@@ -931,6 +931,7 @@ static de_rc schedule_req(al_allocator *a, const dg_pod *pod, uint32_t podid, de
          * only says some request has no free candidate there, so the quick
          * check fails; which request fails first must not depend on what
          * the index remembers. */
+        de_err ne; /* f may point into its message past the branch below */
         for (uint32_t r = 0; r < a->nnodes; r++)
             if (!de_bit_get(cand, r)) {
                 const dg_node *node = al_node_at(a, (uint32_t)r);
@@ -941,7 +942,6 @@ static de_rc schedule_req(al_allocator *a, const dg_pod *pod, uint32_t podid, de
                     resolvable += !fit.unresolvable;
                 } else {
                     al_kreason_add(&ks, AL_K8S_CANNOT_ALLOCATE, 1);
-                    de_err ne;
                     de_err_clear(&ne);
                     al_ntab *t = al_ntab_get(a, node->meta.name, &ne);
                     f = t ? al_quick_check(a, t, ss, nss, (uint32_t)r) : ne.msg;

@@ -78,6 +78,9 @@ de_rc pol_set_prepare(pol_set *s, const dg_graph *g, uint64_t budget_ns, bool *d
         *done = true;
         return DE_OK;
     }
+    if (f->cursor == 0)
+        pol_trip_reset(s);
+    s->preparing = true;
     while (f->cursor < limit) {
         uint32_t id = f->cursor++;
         uint32_t gen;
@@ -93,6 +96,7 @@ de_rc pol_set_prepare(pol_set *s, const dg_graph *g, uint64_t budget_ns, bool *d
         if (budget_ns && (f->cursor & 63) == 0 && de_now_ns() - t0 > budget_ns)
             break;
     }
+    s->preparing = false;
     *done = f->cursor >= limit;
     return DE_OK;
 }

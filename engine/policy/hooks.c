@@ -395,9 +395,33 @@ static void sink_add(failsink *k, uint32_t pidx, int hook, pol_reason r, const c
     f->msg = de_xstrndup(msg, strlen(msg) > 256 ? 256 : strlen(msg));
 }
 
+/* A call the trip skips (trip.c): the failure the last calls had, with no
+ * time spent and nothing logged (those were). */
+static pol_reason skipped(pol_set *s, callctx *c, pol_failure *first)
+{
+    pol_policy *p = c->p;
+    pol_reason r = (pol_reason)p->trip_reason[c->hook];
+    s->stats.calls[c->hook]++;
+    s->stats.failures[r]++;
+    char msg[128];
+    snprintf(msg, sizeof msg, "not run: the hook failed so on its last %d calls", pol_trip_after());
+    sink_add(c->sink, c->pidx, c->hook, r, p->file, p->trip_line[c->hook], msg);
+    if (first && first->reason == POL_R_NONE) {
+        first->reason = r;
+        de_err_clear(&first->err);
+        de_errf(&first->err, DE_EPOLICY, "policy %s (revision %.12s) hook %s: %s: %s", p->name, p->revision,
+                pol_hook_names[c->hook], pol_reason_str(r), msg);
+        snprintf(first->err.file, sizeof first->err.file, "%s", p->file);
+        first->err.line = p->trip_line[c->hook];
+    }
+    return r;
+}
+
 static pol_reason call(pol_set *s, callctx *c, uint64_t seed, pol_failure *first)
 {
     pol_vm *vm = &c->p->vm;
+    if (pol_trip_skips(s, c->p, c->hook))
+        return skipped(s, c, first);
     uint64_t t0 = de_now_ns();
     pol_vm_begin(vm, false, seed ^ c->p->seed);
     lua_pushcfunction(vm->L, hook_tramp);
@@ -409,12 +433,15 @@ static pol_reason call(pol_set *s, callctx *c, uint64_t seed, pol_failure *first
     s->stats.calls[c->hook]++;
     s->stats.instructions += instr;
     s->stats.ns += de_now_ns() - t0;
-    if (r == POL_R_NONE)
+    if (r == POL_R_NONE) {
+        pol_trip_note(s, c->p, c->hook, r, 0);
         return r;
+    }
     s->stats.failures[r]++;
     de_err err;
     de_err_clear(&err);
     pol_vm_error(vm, r, pol_hook_names[c->hook], &err);
+    pol_trip_note(s, c->p, c->hook, r, err.line);
     sink_add(c->sink, c->pidx, c->hook, r, err.file, err.line, vm->errmsg);
     if (first && first->reason == POL_R_NONE) {
         first->reason = r;

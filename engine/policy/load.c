@@ -335,8 +335,12 @@ static de_rc run_protected_load(pol_vm *vm, const char *path, const char *text, 
         de_rc rc = r == POL_R_ERROR ? DE_EPOLICY : DE_EBUDGET;
         if (r == POL_R_TIMEOUT)
             rc = DE_ETIMEOUT;
-        /* syntax errors already read "path:line: msg" */
-        de_errf(e, rc, "%s%s", r == POL_R_ERROR ? "" : "loading: ", vm->errmsg);
+        /* syntax and runtime errors already read "path:line: msg"; an error
+         * object that is not a string, a C stack overflow or a yield do
+         * not, and the message must still name the file */
+        bool named = strstr(vm->errmsg, path) != NULL;
+        de_errf(e, rc, "%s%s%s%s", named ? "" : path, named ? "" : ": ", r == POL_R_ERROR ? "" : "loading: ",
+                vm->errmsg);
         if (e) {
             snprintf(e->file, sizeof e->file, "%s", vm->errfile[0] ? vm->errfile : path);
             e->line = vm->errline;

@@ -308,6 +308,10 @@ struct pol_policy {
     pol_vm vm;
     uint32_t index; /* position in the set */
     uint32_t reported; /* failures reported through the log */
+    /* trip.c: budget failures in a row in the first pass, by hook, and the
+     * last one's reason and line */
+    uint8_t trip_n[POL_NHOOKS], trip_reason[POL_NHOOKS];
+    int trip_line[POL_NHOOKS];
     pol_memo *memo; /* score memo (memo.c), NULL until the first score call */
     pol_memo *dmemo; /* derive memo: leaves index dres (hooks.c) */
     struct pol_dres *dres;
@@ -334,6 +338,7 @@ struct pol_set {
     uint64_t score_counts_drops;  /* pol_memo_drops() they were filed under */
     uint32_t score_counts_interned; /* de_intern_count at the last absent-key sync */
     uint32_t score_counts_hits;   /* memo answers one entry stands for */
+    bool preparing;               /* in pol_set_prepare (trip.c) */
 };
 
 /* Domain ownership helpers (names.c).  An entry is "domain" (all of it) or
@@ -357,5 +362,12 @@ void pol_facts_free(pol_set *s);
 /* Report a failure through the configured log (with policy, revision, reason). */
 void pol_report(const pol_config *cfg, de_log_level lvl, const pol_policy *p, const char *hook,
                 pol_reason r, const de_err *err);
+
+/* trip.c: whether a hook that failed its budget on its last calls of the
+ * first pass is skipped, and what a call's outcome does to that. */
+bool pol_trip_skips(const pol_set *s, const pol_policy *p, int hook);
+void pol_trip_note(const pol_set *s, pol_policy *p, int hook, pol_reason r, int line);
+void pol_trip_reset(pol_set *s);
+int pol_trip_after(void);
 
 #endif
