@@ -395,25 +395,14 @@ static void sink_add(failsink *k, uint32_t pidx, int hook, pol_reason r, const c
     f->msg = de_xstrndup(msg, strlen(msg) > 256 ? 256 : strlen(msg));
 }
 
-/* A call the trip skips (trip.c): the failure the last calls had, with no
- * time spent and nothing logged (those were). */
+/* A call the trip skips (trip.c): no time spent, nothing logged. */
 static pol_reason skipped(pol_set *s, callctx *c, pol_failure *first)
 {
-    pol_policy *p = c->p;
-    pol_reason r = (pol_reason)p->trip_reason[c->hook];
+    char msg[128];
+    pol_reason r = pol_trip_failure(c->p, c->hook, msg, sizeof msg, first);
     s->stats.calls[c->hook]++;
     s->stats.failures[r]++;
-    char msg[128];
-    snprintf(msg, sizeof msg, "not run: the hook failed so on its last %d calls", pol_trip_after());
-    sink_add(c->sink, c->pidx, c->hook, r, p->file, p->trip_line[c->hook], msg);
-    if (first && first->reason == POL_R_NONE) {
-        first->reason = r;
-        de_err_clear(&first->err);
-        de_errf(&first->err, DE_EPOLICY, "policy %s (revision %.12s) hook %s: %s: %s", p->name, p->revision,
-                pol_hook_names[c->hook], pol_reason_str(r), msg);
-        snprintf(first->err.file, sizeof first->err.file, "%s", p->file);
-        first->err.line = p->trip_line[c->hook];
-    }
+    sink_add(c->sink, c->pidx, c->hook, r, c->p->file, c->p->trip_line[c->hook], msg);
     return r;
 }
 

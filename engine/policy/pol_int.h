@@ -368,6 +368,8 @@ void pol_report(const pol_config *cfg, de_log_level lvl, const pol_policy *p, co
 bool pol_trip_skips(const pol_set *s, const pol_policy *p, int hook);
 void pol_trip_note(const pol_set *s, pol_policy *p, int hook, pol_reason r, int line);
 void pol_trip_reset(pol_set *s);
-int pol_trip_after(void);
+/* A skipped call's failure: its reason, the message in msg, and *first
+ * set when it is the first failure. */
+pol_reason pol_trip_failure(const pol_policy *p, int hook, char *msg, size_t cap, pol_failure *first);
 
 #endif

@@ -19,6 +19,7 @@
  */
 #include "pol_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 enum { TRIP_AFTER = 3 };
@@ -55,7 +56,17 @@ void pol_trip_reset(pol_set *s)
     }
 }
 
-int pol_trip_after(void)
+pol_reason pol_trip_failure(const pol_policy *p, int hook, char *msg, size_t cap, pol_failure *first)
 {
-    return TRIP_AFTER;
+    pol_reason r = (pol_reason)p->trip_reason[hook];
+    snprintf(msg, cap, "not run: the hook failed so on its last %d calls", TRIP_AFTER);
+    if (first && first->reason == POL_R_NONE) {
+        first->reason = r;
+        de_err_clear(&first->err);
+        de_errf(&first->err, DE_EPOLICY, "policy %s (revision %.12s) hook %s: %s: %s", p->name, p->revision,
+                pol_hook_names[hook], pol_reason_str(r), msg);
+        snprintf(first->err.file, sizeof first->err.file, "%s", p->file);
+        first->err.line = p->trip_line[hook];
+    }
+    return r;
 }
