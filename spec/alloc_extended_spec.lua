@@ -9,7 +9,13 @@ local function pod(name, init, containers)
   local function conv(list)
     local out = {}
     for i, c in ipairs(list) do
-      out[i] = { name = c.name, image = "x", resources = { requests = c.requests, limits = c.limits },
+      -- as the API server takes them: an extended resource's limit equals its request
+      local limits = c.limits
+      if c.requests and not limits then
+        limits = {}
+        for k, v in pairs(c.requests) do if k:find("/", 1, true) then limits[k] = v end end
+      end
+      out[i] = { name = c.name, image = "x", resources = { requests = c.requests, limits = limits },
                  restartPolicy = c.sidecar and "Always" or nil }
     end
     return out
@@ -50,16 +56,37 @@ describe("extended resource claim (KEP-5004)", function()
     a:close()
   end)
 
-  it("limits stand in for missing requests; zero and fractional amounts do not count", function()
+  it("limits stand in for missing requests; zero amounts do not count", function()
     local g, a = setup(pod("p", {}, {
       { name = "a", limits = { ["example.com/gpu"] = "3" } },
       { name = "b", requests = { ["example.com/gpu"] = "0" } },
-      { name = "c", requests = { ["example.com/gpu"] = "500m" } },
     }))
     local x = a:extended_claim("default", "p")
     assert.are.same({ req("container-0-request-0", 3) }, x.requests)
     assert.are.same({ map("a", "container-0-request-0") }, x.mappings)
     a:close()
+  end)
+
+  it("refuses what the API server refuses: fractions, negative amounts, requests without their limit", function()
+    local function refused(containers)
+      local ok, err = pcall(setup, pod("p", {}, containers))
+      assert.is_false(ok)
+      return tostring(err)
+    end
+    local err = refused({ { name = "c", requests = { ["example.com/gpu"] = "500m" } } })
+    assert.truthy(err:find('spec.containers[0].resources.requests["example.com/gpu"]: Invalid value: "500m": ' ..
+      "must be an integer", 1, true), err)
+    err = refused({ { name = "c", limits = { ["example.com/gpu"] = "-1" } } })
+    assert.truthy(err:find('limits["example.com/gpu"]: Invalid value: "-1": must be greater than or equal to 0', 1, true), err)
+    err = refused({ { name = "c", requests = { ["example.com/gpu"] = "1" }, limits = { cpu = "1" } } })
+    assert.truthy(err:find("spec.containers[0].resources.limits: Required value: Limit must be set for non " ..
+      "overcommitable resources", 1, true), err)
+    err = refused({ { name = "c", requests = { ["example.com/gpu"] = "1" }, limits = { ["example.com/gpu"] = "2" } } })
+    assert.truthy(err:find('spec.containers[0].resources.requests: Invalid value: "1": must be equal to ' ..
+      "example.com/gpu limit of 2", 1, true), err)
+    err = refused({ { name = "c", requests = { cpu = "2" }, limits = { cpu = "1" } } })
+    assert.truthy(err:find('spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to ' ..
+      "cpu limit of 1", 1, true), err)
   end)
 
   it("plain init containers ask for the remainder after later long-lived containers, merged into the largest", function()

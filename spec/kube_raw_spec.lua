@@ -190,9 +190,12 @@ describe("jansson's block cache", function()
     local _, blocks, bytes = stats()
     assert.is_true(blocks > blocks0)
     assert.is_true(bytes <= 32 * 32 * 1024)
-    -- the same work again takes its blocks from the cache: it hardly grows
+    -- the same work again takes its blocks from the cache: it hardly grows.
+    -- A pass takes some 2,400 blocks; when earlier specs have warmed the
+    -- cache the first pass adds only a few dozen, and each later pass still
+    -- adds a handful (2-18 measured), so the bound has a floor
     for _, text in ipairs(docs) do pcall(core.load_text, text, "x.yaml") end
     local _, blocks2 = stats()
-    assert.is_true(blocks2 - blocks < (blocks - blocks0) / 10, blocks0 .. " " .. blocks .. " " .. blocks2)
+    assert.is_true(blocks2 - blocks <= math.max(64, (blocks - blocks0) / 10), blocks0 .. " " .. blocks .. " " .. blocks2)
   end)
 end)

@@ -14,8 +14,10 @@
  * pre-faulted room for the records it expects; an allocation past that room
  * still succeeds from a new chunk (and faults), it is only slower.
  *
- * Records larger than DE_SLAB_MAX come from malloc.  Memory is returned to
- * the system only by de_slab_free_all.  Every slab has a byte cap.
+ * Records larger than DE_SLAB_MAX come from malloc, each listed in the
+ * slab: freed with de_slab_free (never free()), and by de_slab_free_all
+ * with the rest.  Memory is returned to the system only by
+ * de_slab_free_all and those frees.  Every slab has a byte cap.
  */
 #ifndef DE_SLAB_H
 #define DE_SLAB_H

@@ -12,6 +12,7 @@
  * DeviceClass's extendedResourceName, KEP-5004), or both.
  */
 #include "../base/doc.h"
+#include "../base/quantity.h"
 #include "run.h"
 
 #include <math.h>
@@ -189,10 +190,17 @@ de_rc run_mix_from_json(const char *name, json_t *doc, run_mix *m, de_err *e)
                 goto fail;
             }
             json_object_foreach(ext, k, v) {
-                if (!(json_is_integer(v) && json_integer_value(v) > 0) &&
-                    !(json_is_string(v) && json_string_length(v) > 0)) {
-                    de_errf(e, DE_EINVAL, "%s: workloads[%zu].extendedResources.%s: must be a positive count",
-                            name, i, k);
+                /* a count of devices: a whole number above 0, as the API
+                 * server takes an extended resource (never a fraction) */
+                de_qty q;
+                de_err qe;
+                de_err_clear(&qe);
+                bool ok = json_is_integer(v) ? json_integer_value(v) > 0
+                                             : json_is_string(v) && de_qty_parse_cstr(json_string_value(v), &q, &qe) == DE_OK &&
+                                                   de_qty_sign(q) > 0 && de_qty_milli_value(q) % 1000 == 0;
+                if (!ok) {
+                    de_errf(e, DE_EINVAL, "%s: workloads[%zu].extendedResources[\"%s\"]: must be a whole count above 0 "
+                            "(an integer or a quantity string such as \"2\")", name, i, k);
                     goto fail;
                 }
             }

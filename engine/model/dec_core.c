@@ -233,6 +233,64 @@ static const char *const container_fields[] = {
     "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty",
     NULL};
 
+/* v1helper.IsNativeResource without hugepages: what may be overcommitted
+ * (requests below limits); every other resource needs request == limit. */
+static bool overcommit_allowed(const char *s)
+{
+    return (!strchr(s, '/') || strstr(s, "kubernetes.io/")) && strncmp(s, "hugepages-", 10);
+}
+
+/* ValidateResourceRequirements' rules on the quantities, at the container's
+ * resources: none negative, extended resources whole, a request of a
+ * resource that cannot be overcommitted equal to its limit (which must be
+ * set), any other request at most its limit. */
+static void check_amounts(dec *d, const dg_container *c)
+{
+    char q[64], lq[64], msg[192];
+    for (int pass = 0; pass < 2; pass++) {
+        const dg_resource_amount *v = pass ? c->requests : c->limits;
+        uint32_t n = pass ? c->nrequests : c->nlimits;
+        size_t m = dec_field(d, pass ? "requests" : "limits");
+        for (uint32_t i = 0; i < n; i++) {
+            const char *name = dec_str(d, v[i].name);
+            size_t km = dec_key(d, name);
+            de_qty_format(v[i].value, q, sizeof q);
+            if (de_qty_sign(v[i].value) < 0)
+                dec_invalid_str(d, NULL, q, "must be greater than or equal to 0");
+            if (dec_extended_resource_name(name, strlen(name)) && de_qty_milli_value(v[i].value) % 1000)
+                dec_invalid_str(d, NULL, q, "must be an integer");
+            dec_pop(d, km);
+        }
+        dec_pop(d, m);
+    }
+    bool unlimited = false;
+    for (uint32_t i = 0; i < c->nrequests; i++) {
+        const dg_resource_amount *r = &c->requests[i], *l = NULL;
+        for (uint32_t j = 0; j < c->nlimits && !l; j++)
+            if (c->limits[j].name == r->name)
+                l = &c->limits[j];
+        const char *name = dec_str(d, r->name);
+        if (!l) {
+            unlimited |= !overcommit_allowed(name);
+            continue;
+        }
+        int cmp = de_qty_cmp(r->value, l->value);
+        if (!cmp)
+            continue;
+        bool over = overcommit_allowed(name);
+        if (!over || cmp > 0) {
+            de_qty_format(r->value, q, sizeof q);
+            de_qty_format(l->value, lq, sizeof lq);
+            snprintf(msg, sizeof msg, "must be %s to %.64s limit of %s", over ? "less than or equal" : "equal", name, lq);
+            size_t m = dec_field(d, "requests");
+            dec_invalid_str(d, NULL, q, msg);
+            dec_pop(d, m);
+        }
+    }
+    if (unlimited)
+        dec_required(d, "limits", "Limit must be set for non overcommitable resources");
+}
+
 static void dec_container(dec *d, json_t *c, dg_container *out, bool init)
 {
     out->init = init;
@@ -258,6 +316,8 @@ static void dec_container(dec *d, json_t *c, dg_container *out, bool init)
     m = dec_field(d, "requests");
     out->requests = dec_amounts(d, req, &out->nrequests);
     dec_pop(d, m);
+    if (d->validate)
+        check_amounts(d, out);
     dec_items it;
     if (dec_items_begin(d, dec_get_arr(d, res, "claims"), "claims", 0, &it)) {
         out->claims = DEC_NEW(d, dg_container_claim, it.n);

@@ -192,6 +192,13 @@ end
 function M.pod(ns, name, opts)
   opts = opts or {}
   local c = { name = "main", image = "busybox", resources = { requests = opts.requests or { cpu = "100m" } } }
+  -- as the API server takes it: an extended resource's limit equals its request
+  for k, v in pairs(c.resources.requests) do
+    if k:find("/", 1, true) and not k:find("kubernetes.io/", 1, true) then
+      c.resources.limits = c.resources.limits or {}
+      c.resources.limits[k] = v
+    end
+  end
   if opts.claims then
     c.resources.claims = {}
     for _, r in ipairs(opts.claims) do c.resources.claims[#c.resources.claims + 1] = { name = r.name } end
