@@ -204,9 +204,12 @@ static cval cval_at(const de_attrval *v, uint32_t i)
     return r;
 }
 
-/* The values device d offers constraint k (*n of them, arena memory);
- * *list when the attribute is a list. */
-static const cval *dev_values(al_call *c, al_cons *k, uint32_t d, uint32_t *n, bool *list)
+/* The attribute device d offers constraint k, and how many values it holds
+ * (*n, read with cval_at; 0 when it has none); *list when it is a list.
+ * Read in place: these run inside the matching loops, once per device and
+ * candidate value, where a copy in the call's bounded arena each time ran
+ * it dry (40 slices of 128 devices on one node aborted `allocate`). */
+static const de_attrval *dev_attr(al_call *c, al_cons *k, uint32_t d, uint32_t *n, bool *list)
 {
     bool found;
     const de_attrval *v = al_cons_value(c, k, d, &found);
@@ -216,22 +219,20 @@ static const cval *dev_values(al_call *c, al_cons *k, uint32_t d, uint32_t *n, b
         return NULL;
     if (*list && !c->a->f_list)
         return NULL; /* scalar mode: a list equals nothing */
-    uint32_t cnt = *list ? v->n : 1;
-    cval *out = AL_NEW(c->ar, cval, cnt ? cnt : 1);
-    for (uint32_t i = 0; i < cnt; i++)
-        out[i] = cval_at(v, i);
-    *n = cnt;
-    return out;
+    *n = *list ? v->n : 1;
+    return v;
 }
 
 static bool has_value(al_call *c, al_cons *k, uint32_t d, cval want)
 {
     uint32_t n;
     bool list;
-    const cval *vs = dev_values(c, k, d, &n, &list);
-    for (uint32_t i = 0; i < n; i++)
-        if (!cval_cmp(&vs[i], &want))
+    const de_attrval *v = dev_attr(c, k, d, &n, &list);
+    for (uint32_t i = 0; i < n; i++) {
+        cval x = cval_at(v, i);
+        if (!cval_cmp(&x, &want))
             return true;
+    }
     return false;
 }
 
@@ -402,14 +403,14 @@ static cval *values_of(al_call *c, al_cons *k, const creq *reqs, uint32_t n, boo
                  d = de_bits_next(reqs[i].usable[s], nd, d + 1)) {
                 uint32_t m;
                 bool list;
-                const cval *vs = dev_values(c, k, (uint32_t)d, &m, &list);
+                const de_attrval *v = dev_attr(c, k, (uint32_t)d, &m, &list);
                 *any_list |= list;
                 for (uint32_t j = 0; j < m; j++) {
                     if (cnt == cap) {
                         cap *= 2;
                         all = de_xrealloc(all, cap * sizeof *all);
                     }
-                    all[cnt++] = vs[j];
+                    all[cnt++] = cval_at(v, j);
                 }
             }
     if (cnt)
@@ -530,11 +531,12 @@ static bool distinct_infeasible(al_call *c, al_cons *k, const creq *reqs, uint32
                  d = de_bits_next(reqs[i].usable[s], nd, d + 1)) {
                 uint32_t m;
                 bool list;
-                const cval *dv = dev_values(c, k, (uint32_t)d, &m, &list);
+                const de_attrval *v = dev_attr(c, k, (uint32_t)d, &m, &list);
                 if (!m)
                     continue;
-                if (!distinct || cval_cmp(&dv[0], &first)) {
-                    first = distinct ? first : dv[0];
+                cval dv = cval_at(v, 0);
+                if (!distinct || cval_cmp(&dv, &first)) {
+                    first = distinct ? first : dv;
                     distinct++;
                 }
             }

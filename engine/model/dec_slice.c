@@ -5,6 +5,7 @@
  * partitionTypeAttribute, skipNodeOperations).  Devices: dec_device.c.
  */
 #include "dec.h"
+#include "../base/map.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -52,6 +53,41 @@ static void check_partition_type(dec *d, dg_slice *s, const char *name, size_t n
         dec_pop(d, im);
         dec_pop(d, m);
     }
+}
+
+/* Each device whose name an earlier device of the slice has: pairwise up to
+ * the API's 128 devices, through a map past them, where a hostile slice of
+ * 200,000 devices took 32 s pairwise. */
+static void dup_names(dec *d, const dg_slice *s)
+{
+    de_map seen;
+    bool big = s->ndevices > 128;
+    if (big) {
+        de_map_init(&seen);
+        de_map_reserve(&seen, s->ndevices);
+    }
+    for (uint32_t i = 0; i < s->ndevices; i++) {
+        uint32_t nm = s->devices[i].name;
+        bool dup = false;
+        uint64_t v;
+        if (!nm)
+            continue;
+        if (big) {
+            dup = de_map_get(&seen, nm, &v);
+            if (!dup)
+                de_map_put(&seen, nm, i);
+        } else {
+            for (uint32_t j = 0; j < i && !dup; j++)
+                dup = s->devices[j].name == nm;
+        }
+        if (dup) {
+            size_t im = dec_index(d, i);
+            dec_duplicate(d, NULL, dec_str(d, nm));
+            dec_pop(d, im);
+        }
+    }
+    if (big)
+        de_map_destroy(&seen);
 }
 
 dg_slice *dec_slice(dec *d, json_t *obj)
@@ -183,14 +219,7 @@ dg_slice *dec_slice(dec *d, json_t *obj)
             size_t max = (st.taints || st.consumes || st.lists) ? MAX_DEVICES_ADVANCED : MAX_DEVICES;
             if (it.n > max)
                 dec_too_many(d, NULL, it.n, max);
-            for (uint32_t i = 0; i < s->ndevices; i++)
-                for (uint32_t j = 0; j < i; j++)
-                    if (s->devices[i].name == s->devices[j].name && s->devices[i].name) {
-                        size_t im = dec_index(d, i);
-                        dec_duplicate(d, NULL, dec_str(d, s->devices[i].name));
-                        dec_pop(d, im);
-                        break;
-                    }
+            dup_names(d, s);
         }
         dec_items_end(d, &it);
     }

@@ -16,6 +16,7 @@
  */
 #include "../base/map.h"
 #include "pol_int.h"
+#include "../base/utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -133,6 +134,15 @@ static uint64_t conv_scalar(lua_State *L, callctx *c, int idx, int kind, const c
         if (n > vm->cfg->limits.max_string)
             result_error(L, c, "attribute \"%s\": string of %zu bytes exceeds the limit of %zu bytes", attr, n,
                          vm->cfg->limits.max_string);
+        /* a value every output can carry: JSON takes no invalid UTF-8, and
+         * the engine's strings end at a NUL */
+        for (size_t i = 0, k; i < n; i += k) {
+            uint32_t cp;
+            k = de_utf8_seq((const unsigned char *)s + i, n - i, &cp);
+            if (!k || !cp)
+                result_error(L, c, "attribute \"%s\": byte %zu of the string is %s", attr, i,
+                             k ? "a NUL" : "not valid UTF-8");
+        }
         return de_intern(vm->in, s, n);
     }
     case DE_V_VERSION: {

@@ -275,7 +275,14 @@ function M.new()
         run_block(c)
       end
     end
-    for _, f in ipairs(b.teardown) do protect(f) end
+    -- a teardown that fails is a failure of its block, as busted reports it
+    for _, f in ipairs(b.teardown) do
+      local o, e, line = protect(f)
+      if not o then
+        results[#results + 1] = { name = (b.parent and fullname(b.parent, b.name) .. " " or "") .. "(teardown)",
+                                  status = "fail", message = "teardown: " .. tostring(e), where = line }
+      end
+    end
   end
   run_block(root)
   return results
