@@ -109,6 +109,15 @@ describe("policies and workloads", function()
     end
   end)
 
+  it("says a claim was refused when admit gives an empty reason", function()
+    local d = pdir({ ["p.lua"] = 'return {name = "p", version = "1.0.0", api = 1, domains = {},\n' ..
+      '  admit = function(claim) return false, "" end}\n' })
+    local rc, _, err = H.run({ "allocate", "-f", FIX, "-f", H.root .. "/spec/fixtures/policy/gb200-numa-claim.yaml",
+      "--node", "10.140.65.248", "--policies", d })
+    assert.are.equal(1, rc, err)
+    assert.truthy(err:find("refused by policy: policy p: refused", 1, true), err)
+  end)
+
   it("fails a policy spec whose teardown fails", function()
     local d = pdir({ ["p.lua"] = 'return {name = "p", version = "1.0.0", api = 1, domains = {"x.example.com"},\n' ..
       '  derive = function(device) return {} end}\n',

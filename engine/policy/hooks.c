@@ -363,7 +363,9 @@ static int hook_tramp(lua_State *L)
             if (!r && !lua_isnil(L, -1))
                 result_error(L, c, "a %s reason; admit returns true, or false and a reason string",
                              luaL_typename(L, -1));
-            snprintf(c->reason, sizeof c->reason, "%.*s", (int)(n > 255 ? 255 : n), r ? r : "refused");
+            if (!r || !r[0]) /* no reason, or an empty one (or one that starts with a NUL) */
+                r = "refused", n = 7;
+            snprintf(c->reason, sizeof c->reason, "%.*s", (int)(n > 255 ? 255 : n), r);
         } else
             result_error(L, c, "a %s; admit returns true, or false and a reason string", luaL_typename(L, -2));
         break;
