@@ -5,7 +5,8 @@
 #   make test       the busted specs (ends with "N passed, N failed")
 #   make test-asan  the same specs under AddressSanitizer + UBSan + LeakSanitizer
 #   make fuzz       libFuzzer targets, one after the other (fuzz-cel, fuzz-manifest,
-#                   fuzz-kubeconfig, fuzz-watch, fuzz-policy, fuzz-json; clang; FUZZ_SECONDS each)
+#                   fuzz-allocate, fuzz-kubeconfig, fuzz-watch, fuzz-policy, fuzz-json;
+#                   clang; FUZZ_SECONDS each)
 #   make bench-instructions  policy overhead in callgrind instructions (needs valgrind)
 #   make deps       check the Debian packages the build needs (installs them as root)
 #
@@ -169,6 +170,7 @@ bench-serve: all
 # libFuzzer targets (clang), one per input the engine takes from outside:
 #   fuzz-cel         CEL parser, checker, cost estimator, evaluator
 #   fuzz-manifest    YAML/JSON manifests through to the device graph
+#   fuzz-allocate    manifests as `allocate` reads them, then every pod scheduled
 #   fuzz-kubeconfig  the kubeconfig loader
 #   fuzz-watch       the watch-stream line cutter and event decoder
 #   fuzz-policy      the policy loader and the hooks it accepts
@@ -180,7 +182,7 @@ FUZZ_SECONDS ?= 600
 FUZZ_FLAGS = -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined $(PKG_CFLAGS)
 FUZZ_RUN = -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
 
-.PHONY: fuzz fuzz-lib fuzz-manifest fuzz-kubeconfig fuzz-watch fuzz-policy fuzz-json
+.PHONY: fuzz fuzz-lib fuzz-manifest fuzz-allocate fuzz-kubeconfig fuzz-watch fuzz-policy fuzz-json
 fuzz-lib: | $(STAMP)
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang OPT=-O1 \
 	  SANITIZE="-fsanitize=fuzzer-no-link,address,undefined" build-fuzz/libdraengine.a
@@ -193,12 +195,12 @@ fuzz-cel: build-fuzz/fuzz-cel
 	python3 spec/fuzz/seed_cel.py ../shared/conformance/cel build-fuzz/corpus-cel spec/fuzz/corpus-cel
 	./build-fuzz/fuzz-cel $(FUZZ_RUN) -max_len=4096 build-fuzz/corpus-cel
 
-fuzz-manifest fuzz-kubeconfig fuzz-watch fuzz-policy fuzz-json: fuzz-%: build-fuzz/fuzz-%
+fuzz-manifest fuzz-allocate fuzz-kubeconfig fuzz-watch fuzz-policy fuzz-json: fuzz-%: build-fuzz/fuzz-%
 	@mkdir -p build-fuzz/corpus-$*
 	./build-fuzz/fuzz-$* $(FUZZ_RUN) -max_len=65536 build-fuzz/corpus-$* spec/fuzz/corpus-$*
 
 fuzz:
-	@for t in cel manifest kubeconfig watch policy json; do \
+	@for t in cel manifest allocate kubeconfig watch policy json; do \
 	  $(MAKE) --no-print-directory fuzz-$$t || exit 1; done
 
 # ---- conformance -----------------------------------------------------------

@@ -9,6 +9,7 @@
  * of Node/Pod status, written by the system, are read leniently.
  */
 #include "dec.h"
+#include "../base/map.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -263,10 +264,19 @@ static void check_amounts(dec *d, const dg_container *c)
         }
         dec_pop(d, m);
     }
-    bool unlimited = false;
+    bool unlimited = false, big = c->nlimits > 64; /* a hostile pod's thousands: no pairwise scan */
+    de_map lim;
+    if (big) {
+        de_map_init(&lim);
+        for (uint32_t j = 0; j < c->nlimits; j++)
+            de_map_put(&lim, c->limits[j].name, j);
+    }
     for (uint32_t i = 0; i < c->nrequests; i++) {
         const dg_resource_amount *r = &c->requests[i], *l = NULL;
-        for (uint32_t j = 0; j < c->nlimits && !l; j++)
+        uint64_t at;
+        if (big)
+            l = de_map_get(&lim, r->name, &at) ? &c->limits[at] : NULL;
+        for (uint32_t j = 0; !big && j < c->nlimits && !l; j++)
             if (c->limits[j].name == r->name)
                 l = &c->limits[j];
         const char *name = dec_str(d, r->name);
@@ -287,6 +297,8 @@ static void check_amounts(dec *d, const dg_container *c)
             dec_pop(d, m);
         }
     }
+    if (big)
+        de_map_destroy(&lim);
     if (unlimited)
         dec_required(d, "limits", "Limit must be set for non overcommitable resources");
 }
