@@ -139,9 +139,11 @@ static uint64_t conv_scalar(lua_State *L, callctx *c, int idx, int kind, const c
         for (size_t i = 0, k; i < n; i += k) {
             uint32_t cp;
             k = de_utf8_seq((const unsigned char *)s + i, n - i, &cp);
-            if (!k || !cp)
+            if (!k || !cp) {
                 result_error(L, c, "attribute \"%s\": byte %zu of the string is %s", attr, i,
                              k ? "a NUL" : "not valid UTF-8");
+                return 0; /* not reached: result_error raises */
+            }
         }
         return de_intern(vm->in, s, n);
     }
