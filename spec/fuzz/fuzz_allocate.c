@@ -25,18 +25,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void quiet(void *ctx, const de_err *e)
-{
-    (void)ctx, (void)e;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1 || size > (1u << 20))
+    fuzz_in fi;
+    if (!fuzz_mode_text(data, size, &fi))
         return 0;
-    uint8_t mode = data[0];
-    const char *text = (const char *)data + 1;
-    size_t len = size - 1;
     al_opts opts = {0};
     de_gates_default(&opts.gates);
     opts.max_steps = 20000;
@@ -48,23 +41,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     al_input in;
     al_input_init(&in);
     in.keep_duplicates = true;
-    if (mode & 2) {
+    if (fi.mode & 2) {
         dg_opts co = {0};
         co.gates = &opts.gates;
         checker = dg_new(dg_intern(g), &co);
         in.checker = checker;
-        in.warn = quiet;
+        in.warn = fuzz_quiet;
     }
     de_err e;
     de_err_clear(&e);
     al_allocator *a = NULL;
     de_arena *ar = de_arena_new(0);
-    if (al_input_load_text(g, &in, (mode & 1) ? "x.json" : "x.yaml", text, len, &e) != DE_OK)
+    if (al_input_load_text(g, &in, (fi.mode & 1) ? "x.json" : "x.yaml", fi.text, fi.len, &e) != DE_OK)
         goto out;
     a = al_new(g, &opts, &e);
     if (!a)
         goto out;
-    if (mode & 4) {
+    if (fi.mode & 4) {
         const dg_node *node = NULL;
         for (uint32_t i = 0; i < dg_node_id_limit(g) && !node; i++)
             node = dg_node_get(g, i);

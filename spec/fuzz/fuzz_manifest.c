@@ -20,11 +20,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void quiet(void *ctx, const de_err *e)
-{
-    (void)ctx, (void)e;
-}
-
 static de_rc recheck(void *ctx, json_t *obj, const de_origin *o, de_err *e)
 {
     dg_kind k;
@@ -34,29 +29,27 @@ static de_rc recheck(void *ctx, json_t *obj, const de_origin *o, de_err *e)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1 || size > (1u << 20))
+    fuzz_in fi;
+    if (!fuzz_mode_text(data, size, &fi))
         return 0;
-    uint8_t mode = data[0];
-    const char *text = (const char *)data + 1;
-    size_t len = size - 1;
     dg_opts o = {0};
-    if (mode & 4) {
+    if (fi.mode & 4) {
         o.keep_going = true;
-        o.on_error = quiet;
+        o.on_error = fuzz_quiet;
     }
-    o.skip_validation = (mode & 8) != 0;
+    o.skip_validation = (fi.mode & 8) != 0;
     dg_graph *g = dg_new(NULL, &o);
     de_err e;
     de_err_clear(&e);
     static const char *const names[] = {"<string>", "x.json", "x.yaml"};
     de_rc rc;
-    const char *name = (mode & 3) == 3 ? "x.json" : names[mode & 3];
-    if ((mode & 3) == 3)
-        rc = dg_load_path(g, fuzz_write(name, text, len), &e);
+    const char *name = (fi.mode & 3) == 3 ? "x.json" : names[fi.mode & 3];
+    if ((fi.mode & 3) == 3)
+        rc = dg_load_path(g, fuzz_write(name, fi.text, fi.len), &e);
     else
-        rc = dg_load_text(g, name, text, len, &e);
+        rc = dg_load_text(g, name, fi.text, fi.len, &e);
     if (rc == DE_OK)
-        (void)de_doc_each_text(name, text, len, recheck, g, &e);
+        (void)de_doc_each_text(name, fi.text, fi.len, recheck, g, &e);
     dg_free(g);
     return 0;
 }

@@ -6,6 +6,9 @@
 #ifndef FUZZ_UTIL_H
 #define FUZZ_UTIL_H
 
+#include "../../engine/base/de.h"
+
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +49,31 @@ static const char *fuzz_write(const char *name, const void *data, size_t n)
         abort();
     fclose(f);
     return path;
+}
+
+/* The manifest targets' input: one mode byte, then the text (at most 1 MiB). */
+typedef struct fuzz_in {
+    uint8_t mode;
+    const char *text;
+    size_t len;
+} fuzz_in;
+
+/* False when there is no input to take. */
+static inline int fuzz_mode_text(const uint8_t *data, size_t size, fuzz_in *in)
+{
+    if (size < 1 || size > (1u << 20))
+        return 0;
+    in->mode = data[0];
+    in->text = (const char *)data + 1;
+    in->len = size - 1;
+    return 1;
+}
+
+/* A report sink that drops what it is given: invalid input is a normal
+ * outcome for a target. */
+static inline void fuzz_quiet(void *ctx, const de_err *e)
+{
+    (void)ctx, (void)e;
 }
 
 #endif
