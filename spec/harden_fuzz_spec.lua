@@ -118,6 +118,15 @@ describe("policies and workloads", function()
     assert.truthy(err:find("refused by policy: policy p: refused", 1, true), err)
   end)
 
+  it("fails an admit hook whose reason is not UTF-8 (it goes into Events and conditions)", function()
+    local d = pdir({ ["p.lua"] = 'return {name = "p", version = "1.0.0", api = 1, domains = {},\n' ..
+      '  admit = function(claim) return false, "\\xff" end}\n' })
+    local rc, _, err = H.run({ "allocate", "-f", FIX, "-f", H.root .. "/spec/fixtures/policy/gb200-numa-claim.yaml",
+      "--node", "10.140.65.248", "--policies", d })
+    assert.are.equal(1, rc, err)
+    assert.truthy(err:find("admit returned a reason whose byte 0 is not valid UTF-8", 1, true), err)
+  end)
+
   it("fails a policy spec whose teardown fails", function()
     local d = pdir({ ["p.lua"] = 'return {name = "p", version = "1.0.0", api = 1, domains = {"x.example.com"},\n' ..
       '  derive = function(device) return {} end}\n',

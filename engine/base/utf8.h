@@ -71,4 +71,20 @@ static inline size_t de_utf8_put(char *o, uint32_t cp)
     return 4;
 }
 
+/* What keeps the n bytes at s from being a string every output can carry
+ * (JSON takes no invalid UTF-8; the engine's strings end at a NUL), with
+ * the offending byte's offset in *at; NULL when nothing does. */
+static inline const char *de_utf8_problem(const char *s, size_t n, size_t *at)
+{
+    for (size_t i = 0, k; i < n; i += k) {
+        uint32_t cp;
+        k = de_utf8_seq((const unsigned char *)s + i, n - i, &cp);
+        if (!k || !cp) {
+            *at = i;
+            return k ? "a NUL" : "not valid UTF-8";
+        }
+    }
+    return NULL;
+}
+
 #endif

@@ -134,16 +134,11 @@ static uint64_t conv_scalar(lua_State *L, callctx *c, int idx, int kind, const c
         if (n > vm->cfg->limits.max_string)
             result_error(L, c, "attribute \"%s\": string of %zu bytes exceeds the limit of %zu bytes", attr, n,
                          vm->cfg->limits.max_string);
-        /* a value every output can carry: JSON takes no invalid UTF-8, and
-         * the engine's strings end at a NUL */
-        for (size_t i = 0, k; i < n; i += k) {
-            uint32_t cp;
-            k = de_utf8_seq((const unsigned char *)s + i, n - i, &cp);
-            if (!k || !cp) {
-                result_error(L, c, "attribute \"%s\": byte %zu of the string is %s", attr, i,
-                             k ? "a NUL" : "not valid UTF-8");
-                return 0; /* not reached: result_error raises */
-            }
+        size_t at;
+        const char *bad = de_utf8_problem(s, n, &at);
+        if (bad) {
+            result_error(L, c, "attribute \"%s\": byte %zu of the string is %s", attr, at, bad);
+            return 0; /* not reached: result_error raises */
         }
         return de_intern(vm->in, s, n);
     }
@@ -365,7 +360,14 @@ static int hook_tramp(lua_State *L)
             if (!r && !lua_isnil(L, -1))
                 result_error(L, c, "a %s reason; admit returns true, or false and a reason string",
                              luaL_typename(L, -1));
-            if (!r || !r[0]) /* no reason, or an empty one (or one that starts with a NUL) */
+            size_t at;
+            const char *bad = r ? de_utf8_problem(r, n, &at) : NULL;
+            if (bad) { /* it goes into Events and conditions: JSON */
+                result_error(L, c, "a reason whose byte %zu is %s; admit returns true, or false and a "
+                             "reason string", at, bad);
+                return 0; /* not reached: result_error raises */
+            }
+            if (!r || !r[0]) /* no reason, or an empty one */
                 r = "refused", n = 7;
             snprintf(c->reason, sizeof c->reason, "%.*s", (int)(n > 255 ? 255 : n), r);
         } else
