@@ -109,22 +109,19 @@ describe("policies and workloads", function()
     end
   end)
 
-  it("says a claim was refused when admit gives an empty reason", function()
-    local d = pdir({ ["p.lua"] = 'return {name = "p", version = "1.0.0", api = 1, domains = {},\n' ..
-      '  admit = function(claim) return false, "" end}\n' })
-    local rc, _, err = H.run({ "allocate", "-f", FIX, "-f", H.root .. "/spec/fixtures/policy/gb200-numa-claim.yaml",
-      "--node", "10.140.65.248", "--policies", d })
-    assert.are.equal(1, rc, err)
-    assert.truthy(err:find("refused by policy: policy p: refused", 1, true), err)
-  end)
-
-  it("fails an admit hook whose reason is not UTF-8 (it goes into Events and conditions)", function()
-    local d = pdir({ ["p.lua"] = 'return {name = "p", version = "1.0.0", api = 1, domains = {},\n' ..
-      '  admit = function(claim) return false, "\\xff" end}\n' })
-    local rc, _, err = H.run({ "allocate", "-f", FIX, "-f", H.root .. "/spec/fixtures/policy/gb200-numa-claim.yaml",
-      "--node", "10.140.65.248", "--policies", d })
-    assert.are.equal(1, rc, err)
-    assert.truthy(err:find("admit returned a reason whose byte 0 is not valid UTF-8", 1, true), err)
+  it("reads an empty admit reason as 'refused', and fails one that is not UTF-8 (Events and conditions carry it)", function()
+    local cases = {
+      { '""', "refused by policy: policy p: refused" },
+      { '"\\xff"', "admit returned a reason whose byte 0 is not valid UTF-8" },
+    }
+    for _, case in ipairs(cases) do
+      local d = pdir({ ["p.lua"] = 'return {name = "p", version = "1.0.0", api = 1, domains = {},\n' ..
+        '  admit = function(claim) return false, ' .. case[1] .. ' end}\n' })
+      local rc, _, err = H.run({ "allocate", "-f", FIX, "-f", H.root .. "/spec/fixtures/policy/gb200-numa-claim.yaml",
+        "--node", "10.140.65.248", "--policies", d })
+      assert.are.equal(1, rc, err)
+      assert.truthy(err:find(case[2], 1, true), err)
+    end
   end)
 
   it("fails a policy spec whose teardown fails", function()
