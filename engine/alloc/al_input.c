@@ -162,12 +162,9 @@ static const char *jstr(json_t *o, const char *k)
 static uint64_t key_hash(const char *kind, const char *ns, const char *name)
 {
     const char *parts[] = {kind, ns ? ns : "", name};
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (int i = 0; i < 3; i++) {
-        for (const unsigned char *q = (const unsigned char *)parts[i]; *q; q++)
-            h = (h ^ *q) * 0x100000001b3ULL;
-        h = (h ^ 0x1f) * 0x100000001b3ULL;
-    }
+    uint64_t h = 0;
+    for (int i = 0; i < 3; i++)
+        h = de_hash_u64(h ^ de_hash_bytes(parts[i], strlen(parts[i])));
     return h;
 }
 

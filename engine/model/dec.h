@@ -180,6 +180,7 @@ bool dec_c_ident(dec *d, const char *child, const char *s, size_t n);
 bool dec_qualified_name(dec *d, const char *child, const char *s, size_t n);
 /* FullyQualifiedName: domain required. Fills domain/id ids when valid. */
 bool dec_fq_name(dec *d, const char *child, const char *s, size_t n, uint32_t *domain, uint32_t *id);
+bool dec_native_resource_name(const char *s, size_t n);
 bool dec_extended_resource_name(const char *s, size_t n);
 bool dec_uuid(dec *d, const char *child, const char *s, size_t n);
 /* A required string field that must be a DNS label (the names of requests,

@@ -234,11 +234,11 @@ static const char *const container_fields[] = {
     "terminationMessagePolicy", "imagePullPolicy", "securityContext", "stdin", "stdinOnce", "tty",
     NULL};
 
-/* v1helper.IsNativeResource without hugepages: what may be overcommitted
- * (requests below limits); every other resource needs request == limit. */
+/* v1helper.IsOvercommitAllowed: native but not hugepages may have requests
+ * below limits; every other resource needs request == limit. */
 static bool overcommit_allowed(const char *s)
 {
-    return (!strchr(s, '/') || strstr(s, "kubernetes.io/")) && strncmp(s, "hugepages-", 10);
+    return dec_native_resource_name(s, strlen(s)) && strncmp(s, "hugepages-", 10);
 }
 
 /* ValidateResourceRequirements' rules on the quantities, at the container's
@@ -254,11 +254,15 @@ static void check_amounts(dec *d, const dg_container *c)
         size_t m = dec_field(d, pass ? "requests" : "limits");
         for (uint32_t i = 0; i < n; i++) {
             const char *name = dec_str(d, v[i].name);
+            bool neg = de_qty_sign(v[i].value) < 0;
+            bool frac = dec_extended_resource_name(name, strlen(name)) && de_qty_milli_value(v[i].value) % 1000;
+            if (!neg && !frac)
+                continue; /* the common case: nothing formatted, no path pushed */
             size_t km = dec_key(d, name);
             de_qty_format(v[i].value, q, sizeof q);
-            if (de_qty_sign(v[i].value) < 0)
+            if (neg)
                 dec_invalid_str(d, NULL, q, "must be greater than or equal to 0");
-            if (dec_extended_resource_name(name, strlen(name)) && de_qty_milli_value(v[i].value) % 1000)
+            if (frac)
                 dec_invalid_str(d, NULL, q, "must be an integer");
             dec_pop(d, km);
         }

@@ -295,17 +295,24 @@ bool dec_fq_name(dec *d, const char *child, const char *s, size_t n, uint32_t *d
     return ok;
 }
 
+/* v1helper.IsNativeResource: no domain, or a kubernetes.io one. */
+bool dec_native_resource_name(const char *s, size_t n)
+{
+    if (!memchr(s, '/', n))
+        return true;
+    static const char kio[] = "kubernetes.io/";
+    for (size_t i = 0; i + sizeof kio - 1 <= n; i++)
+        if (!memcmp(s + i, kio, sizeof kio - 1))
+            return true;
+    return false;
+}
+
 /* v1helper.IsExtendedResourceName: not a native (kubernetes.io) name, not
  * "requests."-prefixed, and "requests.<name>" must be a qualified name. */
 bool dec_extended_resource_name(const char *s, size_t n)
 {
-    const char *slash = memchr(s, '/', n);
-    if (!slash)
+    if (dec_native_resource_name(s, n))
         return false;
-    static const char kio[] = "kubernetes.io/";
-    for (size_t i = 0; i + sizeof kio - 1 <= n; i++)
-        if (!memcmp(s + i, kio, sizeof kio - 1))
-            return false;
     if (n >= 9 && !memcmp(s, "requests.", 9))
         return false;
     char buf[600];

@@ -55,39 +55,27 @@ static void check_partition_type(dec *d, dg_slice *s, const char *name, size_t n
     }
 }
 
-/* Each device whose name an earlier device of the slice has: pairwise up to
- * the API's 128 devices, through a map past them, where a hostile slice of
- * 200,000 devices took 32 s pairwise. */
+/* Each device whose name an earlier device of the slice has, through a map
+ * of the names seen: pairwise, a hostile slice of 200,000 devices took 32 s. */
 static void dup_names(dec *d, const dg_slice *s)
 {
     de_map seen;
-    bool big = s->ndevices > 128;
-    if (big) {
-        de_map_init(&seen);
-        de_map_reserve(&seen, s->ndevices);
-    }
+    de_map_init(&seen);
+    de_map_reserve(&seen, s->ndevices);
     for (uint32_t i = 0; i < s->ndevices; i++) {
         uint32_t nm = s->devices[i].name;
-        bool dup = false;
         uint64_t v;
         if (!nm)
             continue;
-        if (big) {
-            dup = de_map_get(&seen, nm, &v);
-            if (!dup)
-                de_map_put(&seen, nm, i);
-        } else {
-            for (uint32_t j = 0; j < i && !dup; j++)
-                dup = s->devices[j].name == nm;
+        if (!de_map_get(&seen, nm, &v)) {
+            de_map_put(&seen, nm, i);
+            continue;
         }
-        if (dup) {
-            size_t im = dec_index(d, i);
-            dec_duplicate(d, NULL, dec_str(d, nm));
-            dec_pop(d, im);
-        }
+        size_t im = dec_index(d, i);
+        dec_duplicate(d, NULL, dec_str(d, nm));
+        dec_pop(d, im);
     }
-    if (big)
-        de_map_destroy(&seen);
+    de_map_destroy(&seen);
 }
 
 dg_slice *dec_slice(dec *d, json_t *obj)

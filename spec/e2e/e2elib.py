@@ -250,3 +250,20 @@ def cpu_seconds(pid):
 
 def seeded(seed, salt):
     return random.Random("%s/%s" % (seed, salt))
+
+
+def scheduled_event(ns, pod, uid, rv, node, stamp_ns):
+    """The events.k8s.io/v1 `Scheduled` Event serve writes for a bound pod
+    (drivers/kube/kc_objs.c: its fields, its name <pod>.<hex time> and its
+    reporting controller), stamped stamp_ns (the name's suffix and the
+    eventTime, in microseconds)."""
+    ref = {"kind": "Pod", "apiVersion": "v1", "name": pod, "namespace": ns, "uid": uid}
+    if rv:
+        ref["resourceVersion"] = rv
+    return {"apiVersion": "events.k8s.io/v1", "kind": "Event",
+            "metadata": {"name": "%s.%x" % (pod, stamp_ns), "namespace": ns},
+            "eventTime": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(stamp_ns // 10**9))
+            + ".%06dZ" % (stamp_ns // 1000 % 10**6),
+            "regarding": ref, "reason": "Scheduled", "action": "Binding",
+            "note": "Successfully assigned %s/%s to %s" % (ns, pod, node), "type": "Normal",
+            "reportingController": "draengine", "reportingInstance": "draengine-e2e"}
