@@ -389,6 +389,7 @@ typedef struct kc_event {
     const char *note;   /* <= 1 kB, cut at a UTF-8 boundary */
     const char *reporting_controller;
     const char *reporting_instance;
+    int64_t when_ns; /* eventTime, Unix ns (0: now); a queued Event keeps its decision's */
 } kc_event;
 de_rc kc_event_create(kc_client *cl, const kc_event *ev, de_err *e);
 

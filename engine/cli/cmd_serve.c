@@ -70,9 +70,13 @@ static void usage(FILE *f)
         "  --pod-initial-backoff DURATION        first retry delay of a failed pod (default 1s, 0s: none)\n"
         "  --pod-max-backoff DURATION            longest retry delay, >= the first (default 10s)\n"
         "  --no-events                           do not write events.k8s.io Events\n"
-        "  --parallel-binds N                    pods whose writes (claim status, binding, Event) run\n"
-        "                                        at once on worker threads, 1-64 (default 8; 1: one\n"
-        "                                        after the other on the scheduler's thread)\n"
+        "  --parallel-binds N                    pods whose writes (claim status, binding) run at once\n"
+        "                                        on worker threads, 1-64 (default 8; 1: one after the\n"
+        "                                        other on the scheduler's thread, Events included)\n"
+        "  --event-backlog N                     Events left queued while serve binds (an Event waits\n"
+        "                                        until no binding has started for 100 ms), 1-1048576\n"
+        "                                        (default 4096); past it one Event is written before\n"
+        "                                        each binding (1: Events first)\n"
         "  --filter-memo[=true|false]            remember each node's Filter outcome for pods whose\n"
         "                                        claims have one spec (one template) until the node\n"
         "                                        changes (default true; false: every node evaluated\n"
@@ -344,7 +348,7 @@ enum {
     O_KUBECONFIG = 256, O_CONTEXT, O_MASTER, O_QPS, O_BURST, O_SCHEDNAME, O_GATES, O_IBACKOFF,
     O_MBACKOFF, O_NOEVENTS, O_LE, O_LE_LEASE, O_LE_RENEW, O_LE_RETRY, O_LE_NAME, O_LE_NS,
     O_LE_ID, O_BIND, O_PORT, O_LOGFMT, O_WBACKOFF, O_JITTER, O_POLDIR, O_POLWATCH, O_POLRESCAN,
-    O_FIELDVAL, O_POOLSTATUS, O_FILTERTIMEOUT, O_BINDTIMEOUT, O_PARBINDS, O_SHADOW, O_SHADOW_OF, O_SHADOW_LOG,
+    O_FIELDVAL, O_POOLSTATUS, O_FILTERTIMEOUT, O_BINDTIMEOUT, O_PARBINDS, O_EVBACKLOG, O_SHADOW, O_SHADOW_OF, O_SHADOW_LOG,
     O_HTTP2, O_FILTERMEMO,
 };
 
@@ -460,6 +464,7 @@ int cli_cmd_serve(int argc, char **argv)
         {"shadow-log", required_argument, NULL, O_SHADOW_LOG},
         {"dra-binding-timeout", required_argument, NULL, O_BINDTIMEOUT},
         {"parallel-binds", required_argument, NULL, O_PARBINDS},
+        {"event-backlog", required_argument, NULL, O_EVBACKLOG},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -557,6 +562,11 @@ int cli_cmd_serve(int argc, char **argv)
             if (!cli_flag_u64("serve", "--parallel-binds", optarg, 1, 64, &n))
                 return CLI_EXIT_INVALID;
             so.parallel_binds = (unsigned)n;
+            break;
+        case O_EVBACKLOG:
+            if (!cli_flag_u64("serve", "--event-backlog", optarg, 1, 1048576, &n))
+                return CLI_EXIT_INVALID;
+            so.event_backlog = (uint32_t)n;
             break;
         case O_FILTERTIMEOUT:
             if (!cli_flag_duration("serve", "--dra-filter-timeout", optarg, 0, CLI_DURATION_MAX, &filter_timeout))

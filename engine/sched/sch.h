@@ -61,6 +61,8 @@ typedef struct sch_opts {
     bool backoff_explicit;      /* the two above are used as given: 0 = no backoff */
     uint64_t unschedulable_max_ns;               /* 5 min */
     bool no_events;             /* do not write Events */
+    uint32_t event_backlog;     /* Events queued before they stop yielding to bindings;
+                                 * 0: SCH_EVENT_BACKLOG_DEFAULT (sch_evq.h) */
     bool workload_claims;       /* DRAWorkloadResourceClaims: PodGroup claims (KEP-5729) */
     bool generic_workload;      /* GenericWorkload: PodGroups, GangScheduling's PreEnqueue */
     /* SchedulerPreQueueingHints (KEP-6132): a claim event looks up the pods
@@ -131,6 +133,12 @@ typedef struct sch_stats {
     uint32_t binding, held; /* jobs on the binding workers; pods waiting for one */
 } sch_stats;
 void sch_get_stats(const sch_sched *s, sch_stats *out);
+/* The Events queued for the binding workers (sch_evq.h); zeros without them. */
+typedef struct sch_event_counts {
+    uint64_t pending; /* queued or being written */
+    uint64_t written, failed, dropped;
+} sch_event_counts;
+void sch_event_counts_get(const sch_sched *s, sch_event_counts *out);
 
 /* Prometheus samples of the scheduler (queue, attempts, latencies). */
 void sch_metrics(const sch_sched *s, de_buf *out);

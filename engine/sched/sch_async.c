@@ -9,8 +9,17 @@
  * hands the job to a small pool of workers, each with its own connection
  * (kc_client_clone: one rate limiter, one set of counters).  A worker runs
  * its job's requests in order - per claim the finalizer and status writes,
- * the pod's nodeAllocatableResourceClaimStatuses, pods/binding, the
- * Scheduled Event - and stops at the first failure.  It never touches the
+ * the pod's nodeAllocatableResourceClaimStatuses, pods/binding - and
+ * stops at the first failure.  The Scheduled Event, and every other Event
+ * while the pool runs, goes to a queue (sch_evq.h).  A worker takes an
+ * Event when no job has been handed over for SCH_EVENT_QUIET_NS, or when
+ * --event-backlog Events wait, and then one before each job.  Not merely
+ * "when no job waits": a worker runs out of jobs whenever pods arrive a
+ * little slower than they bind, while the API server is still busy
+ * creating them, and an Event then costs the burst as much as it would
+ * inside the job.  So a burst binds at the pace of its own writes, its
+ * Events follow it, and a queue at its bound slows the bindings instead
+ * of losing Events.  It never touches the
  * graph: finished jobs come back through a queue (and a byte on a pipe for
  * the loop's poll) and the scheduler's thread applies them: the answers go
  * into the graph, and on a failure the assumption is undone exactly as the
@@ -32,6 +41,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "sch_int.h"
+#include "sch_evq.h"
 
 #include "../base/jdump.h"
 
@@ -46,6 +56,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SCH_MAX_WORKERS 64
@@ -69,7 +80,6 @@ typedef struct job {
     struct job *next;
     uint32_t pod_ns, pod_name, pod_uid, node_name; /* interned, held by reference (sch_int.h) */
     char ns[256], name[256], uid[128], node[256];
-    const char *identity;
     step *st;
     uint32_t n, ok; /* steps; those that succeeded (a prefix) */
     de_rc rc;
@@ -95,8 +105,12 @@ struct sch_pool {
     kc_client **cl;
     bool *started;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv, ev_cv;                 /* ev_cv: an Event answered */
     job *todo, *todo_tail, *done, *done_tail; /* mu */
+    sch_evq evq;                              /* mu */
+    uint64_t last_job_ns;                     /* mu: when a job was last handed over */
+    bool flushing;                            /* mu: the stop's flush, Events due at once */
+    const char *identity;
     bool stop, abandon;                       /* mu */
     uint64_t write_until;                     /* mu: sch_set_write_deadline */
     int fd[2];                                /* a byte per finished job */
@@ -172,11 +186,10 @@ static void run_job(sch_pool *p, kc_client *cl, job *j)
         case ST_EVENT: {
             char note[1100];
             snprintf(note, sizeof note, "Successfully assigned %s/%s to %s", j->ns, j->name, j->node);
-            kc_event ev = {st->obj, "Normal", "Scheduled", "Binding", note, "draengine", j->identity};
-            de_err ee;
-            de_err_clear(&ee);
-            if (kc_event_create(cl, &ev, &ee) != DE_OK)
-                DE_INFO(2, "event not written: %s", ee.msg);
+            pthread_mutex_lock(&p->mu);
+            sch_evq_push(&p->evq, st->obj, "Normal", "Scheduled", "Binding", note, 0);
+            pthread_cond_signal(&p->cv);
+            pthread_mutex_unlock(&p->mu);
             break;
         }
         }
@@ -189,20 +202,42 @@ static void run_job(sch_pool *p, kc_client *cl, job *j)
     }
 }
 
+/* With p->mu held: one Event, written with the lock released. */
+static void write_one_event(sch_pool *p, kc_client *cl)
+{
+    sch_evitem *it = sch_evq_pop(&p->evq);
+    pthread_mutex_unlock(&p->mu);
+    const char *why = abandoned(p);
+    bool ok = sch_evq_write(cl, it, p->identity, why);
+    pthread_mutex_lock(&p->mu);
+    sch_evq_done(&p->evq, ok, why != NULL);
+    pthread_cond_broadcast(&p->ev_cv);
+}
+
 static void *worker(void *arg)
 {
     wctx *w = arg;
     sch_pool *p = w->p;
     kc_client *cl = p->cl[w->i];
     free(w);
+    pthread_mutex_lock(&p->mu);
     for (;;) {
-        pthread_mutex_lock(&p->mu);
-        while (!p->todo && !p->stop)
-            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->stop && !p->todo)
+            break;
+        uint64_t due = p->flushing ? 0 : p->last_job_ns + SCH_EVENT_QUIET_NS;
+        if (p->evq.head && (p->evq.n >= p->evq.backlog || (!p->todo && de_now_ns() >= due))) {
+            write_one_event(p, cl);
+            continue;
+        }
         job *j = p->todo;
         if (!j) {
-            pthread_mutex_unlock(&p->mu);
-            return NULL;
+            if (p->evq.head) {
+                struct timespec ts = {(time_t)(due / 1000000000ull), (long)(due % 1000000000ull)};
+                pthread_cond_timedwait(&p->cv, &p->mu, &ts);
+            } else {
+                pthread_cond_wait(&p->cv, &p->mu);
+            }
+            continue;
         }
         p->todo = j->next;
         if (!p->todo)
@@ -216,10 +251,11 @@ static void *worker(void *arg)
         else
             p->done = j;
         p->done_tail = j;
-        pthread_mutex_unlock(&p->mu);
         ssize_t wr = write(p->fd[1], "x", 1); /* full pipe: the loop has a byte to read already */
         (void)wr;
     }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
 }
 
 /* ---- the scheduler's side ------------------------------------------------------------------- */
@@ -241,7 +277,15 @@ void sch_async_start(sch_sched *s, unsigned workers)
         fcntl(p->fd[k], F_SETFD, FD_CLOEXEC);
     }
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
+    /* the workers' timed waits count on de_now_ns's clock */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cv, &ca);
+    pthread_cond_init(&p->ev_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    p->evq.backlog = s->o.event_backlog ? s->o.event_backlog : SCH_EVENT_BACKLOG_DEFAULT;
+    p->identity = s->o.identity;
     p->write_until = s->write_until;
     de_map_init(&p->busy);
     p->n = workers;
@@ -373,7 +417,6 @@ de_rc sch_async_submit(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choic
     sch_key_retain(s, sch_key(j->pod_ns, j->pod_name));
     de_intern_retain(s->in, j->pod_uid);
     de_intern_retain(s->in, j->node_name);
-    j->identity = s->o.identity;
     snprintf(j->ns, sizeof j->ns, "%s", de_intern_str(s->in, pod->meta.ns));
     snprintf(j->name, sizeof j->name, "%s", de_intern_str(s->in, pod->meta.name));
     snprintf(j->uid, sizeof j->uid, "%s", de_intern_str(s->in, pod->meta.uid));
@@ -435,6 +478,7 @@ de_rc sch_async_submit(sch_sched *s, uint32_t idx, uint32_t pid, const sch_choic
     sp->node = c->node_name;
     p->in_flight++;
     pthread_mutex_lock(&p->mu);
+    p->last_job_ns = de_now_ns();
     if (p->todo_tail)
         p->todo_tail->next = j;
     else
@@ -586,6 +630,54 @@ void sch_async_drain(sch_sched *s)
             sch_activate(s, p->held.v[i]);
 }
 
+bool sch_async_event(sch_sched *s, json_t *regarding, const char *type, const char *reason, const char *action,
+                     const char *note)
+{
+    sch_pool *p = s->pool;
+    if (!p)
+        return false;
+    pthread_mutex_lock(&p->mu);
+    sch_evq_push(&p->evq, regarding, type, reason, action, note, 0);
+    pthread_cond_signal(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return true;
+}
+
+void sch_event_counts_get(const sch_sched *s, sch_event_counts *out)
+{
+    *out = (sch_event_counts){0};
+    sch_pool *p = s->pool;
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    out->pending = p->evq.n + p->evq.writing;
+    out->written = p->evq.written;
+    out->failed = p->evq.failed;
+    out->dropped = p->evq.dropped;
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* The Events still queued, for at most SCH_EVENT_FLUSH_NS: a stop is not
+ * held up for long by what is only a record. */
+static void flush_events(sch_pool *p)
+{
+    uint64_t until = de_now_ns() + SCH_EVENT_FLUSH_NS;
+    pthread_mutex_lock(&p->mu);
+    p->flushing = true;
+    pthread_cond_broadcast(&p->cv);
+    while ((p->evq.n || p->evq.writing) && de_now_ns() < until) {
+        struct timespec ts = {(time_t)(until / 1000000000ull), (long)(until % 1000000000ull)};
+        pthread_cond_timedwait(&p->ev_cv, &p->mu, &ts);
+    }
+    uint32_t left = p->evq.n;
+    sch_evq_clear(&p->evq);
+    p->flushing = false;
+    pthread_mutex_unlock(&p->mu);
+    if (left)
+        DE_WARN("%u events not written: the stop's %llu s for them ran out", left,
+                (unsigned long long)(SCH_EVENT_FLUSH_NS / 1000000000ull));
+}
+
 void sch_bind_finish(sch_sched *s, bool abandon)
 {
     sch_pool *p = s->pool;
@@ -603,6 +695,16 @@ void sch_bind_finish(sch_sched *s, bool abandon)
         poll(&pf, 1, 100);
         sch_async_drain(s);
     }
+    if (abandon) {
+        pthread_mutex_lock(&p->mu);
+        uint32_t left = p->evq.n;
+        sch_evq_clear(&p->evq);
+        pthread_mutex_unlock(&p->mu);
+        if (left)
+            DE_INFO(1, "%u events not written: stopping on an error or a lost lease", left);
+    } else {
+        flush_events(p);
+    }
 }
 
 void sch_async_free(sch_sched *s)
@@ -613,6 +715,7 @@ void sch_async_free(sch_sched *s)
     sch_bind_finish(s, true);
     pthread_mutex_lock(&p->mu);
     p->stop = true;
+    sch_evq_clear(&p->evq);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     for (unsigned i = 0; i < p->n; i++) {
@@ -632,6 +735,7 @@ void sch_async_free(sch_sched *s)
     de_map_destroy(&p->busy);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
+    pthread_cond_destroy(&p->ev_cv);
     close(p->fd[0]);
     close(p->fd[1]);
     free(p->held.v);

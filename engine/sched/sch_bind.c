@@ -126,6 +126,8 @@ void sch_event(sch_sched *s, json_t *regarding, const char *type, const char *re
 {
     if (!s->cl || s->o.no_events || !regarding)
         return;
+    if (sch_async_event(s, regarding, type, reason, action, note))
+        return;
     kc_event ev = {regarding, type, reason, action, note, "draengine", s->o.identity};
     de_err e;
     de_err_clear(&e);

@@ -231,6 +231,9 @@ uint32_t sch_async_in_flight(const sch_sched *s);
 bool sch_async_full(const sch_sched *s); /* no new job until one ends */
 void sch_async_set_deadline(sch_sched *s, uint64_t until_ns);
 void sch_async_free(sch_sched *s);
+/* Queue an Event for the workers (sch_evq.h); false: no pool, write it here. */
+bool sch_async_event(sch_sched *s, json_t *regarding, const char *type, const char *reason, const char *action,
+                     const char *note);
 de_rc sch_pod_nar_clear(sch_sched *s, const char *ns, const char *pod, const char *uid, de_err *e);
 
 /* sch_wait.c: PreBind's wait for binding conditions (KEP-5007) */

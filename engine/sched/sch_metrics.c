@@ -125,4 +125,16 @@ void sch_metrics(const sch_sched *s, de_buf *b)
                     (double)as.memo_puts);
     sch_prom_sample(b, "draengine_scheduler_filter_memo_nodes_total", "result=\"stale\"",
                     (double)st.memo_stale);
+    sch_event_counts ec;
+    sch_event_counts_get(s, &ec);
+    sch_prom_head(b, "draengine_scheduler_events_pending", "gauge",
+                  "Events queued for the binding workers or being written (they yield to bindings "
+                  "until --event-backlog wait).");
+    sch_prom_sample(b, "draengine_scheduler_events_pending", "", (double)ec.pending);
+    sch_prom_head(b, "draengine_scheduler_events_total", "counter",
+                  "Events taken from the queue: written, refused or failed, or dropped (a stop "
+                  "without the lease, or past the stop's time for them).");
+    sch_prom_sample(b, "draengine_scheduler_events_total", "result=\"written\"", (double)ec.written);
+    sch_prom_sample(b, "draengine_scheduler_events_total", "result=\"failed\"", (double)ec.failed);
+    sch_prom_sample(b, "draengine_scheduler_events_total", "result=\"dropped\"", (double)ec.dropped);
 }
