@@ -28,13 +28,6 @@ enum { H_DERIVE = 0, H_GROUPS, H_SCORE, H_ADMIT };
 
 #define REPORT_FULL 10
 
-/* One converted attribute; list payloads live in `vals`. */
-typedef struct cattr {
-    uint32_t domain, name;
-    de_attrval v;
-    uint64_t vals[POL_MAX_LIST];
-} cattr;
-
 /* The failures of one device's derive and groups calls (pol_devfacts.fails). */
 typedef struct failsink {
     pol_devfail rec[POL_MAX_DEVFAILS];
@@ -494,19 +487,13 @@ static int attr_cmp(const void *x, const void *y, void *in)
     return c ? c : de_intern_cmp(in, a->name, b->name);
 }
 
-static size_t payload_bytes(const de_attrval *v)
+static uint64_t lazy_seed(const pol_set *s, const de_devview *v, uint64_t *seed, bool *seeded)
 {
-    switch (v->kind) {
-    case DE_V_INTS:
-        return v->n * sizeof(int64_t);
-    case DE_V_BOOLS:
-        return v->n * sizeof(bool);
-    case DE_V_STRINGS:
-    case DE_V_VERSIONS:
-        return v->n * sizeof(uint32_t);
-    default:
-        return 0;
+    if (!*seeded) {
+        *seed = device_seed(s, v);
+        *seeded = true;
     }
+    return *seed;
 }
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
@@ -518,7 +505,7 @@ static void pack_facts(pol_set *s, de_attr *attrs, uint32_t n, const pol_scope *
     qsort_r(attrs, n, sizeof *attrs, attr_cmp, s->in);
     size_t bytes = align8(n * sizeof(de_attr)) + align8(nscopes * sizeof(pol_scope));
     for (uint32_t i = 0; i < n; i++)
-        bytes += align8(payload_bytes(&attrs[i].v));
+        bytes += align8(pol_payload_bytes(&attrs[i].v));
     out->mem = NULL;
     out->derived = NULL;
     out->scopes = NULL;
@@ -536,7 +523,7 @@ static void pack_facts(pol_set *s, de_attr *attrs, uint32_t n, const pol_scope *
     pp += align8(nscopes * sizeof(pol_scope));
     for (uint32_t i = 0; i < n; i++) {
         out->derived[i] = attrs[i];
-        size_t pb = payload_bytes(&attrs[i].v);
+        size_t pb = pol_payload_bytes(&attrs[i].v);
         if (pb) {
             memcpy(pp, attrs[i].v.u.ints, pb);
             out->derived[i].v.u.ints = (const int64_t *)(void *)pp;
@@ -560,111 +547,6 @@ static void pack_facts(pol_set *s, de_attr *attrs, uint32_t n, const pol_scope *
  * math.random and hooks that read nothing (a constant, or state kept
  * between calls) run every time.  As for scores, a hook that keeps state
  * and still reads its device is answered by what it read. */
-#define DRES_MAX 4096
-
-typedef struct dres_ent {
-    cattr *a;
-    uint32_t n;
-} dres_ent;
-
-struct pol_dres {
-    dres_ent *e;
-    uint32_t n, cap;
-    de_map by_hash; /* content hash -> index + 1 */
-};
-
-void pol_dres_free(pol_policy *p)
-{
-    pol_memo_free(p->dmemo);
-    p->dmemo = NULL;
-    if (!p->dres)
-        return;
-    for (uint32_t i = 0; i < p->dres->n; i++)
-        free(p->dres->e[i].a);
-    free(p->dres->e);
-    de_map_destroy(&p->dres->by_hash);
-    free(p->dres);
-    p->dres = NULL;
-}
-
-static uint64_t cattr_hash(const cattr *a, uint32_t n)
-{
-    uint64_t h = de_hash_u64(n);
-    for (uint32_t i = 0; i < n; i++) {
-        h = de_hash_u64(h ^ ((uint64_t)a[i].domain << 32 | a[i].name));
-        h = de_hash_u64(h ^ ((uint64_t)a[i].v.kind << 32 | a[i].v.n));
-        switch (a[i].v.kind) {
-        case DE_V_INT: h = de_hash_u64(h ^ (uint64_t)a[i].v.u.i); break;
-        case DE_V_BOOL: h = de_hash_u64(h ^ a[i].v.u.b); break;
-        case DE_V_STRING:
-        case DE_V_VERSION: h = de_hash_u64(h ^ a[i].v.u.s); break;
-        default: h ^= de_hash_bytes(a[i].vals, payload_bytes(&a[i].v)); break;
-        }
-    }
-    return h;
-}
-
-static bool cattr_same(const cattr *x, const cattr *y, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++) {
-        if (x[i].domain != y[i].domain || x[i].name != y[i].name || x[i].v.kind != y[i].v.kind ||
-            x[i].v.n != y[i].v.n)
-            return false;
-        size_t pb = payload_bytes(&x[i].v);
-        if (pb ? memcmp(x[i].vals, y[i].vals, pb) : memcmp(&x[i].v.u, &y[i].v.u, sizeof x[i].v.u))
-            return false;
-    }
-    return true;
-}
-
-/* The index of this answer in the policy's table (added if new); UINT32_MAX
- * when the table is full. */
-static uint32_t dres_put(pol_policy *p, const cattr *a, uint32_t n)
-{
-    if (!p->dres) {
-        p->dres = de_xcalloc(1, sizeof *p->dres);
-        de_map_init(&p->dres->by_hash);
-    }
-    struct pol_dres *d = p->dres;
-    uint64_t h = cattr_hash(a, n), v;
-    if (de_map_get(&d->by_hash, h, &v) && d->e[v - 1].n == n && cattr_same(d->e[v - 1].a, a, n))
-        return (uint32_t)v - 1;
-    if (d->n == DRES_MAX)
-        return UINT32_MAX;
-    if (d->n == d->cap) {
-        d->cap = d->cap ? d->cap * 2 : 64;
-        d->e = de_xrealloc(d->e, d->cap * sizeof *d->e);
-    }
-    dres_ent *x = &d->e[d->n];
-    x->n = n;
-    x->a = n ? de_xmalloc(n * sizeof *x->a) : NULL;
-    if (n)
-        memcpy(x->a, a, n * sizeof *a);
-    de_map_put(&d->by_hash, h, d->n + 1);
-    return d->n++;
-}
-
-/* Copy a filed answer into the call's buffer (list payloads point into
- * each entry's own vals). */
-static void dres_get(const pol_policy *p, uint32_t i, callctx *c)
-{
-    const dres_ent *x = &p->dres->e[i];
-    c->nattrs = x->n;
-    for (uint32_t k = 0; k < x->n; k++) {
-        c->attrs[k] = x->a[k];
-        if (payload_bytes(&c->attrs[k].v))
-            c->attrs[k].v.u.ints = (const int64_t *)c->attrs[k].vals;
-    }
-}
-
-static uint64_t lazy_seed(const pol_set *s, const de_devview *v, uint64_t *seed, bool *seeded)
-{
-    if (!*seeded) {
-        *seed = device_seed(s, v);
-        *seeded = true;
-    }
-    return *seed;
-}
 
 /* The derive call, through the memo when it is on. */
 static pol_reason derive_call(pol_set *s, callctx *c, uint64_t *seed, bool *seeded, pol_failure *first)
@@ -684,7 +566,7 @@ static pol_reason derive_call(pol_set *s, callctx *c, uint64_t *seed, bool *seed
     static const pol_nodeinfo none;
     double known;
     if (pol_memo_get(p->dmemo, &none, &src, 1, &known, NULL)) {
-        dres_get(p, (uint32_t)known, c);
+        c->nattrs = pol_dres_get(p, (uint32_t)known, c->attrs);
         s->stats.derive_memo_hits++;
         return POL_R_NONE;
     }
@@ -696,7 +578,7 @@ static pol_reason derive_call(pol_set *s, callctx *c, uint64_t *seed, bool *seed
      * (a constant, or state kept between calls, which the memo cannot
      * see): not filed */
     bool file = r == POL_R_NONE && pol_trace_pure(&p->vm) && pol_trace_reads(&p->vm) > 1;
-    uint32_t idx = file ? dres_put(p, c->attrs, c->nattrs) : UINT32_MAX;
+    uint32_t idx = file ? pol_dres_put(p, c->attrs, c->nattrs) : UINT32_MAX;
     pol_trace_end(&p->vm, p->dmemo, idx != UINT32_MAX, idx);
     return r;
 }
@@ -748,7 +630,7 @@ uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *pr
                     a->name = cbuf[k].name;
                     a->bare = 0;
                     a->v = cbuf[k].v;
-                    size_t pb = payload_bytes(&a->v);
+                    size_t pb = pol_payload_bytes(&a->v);
                     if (pb) {
                         memcpy(pay[nall], cbuf[k].vals, pb);
                         a->v.u.ints = (const int64_t *)pay[nall];
@@ -827,7 +709,7 @@ static bool attrval_equal(const de_attrval *a, const de_attrval *b)
     case DE_V_VERSION:
         return a->u.s == b->u.s;
     default:
-        return !a->n || !memcmp(a->u.ints, b->u.ints, payload_bytes(a));
+        return !a->n || !memcmp(a->u.ints, b->u.ints, pol_payload_bytes(a));
     }
 }
 

@@ -264,8 +264,31 @@ uint32_t pol_trace_absent(pol_vm *vm, const char *key, size_t n);
  * since (a device with that name came), the VM's memos are dropped (*m and
  * *m2 = NULL; the absent keys' table starts over). */
 void pol_memo_sync_absent(pol_vm *vm, pol_memo **m, pol_memo **m2);
-/* The derive memo's stored results (hooks.c). */
+/* ---- dres.c: the derive memo's stored results ---------------------------- */
+/* One converted attribute; list payloads live in `vals`. */
+typedef struct cattr {
+    uint32_t domain, name;
+    de_attrval v;
+    uint64_t vals[POL_MAX_LIST];
+} cattr;
+
+
+/* Bytes of a list value's payload (0 for a scalar). */
+static inline size_t pol_payload_bytes(const de_attrval *v)
+{
+    switch (v->kind) {
+    case DE_V_INTS: return v->n * sizeof(int64_t);
+    case DE_V_BOOLS: return v->n * sizeof(bool);
+    case DE_V_STRINGS:
+    case DE_V_VERSIONS: return v->n * sizeof(uint32_t);
+    default: return 0;
+    }
+}
 void pol_dres_free(pol_policy *p);
+/* The index of this answer in the policy's table (added if new);
+ * UINT32_MAX when the table is full. */
+uint32_t pol_dres_put(pol_policy *p, const cattr *a, uint32_t n);
+uint32_t pol_dres_get(const pol_policy *p, uint32_t i, cattr *out);
 /* Whether the current trace can still be filed (no impure read so far). */
 bool pol_trace_pure(const pol_vm *vm);
 /* Reads recorded by the current trace (#placement always counts one). */
