@@ -37,15 +37,19 @@ describe("serve's Events", function()
     local srv = t.srv
     srv:load(S.cluster(8, 4))
     srv:faults{ rules = { { method = "POST", path = "/events$", delay_ms = EVENT_MS, count = 1000 } } }
+    -- the pods and their claims exist before serve starts: it decides them
+    -- in one burst, so its jobs are handed over back to back
+    local pods = {}
+    for i = 1, NPODS do pods[i] = gpu_pod(string.format("p-%04d", i)) end
+    srv:load(pods)
+    K.wait_for(function() return #srv:get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims").items == NPODS end,
+      10 * SLOW, 0.05)
     local args = { "--leader-elect=false", "--kube-api-qps=5000", "--kube-api-burst=5000",
       "--parallel-binds=2", "--pod-initial-backoff=100ms", "--pod-max-backoff=1s" }
     for _, a in ipairs(extra or {}) do args[#args + 1] = a end
     local p = S.start(srv, args)
     t.procs[#t.procs + 1] = p
     assert.truthy(p.port, "serve did not start: " .. p:stderr())
-    local pods = {}
-    for i = 1, NPODS do pods[i] = gpu_pod(string.format("p-%04d", i)) end
-    srv:load(pods)
     local function events()
       local n = 0
       for _, e in ipairs(srv:get("/apis/events.k8s.io/v1/namespaces/default/events").items) do
@@ -102,11 +106,6 @@ describe("serve's Events", function()
       end
     end
     assert.are.equal(NPODS, checked)
-    -- and the queued ones waited: the newest eventTime is well before the
-    -- last Event was written
-    local last_ev = 0
-    for _, e in ipairs(w.event) do last_ev = math.max(last_ev, e.start) end
-    assert.is_true(last_ev - last_binding_answered(w) >= (NPODS / 2 - 2) * EVENT_MS / 1000)
   end)
 
   it("--event-backlog 1 writes each Event before the next binding", function()

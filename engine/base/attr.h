@@ -51,6 +51,18 @@ typedef struct de_attrval {
     } u;
 } de_attrval;
 
+/* Bytes of a list value's payload (0 for a scalar). */
+static inline size_t de_attrval_list_bytes(const de_attrval *v)
+{
+    switch (v->kind) {
+    case DE_V_INTS: return v->n * sizeof(int64_t);
+    case DE_V_BOOLS: return v->n * sizeof(bool);
+    case DE_V_STRINGS:
+    case DE_V_VERSIONS: return v->n * sizeof(uint32_t);
+    default: return 0;
+    }
+}
+
 typedef struct de_attr {
     uint32_t domain; /* interned domain (driver name for bare names) */
     uint32_t name;   /* interned ID */

@@ -643,17 +643,6 @@ void dg_device_taints(const dg_graph *g, uint32_t devid, const dg_taint **out, u
     *n = d->ntaints;
 }
 
-static size_t list_bytes(const de_attrval *v)
-{
-    switch (v->kind) {
-    case DE_V_INTS: return v->n * sizeof(int64_t);
-    case DE_V_BOOLS: return v->n * sizeof(bool);
-    case DE_V_STRINGS:
-    case DE_V_VERSIONS: return v->n * sizeof(uint32_t);
-    default: return 0;
-    }
-}
-
 void dg_device_set_derived(dg_graph *g, uint32_t devid, const de_attr *attrs, uint32_t n)
 {
     if (devid >= g->ndevs || g->devs[devid].slice == DG_NONE)
@@ -673,13 +662,13 @@ void dg_device_set_derived(dg_graph *g, uint32_t devid, const de_attr *attrs, ui
     if (n) {
         size_t total = n * sizeof(de_attr);
         for (uint32_t i = 0; i < n; i++)
-            total += (list_bytes(&attrs[i].v) + 7) & ~(size_t)7;
+            total += (de_attrval_list_bytes(&attrs[i].v) + 7) & ~(size_t)7;
         char *block = de_xmalloc(total);
         de_attr *copy = (de_attr *)block;
         memcpy(copy, attrs, n * sizeof(de_attr));
         char *p = block + n * sizeof(de_attr);
         for (uint32_t i = 0; i < n; i++) {
-            size_t lb = list_bytes(&attrs[i].v);
+            size_t lb = de_attrval_list_bytes(&attrs[i].v);
             if (!lb)
                 continue;
             memcpy(p, attrs[i].v.u.ints, lb);

@@ -47,7 +47,7 @@ static uint64_t cattr_hash(const cattr *a, uint32_t n)
         case DE_V_BOOL: h = de_hash_u64(h ^ a[i].v.u.b); break;
         case DE_V_STRING:
         case DE_V_VERSION: h = de_hash_u64(h ^ a[i].v.u.s); break;
-        default: h ^= de_hash_bytes(a[i].vals, pol_payload_bytes(&a[i].v)); break;
+        default: h ^= de_hash_bytes(a[i].vals, de_attrval_list_bytes(&a[i].v)); break;
         }
     }
     return h;
@@ -59,7 +59,7 @@ static bool cattr_same(const cattr *x, const cattr *y, uint32_t n)
         if (x[i].domain != y[i].domain || x[i].name != y[i].name || x[i].v.kind != y[i].v.kind ||
             x[i].v.n != y[i].v.n)
             return false;
-        size_t pb = pol_payload_bytes(&x[i].v);
+        size_t pb = de_attrval_list_bytes(&x[i].v);
         if (pb ? memcmp(x[i].vals, y[i].vals, pb) : memcmp(&x[i].v.u, &y[i].v.u, sizeof x[i].v.u))
             return false;
     }
@@ -98,7 +98,7 @@ uint32_t pol_dres_get(const pol_policy *p, uint32_t i, cattr *out)
     const dres_ent *x = &p->dres->e[i];
     for (uint32_t k = 0; k < x->n; k++) {
         out[k] = x->a[k];
-        if (pol_payload_bytes(&out[k].v))
+        if (de_attrval_list_bytes(&out[k].v))
             out[k].v.u.ints = (const int64_t *)out[k].vals;
     }
     return x->n;

@@ -505,7 +505,7 @@ static void pack_facts(pol_set *s, de_attr *attrs, uint32_t n, const pol_scope *
     qsort_r(attrs, n, sizeof *attrs, attr_cmp, s->in);
     size_t bytes = align8(n * sizeof(de_attr)) + align8(nscopes * sizeof(pol_scope));
     for (uint32_t i = 0; i < n; i++)
-        bytes += align8(pol_payload_bytes(&attrs[i].v));
+        bytes += align8(de_attrval_list_bytes(&attrs[i].v));
     out->mem = NULL;
     out->derived = NULL;
     out->scopes = NULL;
@@ -523,7 +523,7 @@ static void pack_facts(pol_set *s, de_attr *attrs, uint32_t n, const pol_scope *
     pp += align8(nscopes * sizeof(pol_scope));
     for (uint32_t i = 0; i < n; i++) {
         out->derived[i] = attrs[i];
-        size_t pb = pol_payload_bytes(&attrs[i].v);
+        size_t pb = de_attrval_list_bytes(&attrs[i].v);
         if (pb) {
             memcpy(pp, attrs[i].v.u.ints, pb);
             out->derived[i].v.u.ints = (const int64_t *)(void *)pp;
@@ -630,7 +630,7 @@ uint32_t pol_set_compute(pol_set *s, const de_devview *v, const pol_devfacts *pr
                     a->name = cbuf[k].name;
                     a->bare = 0;
                     a->v = cbuf[k].v;
-                    size_t pb = pol_payload_bytes(&a->v);
+                    size_t pb = de_attrval_list_bytes(&a->v);
                     if (pb) {
                         memcpy(pay[nall], cbuf[k].vals, pb);
                         a->v.u.ints = (const int64_t *)pay[nall];
@@ -709,7 +709,7 @@ static bool attrval_equal(const de_attrval *a, const de_attrval *b)
     case DE_V_VERSION:
         return a->u.s == b->u.s;
     default:
-        return !a->n || !memcmp(a->u.ints, b->u.ints, pol_payload_bytes(a));
+        return !a->n || !memcmp(a->u.ints, b->u.ints, de_attrval_list_bytes(a));
     }
 }
 

@@ -271,19 +271,6 @@ typedef struct cattr {
     de_attrval v;
     uint64_t vals[POL_MAX_LIST];
 } cattr;
-
-
-/* Bytes of a list value's payload (0 for a scalar). */
-static inline size_t pol_payload_bytes(const de_attrval *v)
-{
-    switch (v->kind) {
-    case DE_V_INTS: return v->n * sizeof(int64_t);
-    case DE_V_BOOLS: return v->n * sizeof(bool);
-    case DE_V_STRINGS:
-    case DE_V_VERSIONS: return v->n * sizeof(uint32_t);
-    default: return 0;
-    }
-}
 void pol_dres_free(pol_policy *p);
 /* The index of this answer in the policy's table (added if new);
  * UINT32_MAX when the table is full. */

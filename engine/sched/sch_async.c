@@ -19,8 +19,8 @@
  * creating them, and an Event then costs the burst as much as it would
  * inside the job.  So a burst binds at the pace of its own writes, its
  * Events follow it, and a queue at its bound slows the bindings instead
- * of losing Events.  It never touches the
- * graph: finished jobs come back through a queue (and a byte on a pipe for
+ * of losing Events.  A worker never touches the graph: finished jobs come
+ * back through a queue (and a byte on a pipe for
  * the loop's poll) and the scheduler's thread applies them: the answers go
  * into the graph, and on a failure the assumption is undone exactly as the
  * synchronous path does (a claim whose write failed is un-assumed before it
