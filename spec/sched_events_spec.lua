@@ -128,6 +128,9 @@ describe("serve's Events", function()
     srv:load(pods)
     K.wait_for(function() return S.pods_bound(srv, "q-") == 8 end, 20 * SLOW, 0.05)
     assert.are.equal(8, S.pods_bound(srv, "q-"))
+    -- some are still queued when the stop comes, or this would not test the flush
+    local _, m = p:http("/metrics")
+    assert.is_true(S.metric(m, "draengine_scheduler_events_pending") > 0, m)
     p:signal("TERM")
     assert.are.equal(0, p:wait(20))
     local n = 0

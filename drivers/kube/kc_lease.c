@@ -72,9 +72,7 @@ uint64_t kc_lease_next_due_ns(const kc_lease *l)
 
 static void wall_now(char *buf, size_t cap)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    kc_format_microtime((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, buf, cap);
+    kc_format_microtime(de_wall_ns(), buf, cap);
 }
 
 static json_t *spec_for(const char *holder, int dur_s, const char *acquire,

@@ -127,12 +127,7 @@ de_rc kc_event_create(kc_client *cl, const kc_event *ev, de_err *e)
     const char *ns = md_str(reg, "namespace");
     if (!*ns)
         ns = "default";
-    int64_t now = ev->when_ns;
-    if (!now) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    }
+    int64_t now = ev->when_ns ? ev->when_ns : de_wall_ns();
     char when[64];
     kc_format_microtime(now, when, sizeof when);
     /* Named as client-go's event recorder names them, <object>.<hex ns>: a

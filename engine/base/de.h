@@ -105,6 +105,8 @@ void de_map_text(void);
 /* Monotonic clock in nanoseconds (for budgets and benchmarks only; never
  * for decisions). */
 uint64_t de_now_ns(void);
+/* Wall-clock time, Unix ns (timestamps others read: Events, Leases). */
+int64_t de_wall_ns(void);
 
 /* FNV-1a and a 64-bit mixer used by every hash table in the engine. */
 uint64_t de_hash_bytes(const void *p, size_t n);

@@ -163,6 +163,13 @@ char *de_xstrndup(const char *s, size_t n)
     return p;
 }
 
+int64_t de_wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 uint64_t de_now_ns(void)
 {
     struct timespec ts;

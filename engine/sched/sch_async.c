@@ -187,7 +187,7 @@ static void run_job(sch_pool *p, kc_client *cl, job *j)
             char note[1100];
             snprintf(note, sizeof note, "Successfully assigned %s/%s to %s", j->ns, j->name, j->node);
             pthread_mutex_lock(&p->mu);
-            sch_evq_push(&p->evq, st->obj, "Normal", "Scheduled", "Binding", note, 0);
+            sch_evq_push(&p->evq, st->obj, "Normal", "Scheduled", "Binding", note);
             pthread_cond_signal(&p->cv);
             pthread_mutex_unlock(&p->mu);
             break;
@@ -200,6 +200,13 @@ static void run_job(sch_pool *p, kc_client *cl, job *j)
         }
         j->ok = i + 1;
     }
+}
+
+/* A de_now_ns instant as the deadline of a timed wait (the pool's
+ * conditions count on CLOCK_MONOTONIC). */
+static struct timespec mono_ts(uint64_t ns)
+{
+    return (struct timespec){(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
 }
 
 /* With p->mu held: one Event, written with the lock released. */
@@ -232,7 +239,7 @@ static void *worker(void *arg)
         job *j = p->todo;
         if (!j) {
             if (p->evq.head) {
-                struct timespec ts = {(time_t)(due / 1000000000ull), (long)(due % 1000000000ull)};
+                struct timespec ts = mono_ts(due);
                 pthread_cond_timedwait(&p->cv, &p->mu, &ts);
             } else {
                 pthread_cond_wait(&p->cv, &p->mu);
@@ -637,7 +644,7 @@ bool sch_async_event(sch_sched *s, json_t *regarding, const char *type, const ch
     if (!p)
         return false;
     pthread_mutex_lock(&p->mu);
-    sch_evq_push(&p->evq, regarding, type, reason, action, note, 0);
+    sch_evq_push(&p->evq, regarding, type, reason, action, note);
     pthread_cond_signal(&p->cv);
     pthread_mutex_unlock(&p->mu);
     return true;
@@ -666,7 +673,7 @@ static void flush_events(sch_pool *p)
     p->flushing = true;
     pthread_cond_broadcast(&p->cv);
     while ((p->evq.n || p->evq.writing) && de_now_ns() < until) {
-        struct timespec ts = {(time_t)(until / 1000000000ull), (long)(until % 1000000000ull)};
+        struct timespec ts = mono_ts(until);
         pthread_cond_timedwait(&p->ev_cv, &p->mu, &ts);
     }
     uint32_t left = p->evq.n;
@@ -715,7 +722,6 @@ void sch_async_free(sch_sched *s)
     sch_bind_finish(s, true);
     pthread_mutex_lock(&p->mu);
     p->stop = true;
-    sch_evq_clear(&p->evq);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
     for (unsigned i = 0; i < p->n; i++) {

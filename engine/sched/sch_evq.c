@@ -10,7 +10,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* kc_event_create cuts reason and action at 128 bytes and the note at
  * 1 KiB; one byte more of each keeps its cut where it was. */
@@ -42,7 +41,7 @@ static char *put(char **at, const char *s, size_t n)
 }
 
 void sch_evq_push(sch_evq *q, json_t *regarding, const char *type, const char *reason, const char *action,
-                  const char *note, int64_t when_ns)
+                  const char *note)
 {
     size_t lt = cut_len(type, EV_SHORT_MAX), lr = cut_len(reason, EV_SHORT_MAX),
            la = cut_len(action, EV_SHORT_MAX), ln = cut_len(note, EV_NOTE_MAX);
@@ -54,12 +53,7 @@ void sch_evq_push(sch_evq *q, json_t *regarding, const char *type, const char *r
     it->note = put(&at, note, ln);
     it->next = NULL;
     it->regarding = json_incref(regarding);
-    if (!when_ns) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        when_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    }
-    it->when_ns = when_ns;
+    it->when_ns = de_wall_ns();
     if (q->tail)
         q->tail->next = it;
     else
@@ -90,8 +84,8 @@ static void item_free(sch_evitem *it)
 bool sch_evq_write(kc_client *cl, sch_evitem *it, const char *identity, const char *why)
 {
     bool ok = false;
-    if (!cl || why) {
-        DE_INFO(1, "event %s not written: %s", it->reason, why ? why : "no API client");
+    if (why) {
+        DE_INFO(1, "event %s not written: %s", it->reason, why);
     } else {
         kc_event ev = {it->regarding, it->type,  it->reason, it->action, it->note,
                        "draengine",   identity, it->when_ns};

@@ -36,13 +36,14 @@ typedef struct sch_evq {
     uint64_t written, failed, dropped;
 } sch_evq;
 
-/* Queue a copy of the Event (regarding is retained).  Caller holds the lock. */
+/* Queue a copy of the Event, stamped now (regarding is retained).  Caller
+ * holds the lock. */
 void sch_evq_push(sch_evq *q, json_t *regarding, const char *type, const char *reason, const char *action,
-                  const char *note, int64_t when_ns);
+                  const char *note);
 /* The oldest, or NULL.  Caller holds the lock; writing is counted. */
 sch_evitem *sch_evq_pop(sch_evq *q);
-/* Write it (no lock held), then free it.  NULL `cl`, or `why` set
- * (leadership lost): dropped, and said why at level 1.  Returns whether it
+/* Write it (no lock held), then free it.  With `why` set (leadership
+ * lost): dropped, and said why at level 1.  Returns whether it
  * was written; the caller counts under the lock (sch_evq_done). */
 bool sch_evq_write(kc_client *cl, sch_evitem *it, const char *identity, const char *why);
 void sch_evq_done(sch_evq *q, bool written, bool dropped);

@@ -282,9 +282,7 @@ void sch_shadow_pod_event(sch_shadow *sh, kc_evtype t, json_t *obj)
     d->scheduler = de_xstrdup(sched);
     d->their_node = de_xstrdup(node);
     d->seen_ns = de_now_ns();
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    d->wall_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    d->wall_ns = de_wall_ns();
     snprintf(d->revision, sizeof d->revision, "%s", sh->revision);
     evaluate(sh, pid, obj, d);
     if (sh->nwaiting == sh->capwaiting) {
