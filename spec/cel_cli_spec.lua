@@ -46,6 +46,29 @@ capacity:
     os.remove(f)
   end)
 
+  it("refuses a device file with a field it would ignore, naming the file and the path, and takes every Device field", function()
+    local cases = {
+      { "name: g\ncapacty: {m: {value: 1}}\n", 'device: unknown field "capacty"' },
+      { "name: g\nattributes: {cnt: {in: 1}}\n", 'attributes.cnt: unknown field "in"' },
+      { "name: g\nattributes: {cnt: {int: 1, string: x}}\n", "attributes.cnt: must have one of int, bool" },
+      { "name: g\ncapacity: {m: {vaule: 1}}\n", 'device.capacity.m: unknown field "vaule"' },
+    }
+    for _, case in ipairs(cases) do
+      local f = H.write_temp(case[1], ".yaml")
+      local rc, _, err = H.run({ "cel", "true", "--device", f, "--driver", "d" })
+      os.remove(f)
+      assert.are.equal(2, rc, err)
+      assert.truthy(err:find(f .. ": " .. case[2], 1, true), err)
+    end
+    local f = H.write_temp(table.concat({ "name: g", "attributes: {cnt: {int: 1}}", "capacity: {m: {value: 1}}",
+      "consumesCounters: []", "nodeName: n1", "taints: []", "bindsToNode: false", "bindingConditions: []",
+      "bindingFailureConditions: []", "allowMultipleAllocations: false", "" }, "\n"), ".yaml")
+    local rc, out, err = H.run({ "cel", "device.attributes['d'].cnt == 1", "--device", f, "--driver", "d" })
+    os.remove(f)
+    assert.are.equal(0, rc, err)
+    assert.are.equal("true\n", out)
+  end)
+
   it("refuses unknown flags", function()
     local rc, _, err = H.run({ "cel", "1", "--nope" })
     assert.are.equal(2, rc)
@@ -81,5 +104,29 @@ capacity:
     assert.truthy(lines[4]:find('"phase":"runtime"', 1, true))
     assert.truthy(lines[5]:find("undefined field 'allowMultipleAllocations'", 1, true))
     assert.truthy(lines[6]:find('"error"', 1, true))
+  end)
+
+  it("refuses a --batch line whose features or envType it would otherwise ignore, and goes on", function()
+    local input = table.concat({
+      [[{"expr": "1 + 1", "features": {"ListTypeAtributes": true}}]],
+      [[{"expr": "1 + 1", "features": {"ConsumableCapacity": "yes"}}]],
+      [[{"expr": "1 + 1", "features": ["ConsumableCapacity"]}]],
+      [[{"expr": "1 + 1", "envType": "NewExpression"}]],
+      [[{"expr": "1 + 1", "envType": true}]],
+      [[{"expr": "1 + 1", "features": {"ConsumableCapacity": true, "ListTypeAttributes": false}, "envType": "StoredExpressions"}]],
+    }, "\n") .. "\n"
+    local rc, out = H.run({ "cel", "--batch" }, input)
+    assert.are.equal(0, rc)
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.are.equal(6, #lines)
+    assert.truthy(lines[1]:find('unknown feature \\"ListTypeAtributes\\"', 1, true), lines[1])
+    assert.truthy(lines[2]:find('\\"features.ConsumableCapacity\\" must be a bool', 1, true), lines[2])
+    assert.truthy(lines[3]:find('\\"features\\" must be an object', 1, true), lines[3])
+    for i = 4, 5 do
+      assert.truthy(lines[i]:find('\\"envType\\" must be \\"NewExpressions\\" or \\"StoredExpressions\\"', 1, true), lines[i])
+    end
+    for i = 1, 5 do assert.truthy(lines[i]:find('"phase":"compile"', 1, true), lines[i]) end
+    assert.are.equal('{"value":{"int":2}}', lines[6])
   end)
 end)

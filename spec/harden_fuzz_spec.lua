@@ -124,6 +124,29 @@ describe("policies and workloads", function()
     end
   end)
 
+  it("shows control characters of an admit reason and of a policy's error as escapes, and cuts a long reason between characters", function()
+    local function allocate(body)
+      local d = pdir({ ["p.lua"] = 'return {name = "p", version = "1.0.0", api = 1, domains = {},\n' ..
+        '  admit = function(claim) ' .. body .. ' end}\n' })
+      local rc, out, err = H.run({ "allocate", "-f", FIX, "-f", H.root .. "/spec/fixtures/policy/gb200-numa-claim.yaml",
+        "--node", "10.140.65.248", "--policies", d })
+      assert.are.equal(1, rc, err)
+      return out .. err
+    end
+    local text = allocate('return false, "red\\27[31m\\r\\nFAKE\\7 \\194\\155x"')
+    assert.truthy(text:find("policy p: red\\x1b[31m\\r\\nFAKE\\x07 \\u009bx", 1, true), text)
+    assert.falsy(text:find("\27", 1, true), text)
+    text = allocate('error("boom\\27[2J\\255")')
+    assert.truthy(text:find("boom\\x1b[2J\\xff", 1, true), text)
+    assert.falsy(text:find("\27", 1, true), text)
+    -- 300 bytes of two-byte characters: the reason keeps whole ones only
+    text = allocate('return false, string.rep("\\195\\169", 150)')
+    local reason = text:match("policy p: ([\195\169]+)")
+    assert.truthy(reason, text)
+    assert.are.equal(254, #reason)
+    assert.truthy(utf8.len(reason), "the cut reason is valid UTF-8")
+  end)
+
   it("fails a policy spec whose teardown fails", function()
     local d = pdir({ ["p.lua"] = 'return {name = "p", version = "1.0.0", api = 1, domains = {"x.example.com"},\n' ..
       '  derive = function(device) return {} end}\n',

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "jdump.h"
 #include "buf.h"
+#include "utf8.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -29,19 +30,40 @@ static const char *base_name(const char *f)
     return s ? s + 1 : f;
 }
 
-/* The rest of a klog quoted value: \" and \\ escaped, newlines as \n, and
- * the closing quote. */
+/* The rest of a klog quoted value: \" and \\ escaped, control characters
+ * and bytes that are not UTF-8 as de_utf8_shown escapes them (a value may
+ * carry a policy's or a manifest's text: it must not drive the terminal,
+ * and a newline must not start what reads as another log line), and the
+ * closing quote. */
 static void quoted(de_buf *b, const char *s)
 {
-    for (const char *p = s; *p; p++) {
-        if (*p == '"' || *p == '\\')
+    size_t n = strlen(s);
+    for (size_t i = 0, used; i < n; i += used) {
+        char one[6];
+        size_t m = de_utf8_shown(one, s + i, n - i, &used);
+        if (s[i] == '"' || s[i] == '\\')
             de_buf_putc(b, '\\');
-        if (*p == '\n')
-            de_buf_puts(b, "\\n");
-        else
-            de_buf_putc(b, *p);
+        de_buf_add(b, one, m);
     }
     de_buf_putc(b, '"');
+}
+
+/* A JSON log value: JSON escapes control characters itself, but jansson
+ * refuses bytes that are not UTF-8 (the value would be dropped), so those
+ * are shown as escapes. */
+static json_t *log_string(const char *s)
+{
+    size_t at, n = strlen(s);
+    if (!de_utf8_problem(s, n, &at))
+        return json_string(s);
+    size_t cap = n * 4 + 1;
+    char *t = malloc(cap);
+    if (!t)
+        return json_string("(unprintable)");
+    de_utf8_printable(t, cap, s, n);
+    json_t *v = json_string(t);
+    free(t);
+    return v;
 }
 
 void de_log_kv(de_log_level lvl, int v, const char *file, int line, const char *msg,
@@ -59,13 +81,13 @@ void de_log_kv(de_log_level lvl, int v, const char *file, int line, const char *
         snprintf(caller, sizeof caller, "%s:%d", base_name(file), line);
         json_object_set_new(o, "caller", json_string(caller));
         if (lvl == DE_LOG_ERROR)
-            json_object_set_new(o, "err", json_string(msg));
+            json_object_set_new(o, "err", log_string(msg));
         else
-            json_object_set_new(o, "msg", json_string(msg));
+            json_object_set_new(o, "msg", log_string(msg));
         if (lvl == DE_LOG_INFO)
             json_object_set_new(o, "v", json_integer(v));
         for (int i = 0; kv && kv[i] && kv[i + 1]; i += 2)
-            json_object_set_new(o, kv[i], json_string(kv[i + 1]));
+            json_object_set_new(o, kv[i], log_string(kv[i + 1]));
         char *s = de_json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         de_buf_puts(&b, s ? s : "{}");
         free(s);

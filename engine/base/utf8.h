@@ -87,4 +87,56 @@ static inline const char *de_utf8_problem(const char *s, size_t n, size_t *at)
     return NULL;
 }
 
+/* One code point or stray byte of s shown as text that means the same on
+ * every terminal and log line: a control character (C0, DEL, C1) and a
+ * byte that is not UTF-8 as an escape (\n \r \t, \xNN, \u0085), the rest
+ * as it is.  Writes it to o (room for 6 bytes) and returns its length;
+ * *used gets the input bytes it stands for. */
+static inline size_t de_utf8_shown(char *o, const char *s, size_t n, size_t *used)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint32_t cp;
+    size_t k = de_utf8_seq((const unsigned char *)s, n, &cp);
+    unsigned char b = (unsigned char)s[0];
+    *used = k ? k : 1;
+    if (k && (cp == '\n' || cp == '\r' || cp == '\t')) {
+        o[0] = '\\', o[1] = cp == '\n' ? 'n' : cp == '\r' ? 'r' : 't';
+        return 2;
+    }
+    if (!k || cp < 0x20 || cp == 0x7f) {
+        o[0] = '\\', o[1] = 'x', o[2] = hex[b >> 4], o[3] = hex[b & 15];
+        return 4;
+    }
+    if (cp >= 0x80 && cp <= 0x9f) {
+        o[0] = '\\', o[1] = 'u', o[2] = '0', o[3] = '0', o[4] = hex[cp >> 4], o[5] = hex[cp & 15];
+        return 6;
+    }
+    for (size_t i = 0; i < k; i++)
+        o[i] = s[i];
+    return k;
+}
+
+/* The n bytes at s, each shown as de_utf8_shown shows it, into o: at most
+ * cap-1 bytes and a NUL, never part of a sequence or an escape.  For text
+ * a policy or a manifest supplies (an admit reason, a Lua error) that ends
+ * up on a terminal: an escape sequence in it must not drive the terminal,
+ * a carriage return not overwrite the line, a cut not break the UTF-8 a
+ * JSON writer needs.  Returns the bytes written. */
+static inline size_t de_utf8_printable(char *o, size_t cap, const char *s, size_t n)
+{
+    size_t w = 0;
+    if (!cap)
+        return 0;
+    for (size_t i = 0, used; i < n; i += used) {
+        char one[6];
+        size_t m = de_utf8_shown(one, s + i, n - i, &used);
+        if (w + m > cap - 1)
+            break;
+        for (size_t j = 0; j < m; j++)
+            o[w++] = one[j];
+    }
+    o[w] = 0;
+    return w;
+}
+
 #endif

@@ -35,6 +35,27 @@ static de_rc attr_value(const json_t *v, de_interner *in, de_arena *a, de_attrva
         {"versions", DE_V_VERSIONS}, {"int", DE_V_INT}, {"bool", DE_V_BOOL},
         {"string", DE_V_STRING}, {"version", DE_V_VERSION},
     };
+    /* At most one value, as the API server's validation asks (two would make
+     * the order above decide), and no key but these: a typo'd type would
+     * otherwise make a device on which every selector fails.  An attribute
+     * with no value at all ({}) stays expressible: it stands for a type this
+     * engine does not know (dec_device.c), on which every selector fails. */
+    const char *key;
+    json_t *val;
+    size_t given = 0;
+    json_object_foreach((json_t *)v, key, val)
+    {
+        size_t k = 0;
+        while (k < DE_ARRAY_LEN(order) && strcmp(order[k].key, key))
+            k++;
+        if (k == DE_ARRAY_LEN(order))
+            return de_errf(e, DE_EINVAL, "attributes.%s: unknown field \"%s\" (int, bool, string, version, "
+                           "ints, bools, strings, versions)", name, key);
+        given += !json_is_null(val);
+    }
+    if (given > 1)
+        return de_errf(e, DE_EINVAL, "attributes.%s: must have one of int, bool, string, version, ints, "
+                       "bools, strings, versions (has %zu)", name, given);
     for (size_t k = 0; k < DE_ARRAY_LEN(order); k++) {
         const json_t *x = json_object_get(v, order[k].key);
         if (!x || json_is_null(x))
@@ -131,6 +152,24 @@ de_rc cel_device_from_json(const struct json_t *j, const char *driver, de_intern
     out->allow_multi = -1;
     if (!json_is_object(j))
         return de_errf(e, DE_EINVAL, "device: must be an object");
+    /* The vector form's driver and a resource.k8s.io/v1 Device's fields (those
+     * a selector does not see included): anything else is a typo that would
+     * silently leave the device without what the user meant to give it. */
+    static const char *const known[] = {
+        "driver", "name", "attributes", "capacity", "allowMultipleAllocations", "consumesCounters",
+        "nodeName", "nodeSelector", "allNodes", "taints", "bindsToNode", "bindingConditions",
+        "bindingFailureConditions", "nodeAllocatableResourceMappings", "nodeAllocatableResources",
+    };
+    const char *field;
+    json_t *fv;
+    json_object_foreach((json_t *)j, field, fv)
+    {
+        size_t k = 0;
+        while (k < DE_ARRAY_LEN(known) && strcmp(known[k], field))
+            k++;
+        if (k == DE_ARRAY_LEN(known))
+            return de_errf(e, DE_EINVAL, "device: unknown field \"%s\"", field);
+    }
     const json_t *drv = json_object_get(j, "driver");
     if (driver)
         out->driver = de_intern_cstr(in, driver);
@@ -190,6 +229,15 @@ de_rc cel_device_from_json(const struct json_t *j, const char *driver, de_intern
             val = json_object_get(caps, key);
             split_name(key, out->driver, in, &arr[i].domain, &arr[i].name, &arr[i].bare);
             const json_t *qv = json_is_object(val) ? json_object_get(val, "value") : NULL;
+            const char *ck;
+            json_t *cv;
+            if (json_is_object(val))
+                json_object_foreach(val, ck, cv)
+                {
+                    if (strcmp(ck, "value") && strcmp(ck, "requestPolicy"))
+                        return de_errf(e, DE_EINVAL, "device.capacity.%s: unknown field \"%s\" (value, "
+                                       "requestPolicy)", key, ck);
+                }
             if (!qv)
                 return de_errf(e, DE_EINVAL, "device.capacity.%s.value: required", key);
             if (de_qty_from_json(qv, &arr[i].value, e) != DE_OK) {

@@ -66,6 +66,44 @@ static void put_error(FILE *out, const char *msg, const char *phase)
     json_decref(o);
 }
 
+/* A line's "features" and "envType" (the conformance contract): a typo in
+ * either must not silently evaluate under the defaults, which would make a
+ * vector about feature gating pass or fail for the wrong reason.  NULL when
+ * both are absent or valid; otherwise what is wrong. */
+static const char *batch_features(const json_t *jfeat, const json_t *jenv, cel_env_opts *opts, char *why,
+                                  size_t cap)
+{
+    if (jfeat && !json_is_null(jfeat)) {
+        if (!json_is_object(jfeat))
+            return "\"features\" must be an object {\"ConsumableCapacity\": bool, \"ListTypeAttributes\": bool}";
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)jfeat, k, v)
+        {
+            bool *slot = !strcmp(k, "ConsumableCapacity")   ? &opts->consumable_capacity
+                         : !strcmp(k, "ListTypeAttributes") ? &opts->list_attributes
+                                                            : NULL;
+            if (!slot) {
+                snprintf(why, cap, "\"features\": unknown feature \"%.60s\" (ConsumableCapacity, "
+                         "ListTypeAttributes)", k);
+                return why;
+            }
+            if (!json_is_boolean(v)) {
+                snprintf(why, cap, "\"features.%s\" must be a bool", k);
+                return why;
+            }
+            *slot = json_is_true(v);
+        }
+    }
+    if (jenv && !json_is_null(jenv)) {
+        const char *s = json_is_string(jenv) ? json_string_value(jenv) : NULL;
+        if (!s || (strcmp(s, "NewExpressions") && strcmp(s, "StoredExpressions")))
+            return "\"envType\" must be \"NewExpressions\" or \"StoredExpressions\"";
+        opts->new_expressions = !strcmp(s, "NewExpressions");
+    }
+    return NULL;
+}
+
 static void batch_line(FILE *out, const char *line, size_t len, de_interner *in,
                        const de_gates *gates, de_arena *a)
 {
@@ -95,15 +133,15 @@ static void batch_line(FILE *out, const char *line, size_t len, de_interner *in,
     cel_env_opts opts = {0};
     opts.consumable_capacity = gates->on[DE_GATE_CONSUMABLE_CAPACITY];
     opts.list_attributes = gates->on[DE_GATE_LIST_TYPE_ATTRIBUTES];
-    if (json_is_object(jfeat)) {
-        const json_t *cc = json_object_get(jfeat, "ConsumableCapacity");
-        const json_t *la = json_object_get(jfeat, "ListTypeAttributes");
-        if (json_is_boolean(cc))
-            opts.consumable_capacity = json_is_true(cc);
-        if (json_is_boolean(la))
-            opts.list_attributes = json_is_true(la);
+    char why[200];
+    const char *bad = batch_features(jfeat, jenv, &opts, why, sizeof why);
+    if (bad) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "invalid input line: %s", bad);
+        put_error(out, msg, "compile");
+        json_decref(j);
+        return;
     }
-    opts.new_expressions = json_is_string(jenv) && !strcmp(json_string_value(jenv), "NewExpressions");
     bool selector = jdev && !json_is_null(jdev);
     opts.plain = !selector;
     cel_env *env = cel_env_new(in, &opts);

@@ -362,7 +362,7 @@ static int hook_tramp(lua_State *L)
             }
             if (!r || !r[0]) /* no reason, or an empty one */
                 r = "refused", n = 7;
-            snprintf(c->reason, sizeof c->reason, "%.*s", (int)(n > 255 ? 255 : n), r);
+            de_utf8_printable(c->reason, sizeof c->reason, r, n);
         } else
             result_error(L, c, "a %s; admit returns true, or false and a reason string", luaL_typename(L, -2));
         break;

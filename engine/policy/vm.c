@@ -26,6 +26,7 @@
  * instructions.
  */
 #include "pol_int.h"
+#include "../base/utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -385,10 +386,11 @@ static int msgh(lua_State *L)
 {
     pol_vm *vm = pol_vm_of(L);
     const char *m = NULL;
+    size_t n = 0;
     if (lua_type(L, 1) == LUA_TSTRING || lua_type(L, 1) == LUA_TNUMBER)
-        m = lua_tostring(L, 1);
-    if (m)
-        snprintf(vm->errmsg, sizeof vm->errmsg, "%s", m);
+        m = lua_tolstring(L, 1, &n);
+    if (m) /* policy text, bound for logs, conditions and Events */
+        de_utf8_printable(vm->errmsg, sizeof vm->errmsg, m, n);
     else
         /* Never call __tostring here: it is policy code. */
         snprintf(vm->errmsg, sizeof vm->errmsg, "(error object is a %s value)",
