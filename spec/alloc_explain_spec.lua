@@ -68,7 +68,7 @@ status:
 ]]))
     assert.are.equal(1, rc)
     assert.matches("every request can be served alone, but not all together: no combination satisfies distinctAttribute gpu.example.com/model (claim distinct-models)", err, 1, true)
-    assert.matches("distinctAttribute gpu.example.com/model: 2 requests need different values, but their usable devices offer only A100", err, 1, true)
+    assert.matches("distinctAttribute gpu.example.com/model: 2 requests need 2 devices with different values, but their usable devices offer only 1: A100", err, 1, true)
     assert.is_nil(err:find("compete for the same devices", 1, true))
   end)
 
@@ -142,7 +142,7 @@ describe("constraint explanations", function()
     local rc, _, err = allocate("mixed", two("    - distinctAttribute: gpu.example.com/numa\n      requests: [a, b]\n", 2))
     assert.are.equal(1, rc)
     assert.matches("no combination satisfies distinctAttribute gpu.example.com/numa (claim pair, requests a, b)", err, 1, true)
-    assert.matches("request b needs devices with different values, but its usable devices offer only 0", err, 1, true)
+    assert.matches("request b needs 2 devices with different values, but its usable devices offer fewer: 0", err, 1, true)
   end)
 
   it("blame too few devices, not a constraint that some choice satisfies", function()
@@ -175,9 +175,8 @@ end)
 
 describe("search budget", function()
   -- 30 devices with only two NUMA values, three requests that must all be on
-  -- different NUMA nodes: impossible, and distinctAttribute's stateful
-  -- bookkeeping upstream rules out pruning, so the search tries the
-  -- combinations
+  -- different NUMA nodes: impossible; the forward check sees it only once
+  -- two requests hold values, so the search tries the pairs
   local devs = {}
   for i = 0, 29 do
     devs[#devs + 1] = string.format("  - name: dev-%02d\n    attributes: {numa: {int: %d}}\n", i, i % 2)
@@ -219,12 +218,15 @@ spec:
     local rc, _, err = allocate("trap-node", text)
     assert.are.equal(1, rc)
     assert.matches("no combination satisfies distinctAttribute gpu.example.com/numa (claim spread)", err, 1, true)
-    assert.matches("3 requests need different values, but their usable devices offer only 0, 1", err, 1, true)
+    assert.matches("3 requests need 3 devices with different values, but their usable devices offer only 2: 0, 1", err, 1, true)
   end)
 
   it("stops at --dra-filter-timeout (DRASchedulerFilterTimeout) as kube-scheduler's Filter does", function()
     -- five distinct devices of forty for one request, then a request nothing serves:
-    -- C(40,5) combinations before the search gives up
+    -- C(40,5) combinations before the search gives up.  With DRAListTypeAttributes
+    -- no search is pruned (list-mode matchAttribute keeps upstream's narrowed
+    -- intersection across a backtrack), so the request nothing serves is found
+    -- only at the end of each combination
     local devs = {}
     for i = 0, 39 do
       devs[#devs + 1] = string.format("  - name: dev-%02d\n    attributes: {idx: {int: %d}}\n", i, i)
@@ -243,11 +245,12 @@ spec:
     constraints:
     - distinctAttribute: gpu.example.com/idx
 ]])
-    local rc, _, err = allocate("trap-node", deep, {"--dra-filter-timeout", "20ms"})
+    local list = "DRAListTypeAttributes=true"
+    local rc, _, err = allocate("trap-node", deep, {"--dra-filter-timeout", "20ms", "--feature-gates", list})
     assert.are.equal(2, rc)
     assert.matches("node trap-node: timed out trying to allocate devices", err, 1, true)
     -- without the timeout (0s) the step budget ends it instead
-    rc, _, err = allocate("trap-node", deep, {"--dra-filter-timeout", "0s"})
+    rc, _, err = allocate("trap-node", deep, {"--dra-filter-timeout", "0s", "--feature-gates", list})
     assert.are.equal(2, rc)
     assert.matches("search limit reached on node trap-node: more than 1000000 steps", err, 1, true)
     -- with the gate off the flag is refused, as kube-scheduler refuses filterTimeout
@@ -260,6 +263,58 @@ spec:
     local r = core.allocate{node = "trap-node", file = NODES, text = text, max_steps = 100000}
     assert.are.equal("unsatisfiable", r.status)
     assert.is_true(r.steps > 50 and r.steps < 100000, tostring(r.steps))
+  end)
+end)
+
+describe("distinctAttribute as kube-scheduler 1.37 keeps it", function()
+  -- one slice of devices with the given values of `grp`, and a claim of one
+  -- request of `count` devices that must all differ in it
+  local function spread(values, count)
+    local devs = {}
+    for i, v in ipairs(values) do
+      devs[#devs + 1] = string.format("  - name: dev-%02d\n    attributes: {grp: {int: %d}}\n", i - 1, v)
+    end
+    return "---\napiVersion: v1\nkind: Node\nmetadata: {name: trap-node}\n---\n" ..
+      "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: trap-slice}\nspec:\n" ..
+      "  driver: gpu.example.com\n  nodeName: trap-node\n  pool: {name: trap, generation: 1, resourceSliceCount: 1}\n" ..
+      "  devices:\n" .. table.concat(devs) .. claim("spread", string.format([[
+    requests:
+    - name: r
+      exactly: {deviceClassName: gpu.example.com, count: %d}
+    constraints:
+    - distinctAttribute: gpu.example.com/grp
+]], count))
+  end
+
+  it("compares each device of a request with every one before it, not only the last", function()
+    -- v0.36.2 kept one value per request: dev-02 (0) was compared with dev-01 (1) only
+    local rc, _, err = allocate("trap-node", spread({ 0, 1, 0 }, 3))
+    assert.are.equal(1, rc, err)
+    assert.matches("request r needs 3 devices with different values, but its usable devices offer fewer: 0, 1", err, 1, true)
+    -- first fit still: dev-02 is passed over for dev-03
+    local out
+    rc, out, err = allocate("trap-node", spread({ 0, 1, 0, 2 }, 3))
+    assert.are.equal(0, rc, err)
+    local got = {}
+    for d in out:gmatch('"device": "(dev%-%d+)"') do got[#got + 1] = d end
+    assert.are.same({ "dev-00", "dev-01", "dev-03" }, got)
+  end)
+
+  it("fails at once when a request needs more devices than there are values left", function()
+    -- 64 devices, 7 values, 8 wanted: without the count of values left the
+    -- search would try every way of picking 7 of them first
+    local values = {}
+    for i = 0, 63 do values[#values + 1] = i % 7 end
+    local r = core.allocate{node = "trap-node", file = NODES, text = spread(values, 8), max_steps = 1000}
+    assert.are.equal("unsatisfiable", r.status)
+    assert.is_true(r.steps < 100, tostring(r.steps))
+    -- and with 8 values it finds the first eight different ones
+    values[64] = 7
+    local rc, out, err = allocate("trap-node", spread(values, 8))
+    assert.are.equal(0, rc, err)
+    assert.matches('"device": "dev-63"', out, 1, true)
+    assert.matches('"device": "dev-06"', out, 1, true)
+    assert.falsy(out:find('"device": "dev-07"', 1, true), out)
   end)
 end)
 

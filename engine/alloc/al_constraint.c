@@ -10,10 +10,16 @@
  *    device is accepted while the running intersection stays non-empty; the
  *    intersection narrows on add and is NOT widened on removal (it restarts
  *    when the count returns to zero) - upstream's behaviour, kept.
- *  - distinctAttribute: the recorded values live in a map keyed by the
- *    (parent) request name, so a second device of the same request replaces
- *    the first one's entry and removing it deletes the entry altogether
- *    (k8s.io/dynamic-resource-allocation v0.36.2, which the vectors pin).
+ *  - distinctAttribute: every device's value is kept, newest last; a device
+ *    must differ from all of them (scalars: same kind and value is a clash,
+ *    another kind is not; lists: disjoint sets, and a device without a value
+ *    set is refused even as the first), and a removal drops the newest
+ *    (k8s.io/dynamic-resource-allocation v0.37.2, kube-scheduler 1.37).
+ *    v0.36.2 kept one value per request name, so within a request of count
+ *    3 the third device was compared with the second only: [0, 1, 0] passed.
+ *    The shared vectors were made with v0.36.2; none depends on that (all
+ *    146 pass either way), and the real kube-scheduler 1.37.2 refuses it
+ *    (spec/e2e/diff's distinct-count pods).
  *
  * Attribute lookup: "domain/id" exactly, else the bare id when the domain is
  * the device's driver.  Policy-derived attributes (written into the graph by
@@ -230,17 +236,6 @@ static void narrow(al_vset *x, const al_vset *y)
     x->n = m;
 }
 
-static bool scalar_equal(const de_attrval *x, const de_attrval *y)
-{
-    if (x->kind != y->kind || de_vkind_is_list(x->kind) || x->kind == DE_V_NONE)
-        return false;
-    switch (x->kind) {
-    case DE_V_INT: return x->u.i == y->u.i;
-    case DE_V_BOOL: return x->u.b == y->u.b;
-    default: return x->u.s == y->u.s;
-    }
-}
-
 /* ---- add / remove ------------------------------------------------------------------ */
 
 static de_rc match_add(al_call *c, al_cons *k, const de_attrval *v, const al_vset *sp, bool *ok)
@@ -252,7 +247,7 @@ static de_rc match_add(al_call *c, al_cons *k, const de_attrval *v, const al_vse
             *ok = true;
             return DE_OK;
         }
-        *ok = scalar_equal(v, &k->first);
+        *ok = al_values_equal(v, &k->first);
         if (*ok)
             k->ndev++;
         return DE_OK;
@@ -305,7 +300,7 @@ static bool distinct_ok(al_call *c, al_cons *k, const de_attrval *v, const al_vs
         case DE_V_BOOL:
         case DE_V_STRING:
         case DE_V_VERSION:
-            if (scalar_equal(v, e))
+            if (al_values_equal(v, e))
                 return false;
             break;
         default:
@@ -315,14 +310,11 @@ static bool distinct_ok(al_call *c, al_cons *k, const de_attrval *v, const al_vs
     return true;
 }
 
-static void map_set(al_call *c, al_cons *k, uint32_t req, const de_attrval *v, const al_vset *set)
+/* The values of the devices the constraint holds, in the order they were
+ * added: each new one must differ from all of them, and a removal drops the
+ * newest, as the search removes devices in the reverse order it adds them. */
+static void stack_push(al_call *c, al_cons *k, const de_attrval *v, const al_vset *set)
 {
-    for (uint32_t i = 0; i < k->nmap; i++)
-        if (k->map[i].req == req) {
-            k->map[i].v = *v;
-            k->map[i].set = set;
-            return;
-        }
     if (k->nmap == k->capmap) {
         uint32_t cap = k->capmap ? k->capmap * 2 : 8;
         al_dentry *m = AL_NEW(c->ar, al_dentry, cap);
@@ -331,19 +323,9 @@ static void map_set(al_call *c, al_cons *k, uint32_t req, const de_attrval *v, c
         k->map = m;
         k->capmap = cap;
     }
-    k->map[k->nmap].req = req;
     k->map[k->nmap].v = *v;
     k->map[k->nmap].set = set;
     k->nmap++;
-}
-
-static void map_del(al_cons *k, uint32_t req)
-{
-    for (uint32_t i = 0; i < k->nmap; i++)
-        if (k->map[i].req == req) {
-            k->map[i] = k->map[--k->nmap];
-            return;
-        }
 }
 
 de_rc al_cons_add(al_call *c, al_cons *k, al_rq *rq, uint32_t dev, bool *ok)
@@ -358,8 +340,8 @@ de_rc al_cons_add(al_call *c, al_cons *k, al_rq *rq, uint32_t dev, bool *ok)
     const al_vset *set = c->a->f_list ? set_of(c, k, dev, &v, derived) : NULL;
     if (k->kind == AL_CK_MATCH)
         return match_add(c, k, &v, set, ok);
-    if (k->ndev == 0 || distinct_ok(c, k, &v, set)) {
-        map_set(c, k, rq->base_name, &v, set);
+    if (distinct_ok(c, k, &v, set)) {
+        stack_push(c, k, &v, set);
         k->ndev++;
         *ok = true;
     } else {
@@ -371,8 +353,9 @@ de_rc al_cons_add(al_call *c, al_cons *k, al_rq *rq, uint32_t dev, bool *ok)
 void al_cons_remove(al_call *c, al_cons *k, al_rq *rq, uint32_t dev)
 {
     (void)c;
+    (void)rq;
     (void)dev;
-    if (k->kind == AL_CK_DISTINCT)
-        map_del(k, rq->base_name);
+    if (k->kind == AL_CK_DISTINCT && k->nmap)
+        k->nmap--;
     k->ndev--;
 }

@@ -172,10 +172,10 @@ static bool describe_rq(al_call *c, al_rq *rq, de_buf *b, uint64_t *usable_out)
  *     values carry each element with DRAListTypeAttributes, nothing without
  *     it); when each request has one alternative, the requests must also get
  *     distinct devices (a bipartite matching; shareable devices serve many).
- *   distinctAttribute (v0.36.2 keeps one value per request, so within a
- *     request only consecutive devices must differ): a request of count >= 2
- *     needs two values among its usable devices, and the requests need
- *     pairwise different values (a matching of requests to values).
+ *   distinctAttribute (1.37 compares each device with every one before it):
+ *     each request needs as many values among its usable devices as it
+ *     needs devices, and the requests together need pairwise different
+ *     values (a matching of their devices to values).
  */
 
 typedef struct cval {
@@ -468,7 +468,10 @@ static bool match_infeasible(al_call *c, al_cons *k, const creq *reqs, uint32_t 
     return true;
 }
 
-/* distinctAttribute: requests -> values matching (Kuhn), adjacency on the fly. */
+/* distinctAttribute: request slots -> values matching (Kuhn), adjacency on
+ * the fly.  Each request has as many slots as the fewest devices one of its
+ * possible alternatives needs; a slot takes a value that one of those
+ * alternatives' usable devices carries. */
 typedef struct dctx {
     al_call *c;
     al_cons *k;
@@ -477,7 +480,8 @@ typedef struct dctx {
     uint32_t maxalt;
     const cval *vals;
     uint32_t nv;
-    int32_t *owner;  /* per value: request */
+    const uint32_t *slot_req; /* per slot: its request */
+    int32_t *owner;           /* per value: slot */
     uint8_t *seen;
 } dctx;
 
@@ -495,23 +499,45 @@ static bool req_has_value(dctx *m, uint32_t r, cval v)
     return false;
 }
 
-static bool daugment(dctx *m, uint32_t r)
+static bool daugment(dctx *m, uint32_t slot)
 {
     for (uint32_t vi = 0; vi < m->nv; vi++) {
-        if (m->seen[vi] || !req_has_value(m, r, m->vals[vi]))
+        if (m->seen[vi] || !req_has_value(m, m->slot_req[slot], m->vals[vi]))
             continue;
         m->seen[vi] = 1;
         if (m->owner[vi] < 0 || daugment(m, (uint32_t)m->owner[vi])) {
-            m->owner[vi] = (int32_t)r;
+            m->owner[vi] = (int32_t)slot;
             return true;
         }
     }
     return false;
 }
 
+/* Different values among the usable devices of one alternative, counted up
+ * to `upto`. */
+static uint32_t alt_values(al_call *c, al_cons *k, const uint64_t *usable, uint32_t upto)
+{
+    uint32_t nd = c->t->ndev, n = 0;
+    cval *seen = AL_NEW(c->ar, cval, upto ? upto : 1);
+    for (size_t d = de_bits_next(usable, nd, 0); d < nd && n < upto; d = de_bits_next(usable, nd, d + 1)) {
+        uint32_t m;
+        bool list;
+        const de_attrval *v = dev_attr(c, k, (uint32_t)d, &m, &list);
+        if (!m)
+            continue;
+        cval dv = cval_at(v, 0);
+        bool dup = false;
+        for (uint32_t i = 0; i < n && !dup; i++)
+            dup = !cval_cmp(&dv, &seen[i]);
+        if (!dup)
+            seen[n++] = dv;
+    }
+    return n;
+}
+
 static bool distinct_infeasible(al_call *c, al_cons *k, const creq *reqs, uint32_t n, de_buf *why)
 {
-    uint32_t nd = c->t->ndev, nv, maxalt = 1;
+    uint32_t nv, maxalt = 1;
     bool any_list;
     const cval *vs = values_of(c, k, reqs, n, false, &nv, &any_list);
     if (!n || any_list)
@@ -519,44 +545,50 @@ static bool distinct_infeasible(al_call *c, al_cons *k, const creq *reqs, uint32
     for (uint32_t i = 0; i < n; i++)
         maxalt = DE_MAX(maxalt, reqs[i].rr->nrq);
     bool *ok_alt = AL_NEW(c->ar, bool, (size_t)n * maxalt);
+    uint32_t *demand = AL_NEW(c->ar, uint32_t, n);
+    uint64_t total = 0;
     for (uint32_t i = 0; i < n; i++) {
-        bool any = false;
+        int64_t least = INT64_MAX;
         for (uint32_t s = 0; s < reqs[i].rr->nrq; s++) {
             al_rq *rq = &reqs[i].rr->rq[s];
             if (rq->all)
-                return false; /* consecutive-value order of All: not decided here */
-            uint32_t distinct = 0;
-            cval first = {0, 0};
-            for (size_t d = de_bits_next(reqs[i].usable[s], nd, 0); d < nd && distinct < 2;
-                 d = de_bits_next(reqs[i].usable[s], nd, d + 1)) {
-                uint32_t m;
-                bool list;
-                const de_attrval *v = dev_attr(c, k, (uint32_t)d, &m, &list);
-                if (!m)
-                    continue;
-                cval dv = cval_at(v, 0);
-                if (!distinct || cval_cmp(&dv, &first)) {
-                    first = distinct ? first : dv;
-                    distinct++;
-                }
-            }
-            ok_alt[i * maxalt + s] = distinct >= (rq->need >= 2 ? 2u : 1u);
-            any |= ok_alt[i * maxalt + s];
+                return false; /* how many devices All takes: not decided here */
+            /* every device of the request needs a value of its own */
+            uint32_t need = (uint32_t)DE_MIN(rq->need, (int64_t)AL_MAX_RESULTS + 1);
+            ok_alt[i * maxalt + s] = alt_values(c, k, reqs[i].usable[s], need) >= need;
+            if (ok_alt[i * maxalt + s])
+                least = DE_MIN(least, (int64_t)need);
         }
-        if (!any) {
-            de_buf_printf(why, "request %s needs devices with different values, but its usable devices offer only ",
-                          al_str(c->a, reqs[i].rr->rq[0].base_name));
+        if (least == INT64_MAX) {
+            const al_rq *rq0 = &reqs[i].rr->rq[0];
+            de_buf_printf(why, "request %s needs %lld devices with different values, but its usable devices "
+                          "offer fewer: ", al_str(c->a, rq0->base_name), (long long)rq0->need);
             values_text(c, vs, nv, why);
             return true;
         }
+        demand[i] = (uint32_t)least;
+        total += least;
     }
-    dctx m = {c, k, reqs, ok_alt, maxalt, vs, nv, AL_NEW(c->ar, int32_t, nv ? nv : 1), AL_NEW(c->ar, uint8_t, nv ? nv : 1)};
+    if (total > nv) {
+        de_buf_printf(why, "%u requests need %llu devices with different values, but their usable devices "
+                      "offer only %u: ", n, (unsigned long long)total, nv);
+        values_text(c, vs, nv, why);
+        return true;
+    }
+    uint32_t *slot_req = AL_NEW(c->ar, uint32_t, total ? total : 1);
+    uint32_t ns = 0;
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < demand[i]; j++)
+            slot_req[ns++] = i;
+    dctx m = {c, k, reqs, ok_alt, maxalt, vs, nv, slot_req, AL_NEW(c->ar, int32_t, nv ? nv : 1),
+              AL_NEW(c->ar, uint8_t, nv ? nv : 1)};
     for (uint32_t vi = 0; vi < nv; vi++)
         m.owner[vi] = -1;
-    for (uint32_t r = 0; r < n; r++) {
+    for (uint32_t sl = 0; sl < ns; sl++) {
         memset(m.seen, 0, nv ? nv : 1);
-        if (!daugment(&m, r)) {
-            de_buf_printf(why, "%u requests need different values, but their usable devices offer only ", n);
+        if (!daugment(&m, sl)) {
+            de_buf_printf(why, "%u requests need %u devices with different values, but their usable devices "
+                          "offer only ", n, ns);
             values_text(c, vs, nv, why);
             return true;
         }

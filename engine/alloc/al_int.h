@@ -641,7 +641,6 @@ typedef struct al_vset {
 } al_vset;
 
 typedef struct al_dentry {
-    uint32_t req;            /* base request name */
     de_attrval v;
     const al_vset *set;      /* list mode: v as a set */
 } al_dentry;
@@ -654,7 +653,7 @@ typedef struct al_cons {
     uint32_t ndev;           /* numDevices */
     de_attrval first;        /* match, scalar mode */
     al_vset inter;           /* match, list mode: running intersection */
-    al_dentry *map;          /* distinct: map keyed by base request name */
+    al_dentry *map;          /* distinct: every held device's value, newest last */
     al_vset **dset;          /* list mode: per device, its value as a set (lazy) */
     uint8_t *ks;             /* pruning cache: per device 0 unknown, 1 value, 2 absent */
     de_attrval *kv;
@@ -780,6 +779,18 @@ de_rc al_selectable(al_call *c, al_rq *rq, uint32_t dev, bool *ok);
 /* al_constraint.c */
 de_rc al_cons_add(al_call *c, al_cons *k, al_rq *rq, uint32_t dev, bool *ok);
 const de_attrval *al_cons_value(al_call *c, al_cons *k, uint32_t d, bool *found);
+/* Two scalar attribute values of one kind and equal (upstream's scalar
+ * match and distinct comparisons: versions as exact strings). */
+static inline bool al_values_equal(const de_attrval *x, const de_attrval *y)
+{
+    if (x->kind != y->kind || de_vkind_is_list(x->kind) || x->kind == DE_V_NONE)
+        return false;
+    switch (x->kind) {
+    case DE_V_INT: return x->u.i == y->u.i;
+    case DE_V_BOOL: return x->u.b == y->u.b;
+    default: return x->u.s == y->u.s;
+    }
+}
 void al_cons_remove(al_call *c, al_cons *k, al_rq *rq, uint32_t dev);
 bool al_cons_applies(const al_cons *k, const al_rq *rq);
 const de_attr *al_lookup_attr(const al_call *c, uint32_t dev, uint32_t domain, uint32_t id,

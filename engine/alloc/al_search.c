@@ -23,8 +23,9 @@
  * them back, which v0.36.2 did not.
  *
  * Pruning.  A failed subtree normally leaves no trace, but upstream has a few
- * stateful quirks (the list-intersection that does not widen, the
- * distinctAttribute map, lazy CEL errors, All-mode constraint errors).
+ * stateful quirks (the list-intersection that does not widen, lazy CEL
+ * errors, All-mode constraint errors; v0.36.2's distinctAttribute map was
+ * one, 1.37's stack of values is not).
  * The call is "pure" when none of them can fire; then the search may skip
  * subtrees that provably cannot succeed without changing which solution is
  * found first (the first-fit order is untouched; only dead ends are cut):
@@ -32,7 +33,9 @@
  *    compatibility groups) are not visited;
  *  - a placement is undone at once when some remaining slot of the claim
  *    cannot be filled by the devices still free and compatible with the
- *    matchAttribute values already fixed (forward checking);
+ *    matchAttribute values already fixed, or a request under
+ *    distinctAttribute needs more devices than the free ones offer values
+ *    not yet held (forward checking);
  *  - a claim set with a request that no free device can ever serve fails
  *    before searching.
  * Cutting a subtree can turn upstream's internal "MaxSize" answer into a
@@ -236,15 +239,32 @@ static inline bool free_for(const al_call *c, const al_rq *rq, uint32_t d)
     return !de_bit_get(c->t->inuse, d) && !c->busy_cnt[d];
 }
 
-static bool values_equal(const de_attrval *x, const de_attrval *y)
+/* A distinctAttribute constraint's count of different values among the
+ * devices rq could still take: `need` devices need `need` values, none of
+ * them already held (the search cannot succeed otherwise: with 7 values
+ * among 64 devices, a request of 8 would try every way of picking 7 before
+ * failing).  need <= AL_MAX_RESULTS (MaxSize cuts larger ones first). */
+typedef struct dcount {
+    al_cons *k;
+    uint32_t n;
+    de_attrval v[AL_MAX_RESULTS];
+} dcount;
+
+static bool distinct_takes(al_call *c, dcount *dc, uint32_t d, int64_t need)
 {
-    if (x->kind != y->kind || de_vkind_is_list(x->kind) || x->kind == DE_V_NONE)
-        return false;
-    switch (x->kind) {
-    case DE_V_INT: return x->u.i == y->u.i;
-    case DE_V_BOOL: return x->u.b == y->u.b;
-    default: return x->u.s == y->u.s;
-    }
+    bool found;
+    const de_attrval *v = al_cons_value(c, dc->k, d, &found);
+    if (!found)
+        return false; /* distinctAttribute needs the attribute */
+    for (uint32_t i = 0; i < dc->k->nmap; i++)
+        if (al_values_equal(v, &dc->k->map[i].v))
+            return false;
+    bool seen = false;
+    for (uint32_t i = 0; i < dc->n && !seen; i++)
+        seen = al_values_equal(v, &dc->v[i]);
+    if (!seen && dc->n < need && dc->n < AL_MAX_RESULTS)
+        dc->v[dc->n++] = *v;
+    return true;
 }
 
 /* Can rq still get `need` devices from [from, ndev)? */
@@ -254,13 +274,14 @@ static bool rq_feasible(al_call *c, al_rq *rq, uint32_t from, int64_t need)
         return true;
     al_claimc *cc = &c->claims[rq->claim];
     al_cons *bound[64];
-    uint32_t nb = 0;
+    dcount dist[4];
+    uint32_t nb = 0, nds = 0;
     for (uint32_t i = 0; i < rq->ncons && nb < 64; i++) {
         al_cons *k = &cc->cons[rq->cons[i]];
-        if (k->kind == AL_CK_MATCH && k->ndev)
-            bound[nb++] = k;
-        else if (k->kind == AL_CK_MATCH)
+        if (k->kind == AL_CK_MATCH)
             bound[nb++] = k; /* unbound: the device must at least have the attribute */
+        else if (nds < DE_ARRAY_LEN(dist) && need <= AL_MAX_RESULTS && !c->a->f_list)
+            dist[nds].k = k, dist[nds++].n = 0;
     }
     int64_t n = 0;
     const uint64_t *st = rq->stat;
@@ -272,9 +293,16 @@ static bool rq_feasible(al_call *c, al_rq *rq, uint32_t from, int64_t need)
         for (uint32_t i = 0; i < nb && ok; i++) {
             bool found;
             const de_attrval *v = al_cons_value(c, bound[i], (uint32_t)d, &found);
-            ok = found && (!bound[i]->ndev || values_equal(v, &bound[i]->first));
+            ok = found && (!bound[i]->ndev || al_values_equal(v, &bound[i]->first));
         }
-        if (ok && ++n >= need)
+        for (uint32_t i = 0; i < nds && ok; i++)
+            ok = distinct_takes(c, &dist[i], (uint32_t)d, need);
+        if (!ok || ++n < need)
+            continue;
+        bool enough = true;
+        for (uint32_t i = 0; i < nds && enough; i++)
+            enough = dist[i].n >= need;
+        if (enough)
             return true;
     }
     return false;
@@ -396,7 +424,7 @@ static int solve(al_call *c, uint32_t ci, uint32_t ri, uint32_t si, int64_t k, b
             for (uint32_t i = 0; i < nb && match; i++) {
                 bool found;
                 const de_attrval *v = al_cons_value(c, bound[i], dev, &found);
-                match = found && values_equal(v, &bound[i]->first);
+                match = found && al_values_equal(v, &bound[i]->first);
             }
             if (!match) {
                 c->rej_constraint++; /* for the explanation only */
@@ -448,7 +476,7 @@ static void prepare(al_call *c)
     for (uint32_t ci = 0; ci < c->nclaims; ci++) {
         al_claimc *cc = &c->claims[ci];
         for (uint32_t k = 0; k < cc->ncons; k++)
-            if (cc->cons[k].kind == AL_CK_DISTINCT || a->f_list)
+            if (a->f_list)
                 pure = false;
         for (uint32_t ri = 0; ri < cc->nreq; ri++)
             for (uint32_t s = 0; s < cc->req[ri].nrq; s++) {
