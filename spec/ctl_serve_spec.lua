@@ -217,7 +217,9 @@ describe("draengine serve --dra-filter-timeout", function()
   end)
 
   it("fails a node whose device search outlasts it, as kube-scheduler's Filter does", function()
-    -- five distinct devices of forty for one request, then a request nothing serves
+    -- five distinct devices of forty for one request, then a request nothing serves;
+    -- with DRAListTypeAttributes no search is pruned (alloc_explain_spec.lua), so
+    -- the search tries the C(40,5) combinations
     local s = K.slice("node-001", "gpu.example.com", 40)
     for i, d in ipairs(s.spec.devices) do d.attributes.idx = { int = i } end
     local c = K.claim("default", "deep", "gpu", 5)
@@ -226,7 +228,8 @@ describe("draengine serve --dra-filter-timeout", function()
     c.spec.devices.constraints = { { distinctAttribute = "gpu.example.com/idx" } }
     srv:load{ K.class("gpu", "gpu.example.com"), K.node("node-001"), s, c,
       K.pod("default", "deep-pod", { claims = { { name = "gpu", resourceClaimName = "deep" } } }) }
-    local proc = S.start(srv, { "--leader-elect=false", "--dra-filter-timeout=20ms" })
+    local proc = S.start(srv, { "--leader-elect=false", "--dra-filter-timeout=20ms",
+      "--feature-gates=DRAListTypeAttributes=true" })
     procs[#procs + 1] = proc
     local ev = K.wait_for(function()
       for _, e in ipairs(srv:state().objects.events or {}) do

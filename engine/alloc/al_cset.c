@@ -305,8 +305,8 @@ al_cset *al_cset_make(al_allocator *a, al_ntab *t, al_selset *ss)
 {
     al_cset *c = NULL;
     for (uint32_t i = 0; i < t->ncsets; i++)
-        if (t->csets[i].key == ss->key) {
-            c = &t->csets[i];
+        if (t->csets[i]->key == ss->key) {
+            c = t->csets[i];
             if (c->ss_gen == ss->gen)
                 return c;
             break; /* its class changed: evaluate again in place */
@@ -316,7 +316,7 @@ al_cset *al_cset_make(al_allocator *a, al_ntab *t, al_selset *ss)
         if (t->ncsets == t->capcsets) {
             /* slab records of 2, 4, 8... entries: most tables see a class or two */
             uint32_t cap = t->capcsets ? t->capcsets * 2 : 2;
-            al_cset *v = al_tmem_alloc(a, cap * sizeof *v);
+            al_cset **v = al_tmem_alloc(a, cap * sizeof *v);
             if (t->ncsets)
                 memcpy(v, t->csets, t->ncsets * sizeof *v);
             if (t->csets)
@@ -324,7 +324,8 @@ al_cset *al_cset_make(al_allocator *a, al_ntab *t, al_selset *ss)
             t->csets = v;
             t->capcsets = cap;
         }
-        c = &t->csets[t->ncsets++];
+        c = al_tmem_alloc(a, sizeof *c);
+        t->csets[t->ncsets++] = c;
         memset(c, 0, sizeof *c);
         c->cand = al_tmem_alloc(a, nbits);
     } else {
@@ -353,7 +354,7 @@ al_cset *al_cset_make(al_allocator *a, al_ntab *t, al_selset *ss)
 void al_cset_refresh(al_allocator *a, al_ntab *t, uint32_t dev)
 {
     for (uint32_t i = 0; i < t->ncsets; i++) {
-        al_cset *c = &t->csets[i];
+        al_cset *c = t->csets[i];
         if (c->ss_gen == c->ss->gen && !c->ss->stale)
             cset_eval(a, t, c, dev);
     }

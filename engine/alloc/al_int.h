@@ -144,7 +144,9 @@ typedef struct al_ntab {
     struct al_agg *agg;      /* aggregated consumed capacity per device, NULL
                               * while no device of the table has any (slab) */
     /* candidate sets */
-    al_cset *csets;          /* slab record of capcsets entries */
+    al_cset **csets;         /* slab record of capcsets pointers; each set is a
+                              * slab record of its own, so a request's rq->cs
+                              * stays valid while later requests add sets */
     uint32_t ncsets, capcsets;
     uint64_t gen;            /* hook revision the groups were read at */
     bool failed;             /* the last build failed (al_core.c: any slice event
@@ -575,9 +577,9 @@ al_cset *al_cset_make(al_allocator *a, al_ntab *t, al_selset *ss);
 static inline al_cset *al_cset_get(al_allocator *a, al_ntab *t, al_selset *ss)
 {
     for (uint32_t i = 0; i < t->ncsets; i++)
-        if (t->csets[i].key == ss->key) {
-            if (t->csets[i].ss_gen == ss->gen)
-                return &t->csets[i];
+        if (t->csets[i]->key == ss->key) {
+            if (t->csets[i]->ss_gen == ss->gen)
+                return t->csets[i];
             break;
         }
     return al_cset_make(a, t, ss);

@@ -89,12 +89,13 @@ void al_ntab_clear(al_allocator *a, al_ntab *t)
         t->agg = NULL;
     }
     for (uint32_t i = 0; i < t->ncsets; i++) {
-        al_cset *c = &t->csets[i];
+        al_cset *c = t->csets[i];
         al_tmem_release(a, c->cand, 4 * (size_t)t->nwords * sizeof(uint64_t));
         if (c->poison_msg) {
             al_tmem_release(a, c->poison_msg, t->ndev * sizeof *c->poison_msg);
             al_tmem_release(a, c->poison_kind, t->ndev);
         }
+        al_tmem_release(a, c, sizeof *c);
     }
     if (t->csets)
         al_tmem_release(a, t->csets, t->capcsets * sizeof *t->csets);
