@@ -231,10 +231,11 @@ void dg_rec_release(dg_graph *g, claim_ent *ce)
 {
     if (!g->slab)
         return;
-    de_slab_free(g->slab, ce->rec, ce->rec_size);
     if (ce->pin)
         pin_put(g, ce->pin);
     ce->pin = NULL;
+    /* the reservedFor list may live in the record: read it before the
+     * record goes back */
     if (ce->reserved_cap) {
         const dg_claim *c = ce->c;
         for (uint32_t i = 0; c && i < c->nreserved_for; i++) {
@@ -244,6 +245,7 @@ void dg_rec_release(dg_graph *g, claim_ent *ce)
         if (!ce->res_in_rec)
             de_slab_free(g->slab, c ? c->reserved_for : NULL, ce->reserved_cap * sizeof(dg_consumer));
     }
+    de_slab_free(g->slab, ce->rec, ce->rec_size);
     ce->rec = NULL;
     ce->rec_size = 0;
     ce->reserved_cap = 0;
