@@ -19,7 +19,7 @@
  *    3 the third device was compared with the second only: [0, 1, 0] passed.
  *    The shared vectors were made with v0.36.2; none depends on that (all
  *    146 pass either way), and the real kube-scheduler 1.37.2 refuses it
- *    (spec/e2e/diff's distinct-count pods).
+ *    (spec/e2e/diff's numa-spread pods, seed 2).
  *
  * Attribute lookup: "domain/id" exactly, else the bare id when the domain is
  * the device's driver.  Policy-derived attributes (written into the graph by

@@ -475,9 +475,8 @@ static void prepare(al_call *c)
     bool pure = true;
     for (uint32_t ci = 0; ci < c->nclaims; ci++) {
         al_claimc *cc = &c->claims[ci];
-        for (uint32_t k = 0; k < cc->ncons; k++)
-            if (a->f_list)
-                pure = false;
+        if (cc->ncons && a->f_list)
+            pure = false; /* list-mode matchAttribute's intersection */
         for (uint32_t ri = 0; ri < cc->nreq; ri++)
             for (uint32_t s = 0; s < cc->req[ri].nrq; s++) {
                 al_rq *rq = &cc->req[ri].rq[s];
