@@ -25,7 +25,14 @@
  * grew) reads stale bytes silently in a normal build and is a report here.
  * The slab unpoisons a free record's link word only while it reads or
  * writes it. */
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) /* gcc */
+#define SLAB_ASAN 1
+#elif defined(__has_feature) /* clang (the fuzz targets) */
+#if __has_feature(address_sanitizer)
+#define SLAB_ASAN 1
+#endif
+#endif
+#ifdef SLAB_ASAN
 #include <sanitizer/asan_interface.h>
 #define POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
 #define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
