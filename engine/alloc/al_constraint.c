@@ -284,8 +284,8 @@ static bool distinct_ok(al_call *c, al_cons *k, const de_attrval *v, const al_vs
     if (c->a->f_list) {
         if (!s->kind)
             return false;
-        for (uint32_t i = 0; i < k->nmap; i++) {
-            const al_vset *t = k->map[i].set;
+        for (uint32_t i = 0; i < k->ndev; i++) {
+            const al_vset *t = k->held[i].set;
             if (!t->kind)
                 continue;
             if (intersects(s, t))
@@ -293,8 +293,8 @@ static bool distinct_ok(al_call *c, al_cons *k, const de_attrval *v, const al_vs
         }
         return true;
     }
-    for (uint32_t i = 0; i < k->nmap; i++) {
-        const de_attrval *e = &k->map[i].v;
+    for (uint32_t i = 0; i < k->ndev; i++) {
+        const de_attrval *e = &k->held[i].v;
         switch (v->kind) {
         case DE_V_INT:
         case DE_V_BOOL:
@@ -315,17 +315,15 @@ static bool distinct_ok(al_call *c, al_cons *k, const de_attrval *v, const al_vs
  * newest, as the search removes devices in the reverse order it adds them. */
 static void stack_push(al_call *c, al_cons *k, const de_attrval *v, const al_vset *set)
 {
-    if (k->nmap == k->capmap) {
-        uint32_t cap = k->capmap ? k->capmap * 2 : 8;
+    if (k->ndev == k->capheld) {
+        uint32_t cap = k->capheld ? k->capheld * 2 : 8;
         al_dentry *m = AL_NEW(c->ar, al_dentry, cap);
-        if (k->nmap)
-            memcpy(m, k->map, k->nmap * sizeof *m);
-        k->map = m;
-        k->capmap = cap;
+        if (k->ndev)
+            memcpy(m, k->held, k->ndev * sizeof *m);
+        k->held = m;
+        k->capheld = cap;
     }
-    k->map[k->nmap].v = *v;
-    k->map[k->nmap].set = set;
-    k->nmap++;
+    k->held[k->ndev++] = (al_dentry){*v, set};
 }
 
 de_rc al_cons_add(al_call *c, al_cons *k, al_rq *rq, uint32_t dev, bool *ok)
@@ -342,7 +340,6 @@ de_rc al_cons_add(al_call *c, al_cons *k, al_rq *rq, uint32_t dev, bool *ok)
         return match_add(c, k, &v, set, ok);
     if (distinct_ok(c, k, &v, set)) {
         stack_push(c, k, &v, set);
-        k->ndev++;
         *ok = true;
     } else {
         *ok = false;
@@ -355,7 +352,5 @@ void al_cons_remove(al_call *c, al_cons *k, al_rq *rq, uint32_t dev)
     (void)c;
     (void)rq;
     (void)dev;
-    if (k->kind == AL_CK_DISTINCT && k->nmap)
-        k->nmap--;
-    k->ndev--;
+    k->ndev--; /* distinct: drops the top of the stack of held values */
 }

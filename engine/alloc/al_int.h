@@ -655,11 +655,12 @@ typedef struct al_cons {
     uint32_t ndev;           /* numDevices */
     de_attrval first;        /* match, scalar mode */
     al_vset inter;           /* match, list mode: running intersection */
-    al_dentry *map;          /* distinct: every held device's value, newest last */
+    al_dentry *held;         /* distinct: the value of each of the ndev devices
+                              * it holds, newest last (a stack) */
     al_vset **dset;          /* list mode: per device, its value as a set (lazy) */
     uint8_t *ks;             /* pruning cache: per device 0 unknown, 1 value, 2 absent */
     de_attrval *kv;
-    uint32_t nmap, capmap;
+    uint32_t capheld;
 } al_cons;
 
 typedef struct al_claimc {

@@ -243,7 +243,8 @@ static inline bool free_for(const al_call *c, const al_rq *rq, uint32_t d)
  * devices rq could still take: `need` devices need `need` values, none of
  * them already held (the search cannot succeed otherwise: with 7 values
  * among 64 devices, a request of 8 would try every way of picking 7 before
- * failing).  need <= AL_MAX_RESULTS (MaxSize cuts larger ones first). */
+ * failing).  Counted only for need <= AL_MAX_RESULTS: a larger request ends
+ * in MaxSize before it places a device. */
 typedef struct dcount {
     al_cons *k;
     uint32_t n;
@@ -256,13 +257,13 @@ static bool distinct_takes(al_call *c, dcount *dc, uint32_t d, int64_t need)
     const de_attrval *v = al_cons_value(c, dc->k, d, &found);
     if (!found)
         return false; /* distinctAttribute needs the attribute */
-    for (uint32_t i = 0; i < dc->k->nmap; i++)
-        if (al_values_equal(v, &dc->k->map[i].v))
+    for (uint32_t i = 0; i < dc->k->ndev; i++)
+        if (al_values_equal(v, &dc->k->held[i].v))
             return false;
     bool seen = false;
     for (uint32_t i = 0; i < dc->n && !seen; i++)
         seen = al_values_equal(v, &dc->v[i]);
-    if (!seen && dc->n < need && dc->n < AL_MAX_RESULTS)
+    if (!seen && dc->n < need)
         dc->v[dc->n++] = *v;
     return true;
 }
@@ -280,8 +281,10 @@ static bool rq_feasible(al_call *c, al_rq *rq, uint32_t from, int64_t need)
         al_cons *k = &cc->cons[rq->cons[i]];
         if (k->kind == AL_CK_MATCH)
             bound[nb++] = k; /* unbound: the device must at least have the attribute */
-        else if (nds < DE_ARRAY_LEN(dist) && need <= AL_MAX_RESULTS && !c->a->f_list)
-            dist[nds].k = k, dist[nds++].n = 0;
+        else if (nds < DE_ARRAY_LEN(dist) && need <= AL_MAX_RESULTS) {
+            dist[nds].k = k; /* its v[] is written before it is read */
+            dist[nds++].n = 0;
+        }
     }
     int64_t n = 0;
     const uint64_t *st = rq->stat;

@@ -44,6 +44,21 @@ void de_text_linecol(const char *text, size_t len, size_t off, int *line, int *c
     *col = (int)(off - start) + 1;
 }
 
+const char *de_json_unknown_key(const json_t *obj, const char *const *known)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        const char *const *k = known;
+        while (*k && strcmp(*k, key))
+            k++;
+        if (!*k)
+            return key;
+    }
+    return NULL;
+}
+
 void de_origin_format(const de_origin *o, char *buf, size_t cap)
 {
     if (o->item >= 0)

@@ -82,4 +82,10 @@ de_rc de_yaml_emit(const json_t *v, de_buf *out, de_err *e);
 /* Format the standard prefix "file: document N" (+ ": items[i]") into buf. */
 void de_origin_format(const de_origin *o, char *buf, size_t cap);
 
+/* The first key of obj that is not in known (NULL-terminated), or NULL: for
+ * the hand-written formats that refuse a field they would otherwise ignore
+ * (a workload file, a `cel --device` file).  Manifests go through the
+ * decoder's dec_known instead, which names every unknown field. */
+const char *de_json_unknown_key(const json_t *obj, const char *const *known);
+
 #endif

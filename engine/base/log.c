@@ -56,10 +56,8 @@ static json_t *log_string(const char *s)
     size_t at, n = strlen(s);
     if (!de_utf8_problem(s, n, &at))
         return json_string(s);
-    size_t cap = n * 4 + 1;
-    char *t = malloc(cap);
-    if (!t)
-        return json_string("(unprintable)");
+    size_t cap = n * 4 + 1; /* an escape is at most 4 bytes a byte */
+    char *t = de_xmalloc(cap);
     de_utf8_printable(t, cap, s, n);
     json_t *v = json_string(t);
     free(t);

@@ -10,6 +10,7 @@
  */
 #include "cel_int.h"
 
+#include "../base/doc.h"
 #include "../base/intern.h"
 
 #include <errno.h>
@@ -158,18 +159,11 @@ de_rc cel_device_from_json(const struct json_t *j, const char *driver, de_intern
     static const char *const known[] = {
         "driver", "name", "attributes", "capacity", "allowMultipleAllocations", "consumesCounters",
         "nodeName", "nodeSelector", "allNodes", "taints", "bindsToNode", "bindingConditions",
-        "bindingFailureConditions", "nodeAllocatableResourceMappings", "nodeAllocatableResources",
+        "bindingFailureConditions", "nodeAllocatableResourceMappings", "nodeAllocatableResources", NULL,
     };
-    const char *field;
-    json_t *fv;
-    json_object_foreach((json_t *)j, field, fv)
-    {
-        size_t k = 0;
-        while (k < DE_ARRAY_LEN(known) && strcmp(known[k], field))
-            k++;
-        if (k == DE_ARRAY_LEN(known))
-            return de_errf(e, DE_EINVAL, "device: unknown field \"%s\"", field);
-    }
+    const char *field = de_json_unknown_key(j, known);
+    if (field)
+        return de_errf(e, DE_EINVAL, "device: unknown field \"%s\"", field);
     const json_t *drv = json_object_get(j, "driver");
     if (driver)
         out->driver = de_intern_cstr(in, driver);
@@ -229,15 +223,11 @@ de_rc cel_device_from_json(const struct json_t *j, const char *driver, de_intern
             val = json_object_get(caps, key);
             split_name(key, out->driver, in, &arr[i].domain, &arr[i].name, &arr[i].bare);
             const json_t *qv = json_is_object(val) ? json_object_get(val, "value") : NULL;
-            const char *ck;
-            json_t *cv;
-            if (json_is_object(val))
-                json_object_foreach(val, ck, cv)
-                {
-                    if (strcmp(ck, "value") && strcmp(ck, "requestPolicy"))
-                        return de_errf(e, DE_EINVAL, "device.capacity.%s: unknown field \"%s\" (value, "
-                                       "requestPolicy)", key, ck);
-                }
+            static const char *const cap_known[] = {"value", "requestPolicy", NULL};
+            const char *ck = json_is_object(val) ? de_json_unknown_key(val, cap_known) : NULL;
+            if (ck)
+                return de_errf(e, DE_EINVAL, "device.capacity.%s: unknown field \"%s\" (value, requestPolicy)",
+                               key, ck);
             if (!qv)
                 return de_errf(e, DE_EINVAL, "device.capacity.%s.value: required", key);
             if (de_qty_from_json(qv, &arr[i].value, e) != DE_OK) {

@@ -116,12 +116,12 @@ de_rc run_mix_from_json(const char *name, json_t *doc, run_mix *m, de_err *e)
     m->max_pods = RUN_DEFAULT_MAX_PODS;
     if (!json_is_object(doc))
         return de_errf(e, DE_EINVAL, "%s: a workload file is an object with a \"workloads\" list", name);
-    const char *k;
+    static const char *const top_known[] = {"workloads", "patience", "maxPods", NULL};
+    static const char *const w_known[] = {"name", "weight", "summary", "claim", "extendedResources", NULL};
+    const char *k = de_json_unknown_key(doc, top_known);
     json_t *v;
-    json_object_foreach(doc, k, v) {
-        if (strcmp(k, "workloads") && strcmp(k, "patience") && strcmp(k, "maxPods"))
-            return de_errf(e, DE_EINVAL, "%s: unknown field \"%s\" (workloads, patience, maxPods)", name, k);
-    }
+    if (k)
+        return de_errf(e, DE_EINVAL, "%s: unknown field \"%s\" (workloads, patience, maxPods)", name, k);
     json_t *p = json_object_get(doc, "patience");
     if (p) {
         if (!json_is_integer(p) || json_integer_value(p) < 1 || json_integer_value(p) > 1000000)
@@ -148,14 +148,11 @@ de_rc run_mix_from_json(const char *name, json_t *doc, run_mix *m, de_err *e)
             de_errf(e, DE_EINVAL, "%s: workloads[%zu]: must be an object", name, i);
             goto fail;
         }
-        json_object_foreach(w, k, v) {
-            if (strcmp(k, "name") && strcmp(k, "weight") && strcmp(k, "summary") && strcmp(k, "claim") &&
-                strcmp(k, "extendedResources")) {
-                de_errf(e, DE_EINVAL,
-                        "%s: workloads[%zu]: unknown field \"%s\" (name, weight, summary, claim, "
-                        "extendedResources)", name, i, k);
-                goto fail;
-            }
+        if ((k = de_json_unknown_key(w, w_known))) {
+            de_errf(e, DE_EINVAL,
+                    "%s: workloads[%zu]: unknown field \"%s\" (name, weight, summary, claim, "
+                    "extendedResources)", name, i, k);
+            goto fail;
         }
         const char *wn = json_string_value(json_object_get(w, "name"));
         if (!wn || !dns_label(wn)) {
